@@ -1,0 +1,236 @@
+import { z } from 'zod';
+import { ConfigError } from '../shared/errors.ts';
+import { commaList, duration, durationList, flag, nonNegativeInt, positiveInt } from './parse.ts';
+
+/**
+ * Every MSGX_* setting, parsed and validated once at start. Each entry names its variable so an
+ * error message points at the exact setting. The README's configuration table mirrors this file.
+ */
+const schema = z
+  .object({
+    MSGX_RUNTIME: z.enum(['twin', 'lambda']).optional(),
+    MSGX_HTTP_PORT: z.coerce.number().int().min(0).max(65535).default(8080),
+    MSGX_DATA_DIR: z.string().default('.msgx'),
+    MSGX_PG_URL: z.string().url().optional(),
+    MSGX_MAILBOX_URL: z
+      .string()
+      .regex(/^mysql:\/\//, 'must be a mysql:// URL')
+      .optional(),
+    MSGX_KAFKA_BROKERS: commaList(),
+    MSGX_KAFKA_SSL: flag(false),
+    MSGX_KAFKA_IAM_REGION: z.string().optional(),
+    MSGX_TIMEZONE: z
+      .string()
+      .default('Asia/Shanghai')
+      .refine((tz) => {
+        try {
+          new Intl.DateTimeFormat('en', { timeZone: tz });
+          return true;
+        } catch {
+          return false;
+        }
+      }, 'must be an IANA time zone such as Asia/Shanghai'),
+    MSGX_ADMIN_TOKEN: z.string().min(1).optional(),
+    MSGX_SHADOW: flag(false),
+    MSGX_SIGNING_SECRET: z.string().min(1).optional(),
+    MSGX_LOG_LEVEL: z.enum(['DEBUG', 'INFO', 'WARN', 'ERROR', 'SILENT']).default('INFO'),
+
+    // Inbox pipeline (seed 000 §7: pipeline.*)
+    MSGX_POLL_INTERVAL_MS: positiveInt(1000),
+    MSGX_CLAIM_BATCH: positiveInt(50),
+    MSGX_POLLER_LOOKBACK: nonNegativeInt(500),
+    MSGX_GROUP_COMMIT: z.coerce.number().int().min(1).max(500).default(50),
+    MSGX_MAX_ATTEMPTS: positiveInt(5),
+    MSGX_BACKOFF_INITIAL: duration('1s'),
+    MSGX_BACKOFF_MAX: duration('60s'),
+    MSGX_HEAD_DEADLINE: duration('10m'),
+    MSGX_BACKFILL_INITIAL: duration('30s'),
+    MSGX_BACKFILL_MAX: duration('15m'),
+    MSGX_MAX_BODY_BYTES: positiveInt(1024 * 1024),
+
+    // Outbox relay (seed 001 outbox_worker.*)
+    MSGX_TOPIC_MSG: z.string().min(1).default('msgx.msg'),
+    MSGX_TOPIC_SCHD: z.string().min(1).default('msgx.schd'),
+    MSGX_TOPIC_PARTITIONS: positiveInt(6),
+    MSGX_FANOUT_WEBHOOKS: commaList(),
+    MSGX_DELIVERY_BATCH_SIZE: positiveInt(100),
+    MSGX_DELIVERY_PUBLISH_TIMEOUT: duration('3s'),
+    MSGX_DELIVERY_MAX_RETRY_COUNT: positiveInt(10),
+    MSGX_DELIVERY_INITIAL_BACKOFF: duration('5s'),
+    MSGX_DELIVERY_MAX_BACKOFF: duration('5m'),
+    MSGX_DELIVERY_RETRY_STRATEGY: z.enum(['exponential_backoff']).default('exponential_backoff'),
+    MSGX_DELIVERY_LEASE: duration('30s'),
+    MSGX_SCHD_FLUSH_PERIOD: duration('3s'),
+    MSGX_SCHD_FLUSH_LIMIT: positiveInt(500),
+
+    // Transactional messages (seed 002)
+    MSGX_TX_CHECK_ALLOWED_ORIGINS: commaList(),
+    MSGX_TX_CHECK_MAX: positiveInt(15),
+    MSGX_TX_CHECK_INTERVAL: duration('60s'),
+    MSGX_TX_REDELIVERY_SCHEDULE: durationList('0s,1m,4m,10m,30m,60m'),
+    MSGX_TX_REDELIVERY_BATCH: positiveInt(100),
+    MSGX_TX_RETENTION: duration('168h'),
+
+    // Lifecycle (seed 000 §6.2)
+    MSGX_HISTORY_RETENTION_DAYS: positiveInt(7),
+    MSGX_PROC_RETENTION_DAYS: positiveInt(30),
+    MSGX_SNAP_LOG_RETENTION_DAYS: positiveInt(90),
+    MSGX_HISTORY_SWEEP_AT: z
+      .string()
+      .regex(/^\d{2}:\d{2}$/, 'must be HH:MM in airport time')
+      .default('03:30'),
+    MSGX_REQUEST_TIMEOUT: duration('10m'),
+  })
+  .superRefine((c, ctx) => {
+    if (c.MSGX_BACKOFF_INITIAL > c.MSGX_BACKOFF_MAX)
+      ctx.addIssue({ code: 'custom', path: ['MSGX_BACKOFF_INITIAL'], message: 'must not exceed MSGX_BACKOFF_MAX' });
+    if (c.MSGX_DELIVERY_INITIAL_BACKOFF > c.MSGX_DELIVERY_MAX_BACKOFF)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['MSGX_DELIVERY_INITIAL_BACKOFF'],
+        message: 'must not exceed MSGX_DELIVERY_MAX_BACKOFF',
+      });
+    if (c.MSGX_BACKFILL_INITIAL > c.MSGX_BACKFILL_MAX)
+      ctx.addIssue({ code: 'custom', path: ['MSGX_BACKFILL_INITIAL'], message: 'must not exceed MSGX_BACKFILL_MAX' });
+    if (c.MSGX_DELIVERY_LEASE <= c.MSGX_DELIVERY_PUBLISH_TIMEOUT)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['MSGX_DELIVERY_LEASE'],
+        message: 'must be longer than MSGX_DELIVERY_PUBLISH_TIMEOUT, or a lease could expire mid-publish',
+      });
+  });
+
+type Env = z.infer<typeof schema>;
+
+export interface Config {
+  runtime: 'twin' | 'lambda';
+  http: { port: number; maxBodyBytes: number; adminToken?: string };
+  dataDir: string;
+  pgUrl?: string;
+  mailboxUrl?: string;
+  kafka: { brokers: string[]; ssl: boolean; iamRegion?: string };
+  timezone: string;
+  shadow: boolean;
+  signingSecret?: string;
+  logLevel: Env['MSGX_LOG_LEVEL'];
+  pipeline: {
+    pollIntervalMs: number;
+    claimBatch: number;
+    pollerLookback: number;
+    groupCommit: number;
+    maxAttempts: number;
+    backoffInitialMs: number;
+    backoffMaxMs: number;
+    headDeadlineMs: number;
+    backfillInitialMs: number;
+    backfillMaxMs: number;
+  };
+  outbox: {
+    topicMsg: string;
+    topicSchd: string;
+    topicPartitions: number;
+    fanoutWebhooks: string[];
+    batchSize: number;
+    publishTimeoutMs: number;
+    maxRetryCount: number;
+    initialBackoffMs: number;
+    maxBackoffMs: number;
+    retryStrategy: 'exponential_backoff';
+    leaseMs: number;
+    schdFlushPeriodMs: number;
+    schdFlushLimit: number;
+  };
+  txmsg: {
+    checkAllowedOrigins: string[];
+    checkMax: number;
+    checkIntervalMs: number;
+    redeliveryScheduleMs: number[];
+    redeliveryBatch: number;
+    retentionMs: number;
+  };
+  lifecycle: {
+    historyRetentionDays: number;
+    procRetentionDays: number;
+    snapLogRetentionDays: number;
+    historySweepAt: string;
+    requestTimeoutMs: number;
+  };
+}
+
+/** Reads and validates the environment once; throws ConfigError naming every bad variable. */
+export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  const result = schema.safeParse(env);
+  if (!result.success) {
+    const lines = result.error.issues.map((i) => `  ${String(i.path[0] ?? '?')}: ${i.message}`);
+    throw new ConfigError(`invalid configuration:\n${lines.join('\n')}`);
+  }
+  const e = result.data;
+  const runtime = e.MSGX_RUNTIME ?? (env.AWS_LAMBDA_FUNCTION_NAME ? 'lambda' : 'twin');
+  const config: Config = {
+    runtime,
+    http: { port: e.MSGX_HTTP_PORT, maxBodyBytes: e.MSGX_MAX_BODY_BYTES, adminToken: e.MSGX_ADMIN_TOKEN },
+    dataDir: e.MSGX_DATA_DIR,
+    pgUrl: e.MSGX_PG_URL,
+    mailboxUrl: e.MSGX_MAILBOX_URL,
+    kafka: { brokers: e.MSGX_KAFKA_BROKERS, ssl: e.MSGX_KAFKA_SSL, iamRegion: e.MSGX_KAFKA_IAM_REGION },
+    timezone: e.MSGX_TIMEZONE,
+    shadow: e.MSGX_SHADOW,
+    signingSecret: e.MSGX_SIGNING_SECRET,
+    logLevel: e.MSGX_LOG_LEVEL,
+    pipeline: {
+      pollIntervalMs: e.MSGX_POLL_INTERVAL_MS,
+      claimBatch: e.MSGX_CLAIM_BATCH,
+      pollerLookback: e.MSGX_POLLER_LOOKBACK,
+      groupCommit: e.MSGX_GROUP_COMMIT,
+      maxAttempts: e.MSGX_MAX_ATTEMPTS,
+      backoffInitialMs: e.MSGX_BACKOFF_INITIAL,
+      backoffMaxMs: e.MSGX_BACKOFF_MAX,
+      headDeadlineMs: e.MSGX_HEAD_DEADLINE,
+      backfillInitialMs: e.MSGX_BACKFILL_INITIAL,
+      backfillMaxMs: e.MSGX_BACKFILL_MAX,
+    },
+    outbox: {
+      topicMsg: e.MSGX_TOPIC_MSG + (e.MSGX_SHADOW ? '.shadow' : ''),
+      topicSchd: e.MSGX_TOPIC_SCHD + (e.MSGX_SHADOW ? '.shadow' : ''),
+      topicPartitions: e.MSGX_TOPIC_PARTITIONS,
+      fanoutWebhooks: e.MSGX_FANOUT_WEBHOOKS,
+      batchSize: e.MSGX_DELIVERY_BATCH_SIZE,
+      publishTimeoutMs: e.MSGX_DELIVERY_PUBLISH_TIMEOUT,
+      maxRetryCount: e.MSGX_DELIVERY_MAX_RETRY_COUNT,
+      initialBackoffMs: e.MSGX_DELIVERY_INITIAL_BACKOFF,
+      maxBackoffMs: e.MSGX_DELIVERY_MAX_BACKOFF,
+      retryStrategy: e.MSGX_DELIVERY_RETRY_STRATEGY,
+      leaseMs: e.MSGX_DELIVERY_LEASE,
+      schdFlushPeriodMs: e.MSGX_SCHD_FLUSH_PERIOD,
+      schdFlushLimit: e.MSGX_SCHD_FLUSH_LIMIT,
+    },
+    txmsg: {
+      checkAllowedOrigins: e.MSGX_TX_CHECK_ALLOWED_ORIGINS,
+      checkMax: e.MSGX_TX_CHECK_MAX,
+      checkIntervalMs: e.MSGX_TX_CHECK_INTERVAL,
+      redeliveryScheduleMs: e.MSGX_TX_REDELIVERY_SCHEDULE,
+      redeliveryBatch: e.MSGX_TX_REDELIVERY_BATCH,
+      retentionMs: e.MSGX_TX_RETENTION,
+    },
+    lifecycle: {
+      historyRetentionDays: e.MSGX_HISTORY_RETENTION_DAYS,
+      procRetentionDays: e.MSGX_PROC_RETENTION_DAYS,
+      snapLogRetentionDays: e.MSGX_SNAP_LOG_RETENTION_DAYS,
+      historySweepAt: e.MSGX_HISTORY_SWEEP_AT,
+      requestTimeoutMs: e.MSGX_REQUEST_TIMEOUT,
+    },
+  };
+  assertSafeForRuntime(config);
+  return config;
+}
+
+/** The cloud must never run on the embedded database or write Kafka events to a local file. */
+function assertSafeForRuntime(c: Config): void {
+  if (c.runtime !== 'lambda') return;
+  const problems: string[] = [];
+  if (!c.pgUrl) problems.push('MSGX_PG_URL: required in the cloud (the embedded PGlite database is for the twin only)');
+  if (c.kafka.brokers.length === 0)
+    problems.push('MSGX_KAFKA_BROKERS: required in the cloud (the file sink is for the twin only)');
+  if (!c.mailboxUrl) problems.push('MSGX_MAILBOX_URL: required in the cloud (the mailbox belongs to its owner)');
+  if (problems.length) throw new ConfigError(`unsafe configuration for the cloud:\n  ${problems.join('\n  ')}`);
+}

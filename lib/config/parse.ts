@@ -1,0 +1,53 @@
+import { z } from 'zod';
+
+const UNIT_MS = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 } as const;
+
+/** Parses `500ms`, `30s`, `4m`, `1h` (a bare number is milliseconds). */
+export function parseDuration(text: string): number {
+  const m = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$/.exec(text);
+  if (!m) throw new Error(`"${text}" is not a duration (use e.g. 500ms, 30s, 4m, 1h)`);
+  return Math.round(Number(m[1]) * UNIT_MS[(m[2] ?? 'ms') as keyof typeof UNIT_MS]);
+}
+
+export const positiveInt = (dflt: number) => z.coerce.number().int().positive().default(dflt);
+export const nonNegativeInt = (dflt: number) => z.coerce.number().int().nonnegative().default(dflt);
+
+export const duration = (dflt: string) =>
+  z
+    .string()
+    .default(dflt)
+    .transform((v, ctx) => {
+      try {
+        return parseDuration(v);
+      } catch (e) {
+        ctx.addIssue({ code: 'custom', message: (e as Error).message });
+        return z.NEVER;
+      }
+    });
+
+export const durationList = (dflt: string) =>
+  z
+    .string()
+    .default(dflt)
+    .transform((v, ctx) => {
+      try {
+        const list = v.split(',').map(parseDuration);
+        if (list.length === 0) throw new Error('the list is empty');
+        return list;
+      } catch (e) {
+        ctx.addIssue({ code: 'custom', message: (e as Error).message });
+        return z.NEVER;
+      }
+    });
+
+export const commaList = () =>
+  z
+    .string()
+    .optional()
+    .transform((v) => (v ? v.split(',').map((s) => s.trim()).filter(Boolean) : []));
+
+export const flag = (dflt = false) =>
+  z
+    .enum(['1', '0', 'true', 'false', 'yes', 'no', ''])
+    .optional()
+    .transform((v) => (v === undefined || v === '' ? dflt : ['1', 'true', 'yes'].includes(v)));

@@ -1,0 +1,40 @@
+/**
+ * The shared mailbox (CMINMSGS inbound, COUTMSGS outbound), owned by another system. msgx reads
+ * unprocessed rows, back-fills the processed ones and writes outbound requests; nothing else.
+ * Two implementations: MySQL (the real shared mailbox) and tables in msgx's PostgreSQL (twin).
+ */
+export interface MailboxRow {
+  id: number;
+  receivedAt: Date;
+}
+
+export interface BackfillMark {
+  id: number;
+  status: string;
+  note: string | null;
+  processedAt: Date;
+}
+
+export interface Mailbox {
+  readonly kind: 'mysql' | 'pg';
+  /** Stores an inbound message the way other systems do; returns its ID. */
+  insertInbound(text: string): Promise<number>;
+  /** Unprocessed rows with ID > afterId, in ID order, at most `limit`. */
+  scanUnprocessed(afterId: number, limit: number): Promise<MailboxRow[]>;
+  /** Raw texts by ID; an ID absent from the map has no row (or a NULL text). Errors throw. */
+  readTexts(ids: number[]): Promise<Map<number, string>>;
+  /** Sets DATE_PROCESSED/PROC_STATUS/PROC_NOTE on rows not yet processed; idempotent. */
+  markProcessed(marks: BackfillMark[]): Promise<void>;
+  /** Of these IDs, the ones still unprocessed in the mailbox. */
+  filterUnprocessed(ids: number[]): Promise<number[]>;
+  /** Writes an outbound message (COUTMSGS); returns its ID. */
+  insertOutbound(text: string): Promise<number>;
+  /** Whether an outbound row exists (confirms a request was written). */
+  outboundExists(id: number): Promise<boolean>;
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** PROC_NOTE is VARCHAR(1000); longer reasons are cut, never rejected. */
+export const clipNote = (note: string | null): string | null =>
+  note === null ? null : note.length > 1000 ? `${note.slice(0, 997)}...` : note;

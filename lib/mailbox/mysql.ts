@@ -1,0 +1,105 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import mysql from 'mysql2/promise';
+import { migrationsDir } from '../db/migrate.ts';
+import { type BackfillMark, clipNote, type Mailbox, type MailboxRow } from './mailbox.ts';
+
+export class MysqlMailbox implements Mailbox {
+  readonly kind = 'mysql' as const;
+  readonly #pool: mysql.Pool;
+
+  constructor(url: string, options: { connectionLimit?: number } = {}) {
+    this.#pool = mysql.createPool({
+      uri: url,
+      connectionLimit: options.connectionLimit ?? 5,
+      timezone: 'Z',
+      dateStrings: false,
+      supportBigNumbers: true,
+      bigNumberStrings: false,
+      connectTimeout: 5000,
+      enableKeepAlive: true,
+      multipleStatements: false,
+    });
+  }
+
+  /** Twin only: create CMINMSGS/COUTMSGS when missing. The cloud never touches the owner's DDL. */
+  async ensureTables(): Promise<void> {
+    const ddl = readFileSync(join(migrationsDir('mailbox-mysql'), '001_mailbox.sql'), 'utf8');
+    for (const stmt of splitStatements(ddl)) await this.#pool.query(stmt);
+  }
+
+  async insertInbound(text: string): Promise<number> {
+    const [r] = await this.#pool.execute<mysql.ResultSetHeader>('INSERT INTO CMINMSGS (MSG_TEXT) VALUES (?)', [text]);
+    return r.insertId;
+  }
+
+  async scanUnprocessed(afterId: number, limit: number): Promise<MailboxRow[]> {
+    const [rows] = await this.#pool.query<mysql.RowDataPacket[]>(
+      'SELECT ID, DATE_RECEIVED FROM CMINMSGS WHERE DATE_PROCESSED IS NULL AND ID > ? ORDER BY ID LIMIT ?',
+      [afterId, limit],
+    );
+    return rows.map((r) => ({ id: Number(r.ID), receivedAt: r.DATE_RECEIVED as Date }));
+  }
+
+  async readTexts(ids: number[]): Promise<Map<number, string>> {
+    const out = new Map<number, string>();
+    if (ids.length === 0) return out;
+    const [rows] = await this.#pool.query<mysql.RowDataPacket[]>('SELECT ID, MSG_TEXT FROM CMINMSGS WHERE ID IN (?)', [
+      ids,
+    ]);
+    for (const r of rows) if (r.MSG_TEXT !== null) out.set(Number(r.ID), String(r.MSG_TEXT));
+    return out;
+  }
+
+  async markProcessed(marks: BackfillMark[]): Promise<void> {
+    if (marks.length === 0) return;
+    // One round trip per batch: a CASE per column keeps each row's own status and note.
+    const ids = marks.map((m) => m.id);
+    const params: unknown[] = [];
+    const whenStatus = marks.map((m) => (params.push(m.id, m.status), 'WHEN ? THEN ?')).join(' ');
+    const whenNote = marks.map((m) => (params.push(m.id, clipNote(m.note)), 'WHEN ? THEN ?')).join(' ');
+    const whenAt = marks.map((m) => (params.push(m.id, m.processedAt), 'WHEN ? THEN ?')).join(' ');
+    params.push(ids);
+    await this.#pool.query(
+      `UPDATE CMINMSGS SET PROC_STATUS = CASE ID ${whenStatus} END, PROC_NOTE = CASE ID ${whenNote} END,
+         DATE_PROCESSED = CASE ID ${whenAt} END
+       WHERE ID IN (?) AND DATE_PROCESSED IS NULL`,
+      params,
+    );
+  }
+
+  async filterUnprocessed(ids: number[]): Promise<number[]> {
+    if (ids.length === 0) return [];
+    const [rows] = await this.#pool.query<mysql.RowDataPacket[]>(
+      'SELECT ID FROM CMINMSGS WHERE ID IN (?) AND DATE_PROCESSED IS NULL ORDER BY ID',
+      [ids],
+    );
+    return rows.map((r) => Number(r.ID));
+  }
+
+  async insertOutbound(text: string): Promise<number> {
+    const [r] = await this.#pool.execute<mysql.ResultSetHeader>('INSERT INTO COUTMSGS (MSG_TEXT) VALUES (?)', [text]);
+    return r.insertId;
+  }
+
+  async outboundExists(id: number): Promise<boolean> {
+    const [rows] = await this.#pool.query<mysql.RowDataPacket[]>('SELECT 1 FROM COUTMSGS WHERE ID = ?', [id]);
+    return rows.length > 0;
+  }
+
+  async ping(): Promise<void> {
+    await this.#pool.query('SELECT 1');
+  }
+
+  async close(): Promise<void> {
+    await this.#pool.end();
+  }
+}
+
+function splitStatements(sql: string): string[] {
+  return sql
+    .replace(/--.*$/gm, '')
+    .split(';')
+    .map((s) => s.trim())
+    .filter(Boolean);
+}

@@ -1,0 +1,81 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Db } from '../db/db.ts';
+import { migrationsDir } from '../db/migrate.ts';
+import { type BackfillMark, clipNote, type Mailbox, type MailboxRow } from './mailbox.ts';
+
+/** The mailbox as upper-case tables in msgx's own PostgreSQL: the twin's default. */
+export class PgMailbox implements Mailbox {
+  readonly kind = 'pg' as const;
+
+  constructor(private readonly db: Db) {}
+
+  async ensureTables(): Promise<void> {
+    await this.db.query(readFileSync(join(migrationsDir('mailbox-pg'), '001_mailbox.sql'), 'utf8'));
+  }
+
+  async insertInbound(text: string): Promise<number> {
+    const r = await this.db.query<{ ID: number }>(`INSERT INTO "CMINMSGS" ("MSG_TEXT") VALUES ($1) RETURNING "ID"`, [
+      text,
+    ]);
+    return r.rows[0]!.ID;
+  }
+
+  async scanUnprocessed(afterId: number, limit: number): Promise<MailboxRow[]> {
+    const r = await this.db.query<{ ID: number; DATE_RECEIVED: Date }>(
+      `SELECT "ID", "DATE_RECEIVED" FROM "CMINMSGS" WHERE "DATE_PROCESSED" IS NULL AND "ID" > $1 ORDER BY "ID" LIMIT $2`,
+      [afterId, limit],
+    );
+    return r.rows.map((row) => ({ id: row.ID, receivedAt: row.DATE_RECEIVED }));
+  }
+
+  async readTexts(ids: number[]): Promise<Map<number, string>> {
+    const out = new Map<number, string>();
+    if (ids.length === 0) return out;
+    const r = await this.db.query<{ ID: number; MSG_TEXT: string | null }>(
+      `SELECT "ID", "MSG_TEXT" FROM "CMINMSGS" WHERE "ID" = ANY($1::bigint[])`,
+      [ids],
+    );
+    for (const row of r.rows) if (row.MSG_TEXT !== null) out.set(row.ID, row.MSG_TEXT);
+    return out;
+  }
+
+  async markProcessed(marks: BackfillMark[]): Promise<void> {
+    if (marks.length === 0) return;
+    await this.db.query(
+      `UPDATE "CMINMSGS" m SET "PROC_STATUS" = v.status, "PROC_NOTE" = v.note, "DATE_PROCESSED" = v.at
+       FROM unnest($1::bigint[], $2::text[], $3::text[], $4::timestamptz[]) AS v(id, status, note, at)
+       WHERE m."ID" = v.id AND m."DATE_PROCESSED" IS NULL`,
+      [marks.map((m) => m.id), marks.map((m) => m.status), marks.map((m) => clipNote(m.note)), marks.map((m) => m.processedAt)],
+    );
+  }
+
+  async filterUnprocessed(ids: number[]): Promise<number[]> {
+    if (ids.length === 0) return [];
+    const r = await this.db.query<{ ID: number }>(
+      `SELECT "ID" FROM "CMINMSGS" WHERE "ID" = ANY($1::bigint[]) AND "DATE_PROCESSED" IS NULL ORDER BY "ID"`,
+      [ids],
+    );
+    return r.rows.map((row) => row.ID);
+  }
+
+  async insertOutbound(text: string): Promise<number> {
+    const r = await this.db.query<{ ID: number }>(`INSERT INTO "COUTMSGS" ("MSG_TEXT") VALUES ($1) RETURNING "ID"`, [
+      text,
+    ]);
+    return r.rows[0]!.ID;
+  }
+
+  async outboundExists(id: number): Promise<boolean> {
+    const r = await this.db.query(`SELECT 1 FROM "COUTMSGS" WHERE "ID" = $1`, [id]);
+    return r.rowCount > 0;
+  }
+
+  async ping(): Promise<void> {
+    await this.db.query('SELECT 1');
+  }
+
+  async close(): Promise<void> {
+    // The database belongs to the caller; nothing of our own to close.
+  }
+}

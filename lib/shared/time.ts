@@ -1,0 +1,55 @@
+/**
+ * Wire times are airport local time `yyyyMMddHHmmss` (or `yyyyMMddHHmm`, `yyyyMMdd`) in an IANA
+ * zone. Converting with Intl keeps daylight-saving rules right for any configured zone.
+ */
+export function localTimeToDate(text: string, timeZone: string): Date {
+  const m = /^(\d{4})(\d{2})(\d{2})(?:(\d{2})(\d{2})(\d{2})?)?$/.exec(text);
+  if (!m) throw new Error(`"${text}" is not yyyyMMddHHmmss`);
+  const [y, mo, d, h = '0', mi = '0', s = '0'] = m.slice(1).map((v) => v ?? '0') as string[];
+  const asUtc = Date.UTC(+y!, +mo! - 1, +d!, +h, +mi, +s);
+  const check = new Date(asUtc);
+  if (check.getUTCMonth() !== +mo! - 1 || check.getUTCDate() !== +d! || +h > 23 || +mi > 59 || +s > 59)
+    throw new Error(`"${text}" is not a valid date and time`);
+  // The zone's offset at that wall time; a second pass settles DST edges.
+  let guess = asUtc - offsetMs(asUtc, timeZone);
+  guess = asUtc - offsetMs(guess, timeZone);
+  return new Date(guess);
+}
+
+function offsetMs(utcMs: number, timeZone: string): number {
+  const parts = new Intl.DateTimeFormat('en-US', {
+    timeZone,
+    hourCycle: 'h23',
+    year: 'numeric',
+    month: '2-digit',
+    day: '2-digit',
+    hour: '2-digit',
+    minute: '2-digit',
+    second: '2-digit',
+  }).formatToParts(new Date(utcMs));
+  const get = (t: string) => Number(parts.find((p) => p.type === t)?.value);
+  const wall = Date.UTC(get('year'), get('month') - 1, get('day'), get('hour'), get('minute'), get('second'));
+  return wall - Math.floor(utcMs / 1000) * 1000;
+}
+
+/** The airport-local calendar day `yyyyMMdd` of an instant. */
+export function localDay(at: Date, timeZone: string): string {
+  const parts = new Intl.DateTimeFormat('en-CA', { timeZone, year: 'numeric', month: '2-digit', day: '2-digit' }).format(at);
+  return parts.replaceAll('-', '');
+}
+
+/** `yyyyMMddHHmmss` in airport local time (outbound messages). */
+export function formatLocalTime(at: Date, timeZone: string): string {
+  const parts = new Intl.DateTimeFormat('en-US', {
+    timeZone,
+    hourCycle: 'h23',
+    year: 'numeric',
+    month: '2-digit',
+    day: '2-digit',
+    hour: '2-digit',
+    minute: '2-digit',
+    second: '2-digit',
+  }).formatToParts(at);
+  const get = (t: string) => parts.find((p) => p.type === t)?.value ?? '00';
+  return `${get('year')}${get('month')}${get('day')}${get('hour')}${get('minute')}${get('second')}`;
+}
