@@ -24,16 +24,18 @@ CREATE INDEX proc_state_finished ON proc_state (finished_at) WHERE finished_at I
 CREATE INDEX proc_state_dead ON proc_state (error_class, msg_id) WHERE status IN ('DEAD', 'FAILED');
 
 -- One row per processing attempt: the trace of a message, recorded as the work happens.
+-- A replayed message starts counting attempts from 1 again; the id keeps every row in order.
 CREATE TABLE proc_attempt (
+  id            bigserial PRIMARY KEY,
   msg_id        bigint NOT NULL,
   attempt       integer NOT NULL,
   started_at    timestamptz NOT NULL,
   finished_at   timestamptz NOT NULL,
   outcome       text NOT NULL,
   error_class   text,
-  error_detail  text,
-  PRIMARY KEY (msg_id, attempt)
+  error_detail  text
 );
+CREATE INDEX proc_attempt_msg ON proc_attempt (msg_id, id);
 
 -- Terminal rows past retention; identity_key stays unique so archived messages still dedupe.
 CREATE TABLE proc_state_hst (LIKE proc_state INCLUDING DEFAULTS INCLUDING CONSTRAINTS);

@@ -1,0 +1,21 @@
+import { decode } from '../codec/decode.ts';
+import type { DecodedMessage } from '../codec/message.ts';
+import { asMsgxError, MalformedError, type MsgxError } from '../shared/errors.ts';
+
+/**
+ * What the pump knows about a message before its transaction: its raw text (from our copy or the
+ * mailbox) and the result of decoding it. Decoding is CPU work and happens outside the transaction.
+ */
+export type Prepared =
+  | { msgId: number; rawText: string; decoded: DecodedMessage; error?: undefined }
+  | { msgId: number; rawText: string | null; decoded?: undefined; error: MsgxError };
+
+export function prepare(msgId: number, rawText: string | undefined | null, timezone: string, maxBytes: number): Prepared {
+  if (rawText === undefined || rawText === null)
+    return { msgId, rawText: null, error: new MalformedError('raw text missing: the mailbox row has no MSG_TEXT') };
+  try {
+    return { msgId, rawText, decoded: decode(rawText, { timezone, limits: { maxBytes } }) };
+  } catch (err) {
+    return { msgId, rawText, error: asMsgxError(err) };
+  }
+}

@@ -1,0 +1,151 @@
+import type { Queryable } from '../db/db.ts';
+import type { BackfillMark } from '../mailbox/mailbox.ts';
+import type { AppContext } from '../shared/context.ts';
+import { asMsgxError, type ErrorClass } from '../shared/errors.ts';
+import type { Prepared } from './attempt.ts';
+import { insertTodos, noteFor } from './backfill.ts';
+import { backoffMs } from './backoff.ts';
+import { type AttemptRecord, identityHolders, lockOpen, type OpenRow, writeAttempts } from './procState.ts';
+import { IGNORED_TYPES } from './processor.ts';
+import type { ProcStatus } from './states.ts';
+
+export interface GroupResult {
+  records: AttemptRecord[];
+  /** Terminal outcomes to write to the mailbox after commit. */
+  marks: BackfillMark[];
+  /** True when a message failed and now holds the head. */
+  stopped: boolean;
+}
+
+type Outcome =
+  | { status: 'SUCCEEDED' | 'SKIPPED'; note: string | null }
+  | { status: 'DEAD'; errorClass: ErrorClass; detail: string }
+  | { status: 'FAILED'; errorClass: ErrorClass; detail: string };
+
+/**
+ * Applies a run of consecutive head messages in ONE transaction (group commit), each under its own
+ * savepoint, so a failing message rolls back alone and none is ever partly applied. Stops at the
+ * first retriable failure: nothing behind a FAILED head may overtake it.
+ */
+export async function applyGroup(ctx: AppContext, tx: Queryable, group: Prepared[], now: Date): Promise<GroupResult> {
+  const { config } = ctx;
+  const locked = await lockOpen(
+    tx,
+    group.map((g) => g.msgId),
+  );
+  const holders = await identityHolders(
+    tx,
+    group.flatMap((g) => (g.decoded ? [g.decoded.identity] : [])),
+  );
+  const boundHere = new Map<string, number>();
+  const records: AttemptRecord[] = [];
+  let stopped = false;
+
+  for (const item of group) {
+    const row = locked.get(item.msgId);
+    if (!row) break; // moved by someone else (replay, another pump): keep FIFO, stop here
+    const startedAt = now;
+    let identity: string | null = row.identity_key;
+    let outcome: Outcome;
+
+    if (item.error) {
+      outcome = item.error.retriable
+        ? { status: 'FAILED', errorClass: item.error.errorClass, detail: item.error.message }
+        : { status: 'DEAD', errorClass: item.error.errorClass, detail: item.error.message };
+    } else {
+      const msg = item.decoded;
+      // Bind the identity once; a retry keeps its own binding and never sees itself as a duplicate.
+      if (!identity) {
+        const holder = boundHere.get(msg.identity) ?? holders.get(msg.identity);
+        if (holder !== undefined && holder !== row.msg_id) {
+          records.push(record(row, { status: 'SKIPPED', note: `duplicate-of:${holder}` }, null, item, startedAt, now, config));
+          continue;
+        }
+        identity = msg.identity;
+        boundHere.set(msg.identity, row.msg_id);
+      }
+      outcome = await runProcessor(ctx, tx, item, now);
+    }
+
+    const rec = record(row, outcome, identity, item, startedAt, now, config);
+    records.push(rec);
+    if (rec.status === 'FAILED') {
+      stopped = true;
+      break;
+    }
+  }
+
+  await writeAttempts(tx, records);
+  const marks = records
+    .filter((r) => r.status !== 'FAILED' && r.status !== 'PENDING')
+    .map((r) => ({ id: r.msgId, status: r.status, note: noteFor(r.status, r.errorClass, r.errorDetail, r.note), processedAt: now }));
+  // Shadow mode never writes the shared mailbox, so it records no intent to.
+  if (!config.shadow) await insertTodos(tx, marks, now);
+  return { records, marks: config.shadow ? [] : marks, stopped };
+}
+
+async function runProcessor(ctx: AppContext, tx: Queryable, item: Prepared & { decoded: object }, now: Date): Promise<Outcome> {
+  const msg = item.decoded!;
+  if (IGNORED_TYPES.has(msg.type)) return { status: 'SKIPPED', note: `ignored-type:${msg.type}` };
+  const processor = ctx.registry.resolve(msg);
+  if (!processor)
+    return { status: 'FAILED', errorClass: 'UNSUPPORTED', detail: `no processor for ${msg.type}${msg.subtype ? `/${msg.subtype}` : ''}` };
+  await tx.query('SAVEPOINT msgx_msg');
+  try {
+    const r = await processor({ tx, msgId: item.msgId, message: msg, now, config: ctx.config });
+    await tx.query('RELEASE SAVEPOINT msgx_msg');
+    return { status: r.status, note: r.note ?? null };
+  } catch (err) {
+    // Roll back only this message's writes; the group's earlier messages stay applied.
+    await tx.query('ROLLBACK TO SAVEPOINT msgx_msg');
+    const e = asMsgxError(err);
+    return e.retriable
+      ? { status: 'FAILED', errorClass: e.errorClass, detail: e.message }
+      : { status: 'DEAD', errorClass: e.errorClass, detail: e.message };
+  }
+}
+
+/** Turns an outcome into the row update, applying the attempt limit and the head deadline. */
+export function record(
+  row: OpenRow,
+  outcome: Outcome,
+  identity: string | null,
+  item: Prepared,
+  startedAt: Date,
+  now: Date,
+  config: AppContext['config'],
+): AttemptRecord {
+  const attempt = row.attempts + 1;
+  const firstAttemptAt = row.first_attempt_at ?? startedAt;
+  const p = config.pipeline;
+  let status: ProcStatus = outcome.status;
+  let errorClass: ErrorClass | null = 'errorClass' in outcome ? outcome.errorClass : null;
+  let errorDetail: string | null = 'detail' in outcome ? outcome.detail : null;
+  let nextAttemptAt = now;
+  if (outcome.status === 'FAILED') {
+    const pastDeadline = now.getTime() - firstAttemptAt.getTime() >= p.headDeadlineMs;
+    if (attempt >= p.maxAttempts || pastDeadline) {
+      status = 'DEAD';
+      errorDetail = `${outcome.errorClass}: ${outcome.detail} (after ${attempt} attempt${attempt > 1 ? 's' : ''}${pastDeadline ? ', head deadline passed' : ''})`;
+      errorClass = 'EXHAUSTED';
+    } else {
+      nextAttemptAt = new Date(now.getTime() + backoffMs(attempt, p.backoffInitialMs, p.backoffMaxMs));
+    }
+  }
+  return {
+    msgId: row.msg_id,
+    status,
+    attempt,
+    startedAt,
+    finishedAt: now,
+    firstAttemptAt,
+    nextAttemptAt,
+    errorClass,
+    errorDetail,
+    note: 'note' in outcome ? outcome.note : null,
+    identity,
+    rawText: item.rawText,
+    type: item.decoded?.type ?? null,
+    subtype: item.decoded?.subtype ?? null,
+  };
+}

@@ -1,0 +1,40 @@
+import { checkWellFormed, DEFAULT_LIMITS } from '../codec/decode.ts';
+import type { AppContext } from '../shared/context.ts';
+import { MalformedError, RequestError } from '../shared/errors.ts';
+import { enqueueMessages } from './procState.ts';
+
+const XML_TYPES = new Set(['application/xml', 'text/xml', 'text/plain']);
+
+/**
+ * `POST /cminmsgs/send`: refuse bad input before anything is stored, then mailbox insert, then
+ * enqueue. The two writes are not one transaction (different databases): if the enqueue fails the
+ * row is still in the mailbox and the poller enqueues it, so nothing is lost.
+ */
+export async function acceptInbound(
+  ctx: AppContext,
+  body: string,
+  contentType: string | undefined,
+): Promise<{ msgId: number; enqueued: boolean }> {
+  const type = (contentType ?? 'text/plain').split(';')[0]!.trim().toLowerCase();
+  if (!XML_TYPES.has(type))
+    throw new RequestError(415, 'unsupported_media_type', `content type ${type} is not accepted; send application/xml, text/xml or text/plain`);
+  const limit = ctx.config.http.maxBodyBytes;
+  if (Buffer.byteLength(body, 'utf8') > limit)
+    throw new RequestError(413, 'payload_too_large', `the body is larger than ${limit} bytes`);
+  try {
+    checkWellFormed(body, { ...DEFAULT_LIMITS, maxBytes: limit });
+  } catch (err) {
+    if (err instanceof MalformedError) throw new RequestError(400, 'malformed', err.message);
+    throw err;
+  }
+  const msgId = await ctx.mailbox.insertInbound(body);
+  let enqueued = false;
+  try {
+    const now = ctx.clock.now();
+    await enqueueMessages(ctx.db, [{ id: msgId, receivedAt: now }], now);
+    enqueued = true;
+  } catch (err) {
+    ctx.log.warn('enqueue after mailbox insert failed; the poller will find the row', { msgId, error: String(err) });
+  }
+  return { msgId, enqueued };
+}

@@ -1,0 +1,221 @@
+import type { Queryable } from '../db/db.ts';
+import type { ErrorClass } from '../shared/errors.ts';
+import type { ProcStatus } from './states.ts';
+
+/** All SQL on proc_state, proc_attempt and proc_state_hst lives here. */
+
+export interface OpenRow {
+  msg_id: number;
+  status: 'PENDING' | 'FAILED';
+  attempts: number;
+  next_attempt_at: Date;
+  first_attempt_at: Date | null;
+  identity_key: string | null;
+  raw_text: string | null;
+  error_class: ErrorClass | null;
+  error_detail: string | null;
+}
+
+export const INBOX_CHANNEL = 'msgx_inbox';
+
+/** Idempotent enqueue of mailbox rows; archived IDs are never enqueued again. Returns new IDs. */
+export async function enqueueMessages(
+  q: Queryable,
+  rows: { id: number; receivedAt: Date | null }[],
+  now: Date,
+): Promise<number[]> {
+  if (rows.length === 0) return [];
+  const r = await q.query<{ msg_id: number }>(
+    `INSERT INTO proc_state (msg_id, status, next_attempt_at, received_at, enqueued_at, updated_at)
+     SELECT v.id, 'PENDING', $3, v.received, $3, $3
+     FROM unnest($1::bigint[], $2::timestamptz[]) AS v(id, received)
+     WHERE NOT EXISTS (SELECT 1 FROM proc_state_hst h WHERE h.msg_id = v.id)
+     ON CONFLICT (msg_id) DO NOTHING
+     RETURNING msg_id`,
+    [rows.map((r) => r.id), rows.map((r) => r.receivedAt), now],
+  );
+  if (r.rowCount > 0) await q.query(`SELECT pg_notify($1, '')`, [INBOX_CHANNEL]);
+  return r.rows.map((x) => x.msg_id);
+}
+
+/** The smallest open messages, head first. */
+export async function readHead(q: Queryable, limit: number): Promise<OpenRow[]> {
+  const r = await q.query<OpenRow>(
+    `SELECT msg_id, status, attempts, next_attempt_at, first_attempt_at, identity_key, raw_text, error_class, error_detail
+     FROM proc_state WHERE status IN ('PENDING', 'FAILED') ORDER BY msg_id LIMIT $1`,
+    [limit],
+  );
+  return r.rows;
+}
+
+/** Locks the group's rows; returns those still open (a replay or another pump may have moved one). */
+export async function lockOpen(q: Queryable, ids: number[]): Promise<Map<number, OpenRow>> {
+  const r = await q.query<OpenRow>(
+    `SELECT msg_id, status, attempts, next_attempt_at, first_attempt_at, identity_key, raw_text, error_class, error_detail
+     FROM proc_state WHERE msg_id = ANY($1::bigint[]) AND status IN ('PENDING', 'FAILED')
+     ORDER BY msg_id FOR UPDATE`,
+    [ids],
+  );
+  return new Map(r.rows.map((row) => [row.msg_id, row]));
+}
+
+/** Who already holds each identity, live or archived. */
+export async function identityHolders(q: Queryable, identities: string[]): Promise<Map<string, number>> {
+  if (identities.length === 0) return new Map();
+  const r = await q.query<{ identity_key: string; msg_id: number }>(
+    `SELECT identity_key, msg_id FROM proc_state WHERE identity_key = ANY($1::text[])
+     UNION ALL
+     SELECT identity_key, msg_id FROM proc_state_hst WHERE identity_key = ANY($1::text[])`,
+    [identities],
+  );
+  return new Map(r.rows.map((row) => [row.identity_key, row.msg_id]));
+}
+
+/** The outcome of one attempt on one message, written back in bulk at the end of a group. */
+export interface AttemptRecord {
+  msgId: number;
+  status: ProcStatus;
+  attempt: number;
+  startedAt: Date;
+  finishedAt: Date;
+  firstAttemptAt: Date;
+  nextAttemptAt: Date;
+  errorClass: ErrorClass | null;
+  errorDetail: string | null;
+  note: string | null;
+  identity: string | null;
+  rawText: string | null;
+  type: string | null;
+  subtype: string | null;
+}
+
+export async function writeAttempts(q: Queryable, recs: AttemptRecord[]): Promise<void> {
+  if (recs.length === 0) return;
+  const col = <K extends keyof AttemptRecord>(k: K) => recs.map((r) => r[k]);
+  const terminal = recs.map((r) => (r.status === 'PENDING' || r.status === 'FAILED' ? null : r.finishedAt));
+  await q.query(
+    `UPDATE proc_state p SET
+       status = v.status, attempts = v.attempt, error_class = v.error_class, error_detail = v.error_detail,
+       note = v.note, first_attempt_at = COALESCE(p.first_attempt_at, v.first_at), next_attempt_at = v.next_at,
+       identity_key = COALESCE(p.identity_key, v.identity), raw_text = COALESCE(p.raw_text, v.raw_text),
+       msg_type = COALESCE(v.msg_type, p.msg_type), msg_subtype = COALESCE(v.msg_subtype, p.msg_subtype),
+       finished_at = v.finished_at, updated_at = v.updated_at
+     FROM unnest($1::bigint[], $2::text[], $3::int[], $4::text[], $5::text[], $6::text[], $7::timestamptz[],
+                 $8::timestamptz[], $9::text[], $10::text[], $11::text[], $12::text[], $13::timestamptz[], $14::timestamptz[])
+       AS v(msg_id, status, attempt, error_class, error_detail, note, first_at, next_at, identity, raw_text,
+            msg_type, msg_subtype, finished_at, updated_at)
+     WHERE p.msg_id = v.msg_id`,
+    [
+      col('msgId'),
+      col('status'),
+      col('attempt'),
+      col('errorClass'),
+      col('errorDetail'),
+      col('note'),
+      col('firstAttemptAt'),
+      col('nextAttemptAt'),
+      col('identity'),
+      col('rawText'),
+      col('type'),
+      col('subtype'),
+      terminal,
+      col('finishedAt'),
+    ],
+  );
+  await q.query(
+    `INSERT INTO proc_attempt (msg_id, attempt, started_at, finished_at, outcome, error_class, error_detail)
+     SELECT * FROM unnest($1::bigint[], $2::int[], $3::timestamptz[], $4::timestamptz[], $5::text[], $6::text[], $7::text[])`,
+    [col('msgId'), col('attempt'), col('startedAt'), col('finishedAt'), col('status'), col('errorClass'), col('errorDetail')],
+  );
+}
+
+export interface ProcRow {
+  msg_id: number;
+  status: ProcStatus;
+  identity_key: string | null;
+  msg_type: string | null;
+  msg_subtype: string | null;
+  attempts: number;
+  next_attempt_at: Date;
+  first_attempt_at: Date | null;
+  error_class: ErrorClass | null;
+  error_detail: string | null;
+  note: string | null;
+  received_at: Date | null;
+  enqueued_at: Date;
+  updated_at: Date;
+  finished_at: Date | null;
+}
+
+const PROC_COLUMNS = `msg_id, status, identity_key, msg_type, msg_subtype, attempts, next_attempt_at, first_attempt_at,
+  error_class, error_detail, note, received_at, enqueued_at, updated_at, finished_at`;
+
+export async function getProc(q: Queryable, msgId: number): Promise<(ProcRow & { archived: boolean; raw_text: string | null }) | null> {
+  const r = await q.query<ProcRow & { archived: boolean; raw_text: string | null }>(
+    `SELECT ${PROC_COLUMNS}, raw_text, false AS archived FROM proc_state WHERE msg_id = $1
+     UNION ALL SELECT ${PROC_COLUMNS}, raw_text, true FROM proc_state_hst WHERE msg_id = $1`,
+    [msgId],
+  );
+  return r.rows[0] ?? null;
+}
+
+export async function listAttempts(q: Queryable, msgId: number) {
+  const r = await q.query<{
+    attempt: number;
+    started_at: Date;
+    finished_at: Date;
+    outcome: string;
+    error_class: string | null;
+    error_detail: string | null;
+  }>(`SELECT attempt, started_at, finished_at, outcome, error_class, error_detail FROM proc_attempt WHERE msg_id = $1 ORDER BY id`, [
+    msgId,
+  ]);
+  return r.rows;
+}
+
+/** Dead or failed messages, newest first, optionally of one error class. */
+export async function listDead(q: Queryable, filter: { errorClass?: string; limit?: number } = {}): Promise<ProcRow[]> {
+  const r = await q.query<ProcRow>(
+    `SELECT ${PROC_COLUMNS} FROM proc_state
+     WHERE status IN ('DEAD', 'FAILED') AND ($1::text IS NULL OR error_class = $1)
+     ORDER BY msg_id DESC LIMIT $2`,
+    [filter.errorClass ?? null, filter.limit ?? 100],
+  );
+  return r.rows;
+}
+
+export interface PipelineStats {
+  backlog: number;
+  head: { msgId: number; status: string; attempts: number; ageSeconds: number; errorClass: string | null } | null;
+  byStatus: Record<string, number>;
+  deadByClass: Record<string, number>;
+}
+
+export async function pipelineStats(q: Queryable, now: Date): Promise<PipelineStats> {
+  const [counts, dead, head] = await Promise.all([
+    q.query<{ status: string; n: number }>(`SELECT status, count(*)::int AS n FROM proc_state GROUP BY status`),
+    q.query<{ error_class: string; n: number }>(
+      `SELECT error_class, count(*)::int AS n FROM proc_state WHERE status = 'DEAD' GROUP BY error_class`,
+    ),
+    q.query<{ msg_id: number; status: string; attempts: number; enqueued_at: Date; error_class: string | null }>(
+      `SELECT msg_id, status, attempts, enqueued_at, error_class FROM proc_state
+       WHERE status IN ('PENDING', 'FAILED') ORDER BY msg_id LIMIT 1`,
+    ),
+  ]);
+  const byStatus = Object.fromEntries(counts.rows.map((r) => [r.status, r.n]));
+  const h = head.rows[0];
+  return {
+    backlog: (byStatus.PENDING ?? 0) + (byStatus.FAILED ?? 0),
+    head: h
+      ? {
+          msgId: h.msg_id,
+          status: h.status,
+          attempts: h.attempts,
+          ageSeconds: Math.max(0, (now.getTime() - new Date(h.enqueued_at).getTime()) / 1000),
+          errorClass: h.error_class,
+        }
+      : null,
+    byStatus,
+    deadByClass: Object.fromEntries(dead.rows.map((r) => [r.error_class, r.n])),
+  };
+}

@@ -1,0 +1,88 @@
+import { z } from 'zod';
+import type { Db } from '../db/db.ts';
+import { RequestError } from '../shared/errors.ts';
+import { REPLAYABLE_CLASSES } from './states.ts';
+
+export const replayRequestSchema = z
+  .object({
+    errorClass: z.enum(REPLAYABLE_CLASSES).optional(),
+    ids: z.array(z.coerce.number().int().positive()).max(10_000).optional(),
+    dryRun: z.boolean().default(false),
+  })
+  .refine((r) => r.errorClass !== undefined || (r.ids && r.ids.length > 0), {
+    message: 'name an errorClass or a non-empty list of ids',
+  });
+export type ReplayRequest = z.infer<typeof replayRequestSchema>;
+
+export interface ReplayResult {
+  dryRun: boolean;
+  moved: { msgId: number; status: string; errorClass: string }[];
+  /** IDs asked for that cannot be replayed, with the reason. */
+  refused: { msgId: number; reason: string }[];
+  /** Seed 000 §6.1: re-queueing an old message does not restore history order. */
+  warnings: string[];
+}
+
+/**
+ * Moves FAILED/DEAD messages of a replayable class back to PENDING (attempts and deadline reset,
+ * identity and attempt history kept), by class or by IDs, with a dry run. One audit row per call.
+ */
+export async function replayMessages(db: Db, req: ReplayRequest, actor: string, now: Date): Promise<ReplayResult> {
+  return db.tx(async (tx) => {
+    const candidates = await tx.query<{ msg_id: number; status: string; error_class: string | null }>(
+      `SELECT msg_id, status, error_class FROM proc_state
+       WHERE ($1::text IS NULL OR error_class = $1) AND ($2::bigint[] IS NULL OR msg_id = ANY($2::bigint[]))
+         AND (status IN ('FAILED', 'DEAD') OR $2::bigint[] IS NOT NULL)
+       ORDER BY msg_id FOR UPDATE`,
+      [req.errorClass ?? null, req.ids ?? null],
+    );
+    const refused: ReplayResult['refused'] = [];
+    const moved: ReplayResult['moved'] = [];
+    for (const c of candidates.rows) {
+      if (c.status !== 'FAILED' && c.status !== 'DEAD') refused.push({ msgId: c.msg_id, reason: `status is ${c.status}` });
+      else if (!REPLAYABLE_CLASSES.includes(c.error_class as never))
+        refused.push({ msgId: c.msg_id, reason: `${c.error_class} is not replayable (fix the message instead)` });
+      else moved.push({ msgId: c.msg_id, status: c.status, errorClass: c.error_class! });
+    }
+    const known = new Set(candidates.rows.map((c) => c.msg_id));
+    for (const id of req.ids ?? []) if (!known.has(id)) refused.push({ msgId: id, reason: 'no such message' });
+
+    const warnings: string[] = [];
+    if (moved.length > 0) {
+      const oldest = moved[0]!.msgId;
+      const newer = await tx.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM proc_state WHERE msg_id > $1 AND status = 'SUCCEEDED'`,
+        [oldest],
+      );
+      if (newer.rows[0]!.n > 0)
+        warnings.push(
+          `${newer.rows[0]!.n} newer message(s) already succeeded after #${oldest}: replaying may overwrite newer flight state (re-queueing does not restore the original order)`,
+        );
+    }
+    if (!req.dryRun && moved.length > 0) {
+      const ids = moved.map((m) => m.msgId);
+      await tx.query(
+        `UPDATE proc_state SET status = 'PENDING', attempts = 0, next_attempt_at = $2, first_attempt_at = NULL,
+           error_class = NULL, error_detail = NULL, finished_at = NULL, updated_at = $2
+         WHERE msg_id = ANY($1::bigint[])`,
+        [ids, now],
+      );
+      await tx.query(`DELETE FROM backfill_todo WHERE msg_id = ANY($1::bigint[])`, [ids]);
+      await tx.query(`SELECT pg_notify('msgx_inbox', '')`);
+    }
+    await tx.query(`INSERT INTO audit_log (at, actor, action, detail) VALUES ($1, $2, $3, $4)`, [
+      now,
+      actor,
+      req.dryRun ? 'replay.proc.dry-run' : 'replay.proc',
+      JSON.stringify({ request: req, moved: moved.map((m) => m.msgId), refused }),
+    ]);
+    return { dryRun: req.dryRun, moved, refused, warnings };
+  });
+}
+
+export function parseReplayRequest(body: unknown): ReplayRequest {
+  const r = replayRequestSchema.safeParse(body);
+  if (!r.success)
+    throw new RequestError(400, 'invalid_request', r.error.issues.map((i) => `${i.path.join('.') || 'body'}: ${i.message}`).join('; '));
+  return r.data;
+}
