@@ -1,0 +1,302 @@
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { Annotations, Aws, Duration, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
+import type * as ec2 from 'aws-cdk-lib/aws-ec2';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import * as lambda from 'aws-cdk-lib/aws-lambda';
+import { NodejsFunction, OutputFormat, SourceMapMode } from 'aws-cdk-lib/aws-lambda-nodejs';
+import * as logs from 'aws-cdk-lib/aws-logs';
+import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
+import { Construct } from 'constructs';
+import type { BundlingMode, FunctionRole, LambdaRuntime } from '../config.ts';
+import { topicArnOf } from '../stacks/messaging-stack.ts';
+import { acknowledge } from '../nag.ts';
+
+const RUNTIMES: Record<LambdaRuntime, lambda.Runtime> = {
+  'nodejs20.x': lambda.Runtime.NODEJS_20_X,
+  'nodejs22.x': lambda.Runtime.NODEJS_22_X,
+  'nodejs24.x': lambda.Runtime.NODEJS_24_X,
+};
+
+/** Folder of the bundle inside the Lambda (`/var/task`); migrations are copied beside it. */
+const TASK_ROOT = '/var/task';
+
+// esbuild's ESM output cannot `require` node built-ins from CommonJS dependencies (pg, mysql2,
+// kafkajs) without a real `require`; the alias keeps the import clear of bundled names.
+const ESM_REQUIRE_BANNER =
+  "import { createRequire as __msgxCreateRequire } from 'node:module'; const require = __msgxCreateRequire(import.meta.url);";
+
+export interface MsgxFunctionProps {
+  role: FunctionRole;
+  /** Repository root: `functions/<role>.ts` is the entry, `migrations/` is copied into the bundle. */
+  repoRoot: string;
+  bundling: BundlingMode;
+  runtime: LambdaRuntime;
+  vpc: ec2.IVpc;
+  securityGroups: ec2.ISecurityGroup[];
+  subnets: ec2.SubnetSelection;
+  memoryMb: number;
+  timeout: Duration;
+  logRetentionDays: number;
+  reservedConcurrency?: number;
+  /** Async invokes (schedules, the ingress kick): drop rather than queue a stale run. */
+  asyncMaxEventAge?: Duration;
+  environment: Record<string, string>;
+  description: string;
+}
+
+export interface PostgresBinding {
+  secret: secretsmanager.ISecret;
+  host: string;
+  port: string;
+  database: string;
+}
+
+export interface MailboxBinding {
+  secret: secretsmanager.ISecret;
+  host: string;
+  port: number;
+  database: string;
+}
+
+export interface KafkaBinding {
+  clusterArn: string;
+  clusterName: string;
+  bootstrapBrokers: string;
+  /** Topics written to, exact names (ARN bound to this cluster's UUID). */
+  writeTopics?: string[];
+  /** Topic name patterns written to (transactional producers' topics), within clusters of this name. */
+  writePatterns?: string[];
+  /** Topics created and configured (the migrate function). */
+  adminTopics?: string[];
+}
+
+/**
+ * The one construct every msgx function is built with: Node 20 on ARM64, ESM bundle by esbuild
+ * with the migrations beside it, X-Ray tracing, its own log group with retention, VPC placement.
+ * The `bind…()` helpers grant the IAM permission and set the environment variable together, so a
+ * function can never hold a setting it is not allowed to use (or the reverse).
+ */
+export class MsgxFunction extends Construct {
+  readonly fn: lambda.Function;
+  readonly role: FunctionRole;
+  readonly logGroup: logs.LogGroup;
+  /** True when the real entry was bundled; false when a placeholder stands in (tests, missing file). */
+  readonly bundled: boolean;
+
+  constructor(scope: Construct, id: string, props: MsgxFunctionProps) {
+    super(scope, id);
+    this.role = props.role;
+    const entry = join(props.repoRoot, 'functions', `${props.role}.ts`);
+    this.logGroup = new logs.LogGroup(this, 'Logs', {
+      retention: props.logRetentionDays,
+      removalPolicy: RemovalPolicy.DESTROY,
+    });
+    const common: Omit<lambda.FunctionProps, 'code' | 'handler'> = {
+      runtime: RUNTIMES[props.runtime],
+      architecture: lambda.Architecture.ARM_64,
+      memorySize: props.memoryMb,
+      timeout: props.timeout,
+      tracing: lambda.Tracing.ACTIVE,
+      logGroup: this.logGroup,
+      loggingFormat: lambda.LoggingFormat.JSON,
+      vpc: props.vpc,
+      vpcSubnets: props.subnets,
+      securityGroups: props.securityGroups,
+      reservedConcurrentExecutions: props.reservedConcurrency,
+      maxEventAge: props.asyncMaxEventAge,
+      retryAttempts: props.asyncMaxEventAge ? 0 : undefined,
+      description: props.description,
+      environment: {
+        ...props.environment,
+        MSGX_RUNTIME: 'lambda',
+        MSGX_MIGRATIONS_DIR: `${TASK_ROOT}/migrations`,
+        POWERTOOLS_SERVICE_NAME: 'msgx',
+        POWERTOOLS_METRICS_NAMESPACE: 'msgx',
+        // Node 20+ runtimes ship the RDS CA bundle here but do not load it unless asked.
+        NODE_EXTRA_CA_CERTS: '/var/runtime/ca-cert.pem',
+        NODE_OPTIONS: '--enable-source-maps',
+      },
+    };
+
+    const wantBundle = props.bundling === 'esbuild';
+    this.bundled = wantBundle && existsSync(entry);
+    if (wantBundle && !this.bundled) {
+      const msg = `functions/${props.role}.ts not found: ${props.role} deployed as a placeholder that fails every call`;
+      Annotations.of(this).addWarningV2('msgx:placeholder-function', msg);
+      console.warn(`[msgx] warning: ${msg}`);
+    }
+
+    if (this.bundled) {
+      const repoRoot = props.repoRoot;
+      this.fn = new NodejsFunction(this, 'Fn', {
+        ...common,
+        entry,
+        handler: 'handler',
+        projectRoot: repoRoot,
+        depsLockFilePath: join(repoRoot, 'package-lock.json'),
+        bundling: {
+          format: OutputFormat.ESM,
+          target: props.runtime.replace('nodejs', 'node').replace('.x', ''),
+          platform: 'node',
+          minify: true,
+          sourceMap: true,
+          sourceMapMode: SourceMapMode.DEFAULT,
+          mainFields: ['module', 'main'],
+          banner: ESM_REQUIRE_BANNER,
+          externalModules: ['@aws-sdk/*'],
+          forceDockerBundling: false,
+          tsconfig: join(repoRoot, 'tsconfig.json'),
+          commandHooks: {
+            beforeBundling: () => [],
+            beforeInstall: () => [],
+            afterBundling: (_input: string, outputDir: string) => [`cp -r "${join(repoRoot, 'migrations')}" "${outputDir}/migrations"`],
+          },
+        },
+      });
+    } else {
+      this.fn = new lambda.Function(this, 'Fn', {
+        ...common,
+        handler: 'index.handler',
+        code: lambda.Code.fromInline(
+          `exports.handler = async () => { throw new Error('msgx ${props.role}: placeholder, function was not bundled'); };`,
+        ),
+      });
+    }
+
+    acknowledge(
+      this.fn,
+      [
+        {
+          id: 'AwsSolutions-IAM4',
+          reason: 'AWSLambdaBasicExecutionRole/AWSLambdaVPCAccessExecutionRole are the minimal AWS policies for logs and VPC ENIs.',
+          appliesTo: [
+            'Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole',
+            'Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaVPCAccessExecutionRole',
+          ],
+        },
+        {
+          id: 'AwsSolutions-IAM5',
+          reason: 'X-Ray PutTraceSegments/PutTelemetryRecords do not support resource-level permissions.',
+          appliesTo: ['Resource::*'],
+        },
+      ],
+    );
+    if (props.runtime !== 'nodejs24.x') {
+      const why = `msgx runs on ${props.runtime} by design (package.json engines >=20); switch with -c lambdaRuntime=nodejs24.x once verified.`;
+      acknowledge(this.fn, [{ id: 'AwsSolutions-L1', reason: why }]);
+      // CDK's own CloudFormation validation warns about the Node 20 deprecation calendar.
+      if (props.runtime === 'nodejs20.x') Validations.of(this.fn).acknowledge({ id: 'CloudFormation-Validate::W2531', reason: why });
+    }
+  }
+
+  get functionName(): string {
+    return this.fn.functionName;
+  }
+
+  env(name: string, value: string): this {
+    this.fn.addEnvironment(name, value);
+    return this;
+  }
+
+  /** msgx's PostgreSQL: read its secret; the function assembles MSGX_PG_URL at cold start. */
+  bindPostgres(pg: PostgresBinding): this {
+    pg.secret.grantRead(this.fn);
+    return this.env('MSGX_PG_SECRET_ARN', pg.secret.secretArn)
+      .env('MSGX_PG_HOST', pg.host)
+      .env('MSGX_PG_PORT', pg.port)
+      .env('MSGX_PG_DB', pg.database);
+  }
+
+  /** The shared MySQL mailbox: read its (imported) secret; MSGX_MAILBOX_URL is assembled at cold start. */
+  bindMailbox(mb: MailboxBinding): this {
+    mb.secret.grantRead(this.fn);
+    return this.env('MSGX_MAILBOX_SECRET_ARN', mb.secret.secretArn)
+      .env('MSGX_MAILBOX_HOST', mb.host)
+      .env('MSGX_MAILBOX_PORT', String(mb.port))
+      .env('MSGX_MAILBOX_DB', mb.database);
+  }
+
+  /** The HMAC key for msgx-signature (check-back, webhooks). */
+  bindSigningSecret(secret: secretsmanager.ISecret): this {
+    secret.grantRead(this.fn);
+    return this.env('MSGX_SIGNING_SECRET_ARN', secret.secretArn);
+  }
+
+  /** MSK with IAM auth: connect to this cluster only, and touch only the named topics. */
+  bindKafka(k: KafkaBinding): this {
+    const stack = Stack.of(this);
+    const writes = [...(k.writeTopics ?? []), ...(k.writePatterns ?? [])].length > 0;
+    const clusterActions = ['kafka-cluster:Connect', 'kafka-cluster:DescribeCluster'];
+    if (writes) clusterActions.push('kafka-cluster:WriteDataIdempotently');
+    this.fn.addToRolePolicy(new iam.PolicyStatement({ actions: clusterActions, resources: [k.clusterArn] }));
+    if (k.writeTopics?.length) {
+      this.fn.addToRolePolicy(
+        new iam.PolicyStatement({
+          actions: ['kafka-cluster:DescribeTopic', 'kafka-cluster:WriteData'],
+          resources: k.writeTopics.map((t) => topicArnOf(stack, k.clusterArn, t)),
+        }),
+      );
+    }
+    if (k.writePatterns?.length) {
+      // A pattern ARN cannot carry the cluster UUID (CloudFormation cannot splice tokens into a
+      // wildcard we could acknowledge), so it names the cluster by name: same account and region.
+      const arns = k.writePatterns.map(
+        (t) => `arn:${Aws.PARTITION}:kafka:${Aws.REGION}:${Aws.ACCOUNT_ID}:topic/${k.clusterName}/*/${t}`,
+      );
+      this.fn.addToRolePolicy(
+        new iam.PolicyStatement({ actions: ['kafka-cluster:DescribeTopic', 'kafka-cluster:WriteData'], resources: arns }),
+      );
+      acknowledge(this.fn, [
+        {
+          id: 'AwsSolutions-IAM5',
+          reason: `Transactional producers name their own topics (context txTopicPatterns=${k.writePatterns.join(',')}); the grant is limited to cluster ${k.clusterName} in this account and region.`,
+          appliesTo: k.writePatterns.map(
+            (t) => `Resource::arn:<AWS::Partition>:kafka:<AWS::Region>:<AWS::AccountId>:topic/${k.clusterName}/*/${t}`,
+          ),
+        },
+      ]);
+    }
+    if (k.adminTopics?.length) {
+      this.fn.addToRolePolicy(
+        new iam.PolicyStatement({
+          actions: [
+            'kafka-cluster:CreateTopic',
+            'kafka-cluster:DescribeTopic',
+            'kafka-cluster:AlterTopic',
+            'kafka-cluster:DescribeTopicDynamicConfiguration',
+            'kafka-cluster:AlterTopicDynamicConfiguration',
+          ],
+          resources: k.adminTopics.map((t) => topicArnOf(stack, k.clusterArn, t)),
+        }),
+      );
+    }
+    return this.env('MSGX_KAFKA_BROKERS', k.bootstrapBrokers)
+      .env('MSGX_KAFKA_SSL', '1')
+      .env('MSGX_KAFKA_IAM_REGION', stack.region);
+  }
+
+  /** Let this function start `target` asynchronously (the ingress kicking the pump). */
+  bindInvoke(target: MsgxFunction, envName: string): this {
+    this.fn.addToRolePolicy(
+      new iam.PolicyStatement({ actions: ['lambda:InvokeFunction'], resources: [target.fn.functionArn] }),
+    );
+    return this.env(envName, target.fn.functionName);
+  }
+
+  /** Pause/resume: read and update exactly these schedules (and hand Scheduler its role back). */
+  bindSchedules(group: string, names: string[], scheduleArns: string[], schedulerRole: iam.IRole): this {
+    this.fn.addToRolePolicy(
+      new iam.PolicyStatement({ actions: ['scheduler:GetSchedule', 'scheduler:UpdateSchedule'], resources: scheduleArns }),
+    );
+    // UpdateSchedule re-sends the target, whose role must be passed again.
+    this.fn.addToRolePolicy(
+      new iam.PolicyStatement({
+        actions: ['iam:PassRole'],
+        resources: [schedulerRole.roleArn],
+        conditions: { StringEquals: { 'iam:PassedToService': 'scheduler.amazonaws.com' } },
+      }),
+    );
+    return this.env('MSGX_SCHEDULE_GROUP', group).env('MSGX_SCHEDULE_NAMES', names.join(','));
+  }
+}

@@ -1,0 +1,142 @@
+import { Duration, Stack, type StackProps } from 'aws-cdk-lib';
+import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
+import * as cwActions from 'aws-cdk-lib/aws-cloudwatch-actions';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import * as kms from 'aws-cdk-lib/aws-kms';
+import * as sns from 'aws-cdk-lib/aws-sns';
+import * as subs from 'aws-cdk-lib/aws-sns-subscriptions';
+import type { Construct } from 'constructs';
+import { type FunctionRole, type MsgxSettings } from '../config.ts';
+import type { ServiceStack } from './service-stack.ts';
+
+export interface MonitoringStackProps extends StackProps {
+  msgx: MsgxSettings;
+  service: ServiceStack;
+}
+
+/**
+ * Contract with the functions: custom metrics are CloudWatch EMF in namespace `msgx` with the
+ * Powertools default dimension `service=msgx` (POWERTOOLS_SERVICE_NAME), plus `kind` on DeadCount.
+ * An alarm matches a metric only when the dimension set is exactly this one.
+ */
+export const METRIC_NAMESPACE = 'msgx';
+export const SERVICE_DIMENSION = { service: 'msgx' } as const;
+export const DEAD_KINDS = ['proc', 'event', 'txmsg'] as const;
+
+export class MonitoringStack extends Stack {
+  readonly topic: sns.Topic;
+  readonly alarms: cloudwatch.Alarm[] = [];
+  readonly dashboard: cloudwatch.Dashboard;
+
+  constructor(scope: Construct, id: string, props: MonitoringStackProps) {
+    super(scope, id, props);
+    const { msgx, service } = props;
+    const a = msgx.settings.alarms;
+    const period = Duration.minutes(1);
+
+    const key = new kms.Key(this, 'AlarmTopicKey', {
+      description: 'msgx alarm topic encryption',
+      enableKeyRotation: true,
+    });
+    // CloudWatch publishes to an encrypted topic only if the key lets it.
+    key.addToResourcePolicy(
+      new iam.PolicyStatement({
+        principals: [new iam.ServicePrincipal('cloudwatch.amazonaws.com')],
+        actions: ['kms:Decrypt', 'kms:GenerateDataKey*'],
+        resources: ['*'],
+        conditions: { StringEquals: { 'aws:SourceAccount': this.account } },
+      }),
+    );
+    this.topic = new sns.Topic(this, 'AlarmTopic', {
+      topicName: `msgx-${msgx.stage}-alarms`,
+      displayName: `msgx ${msgx.stage} alarms`,
+      masterKey: key,
+      enforceSSL: true,
+    });
+    if (msgx.alarmEmail) this.topic.addSubscription(new subs.EmailSubscription(msgx.alarmEmail));
+    const action = new cwActions.SnsAction(this.topic);
+
+    const custom = (metricName: string, extra: Record<string, string> = {}): cloudwatch.Metric =>
+      new cloudwatch.Metric({
+        namespace: METRIC_NAMESPACE,
+        metricName,
+        dimensionsMap: { ...SERVICE_DIMENSION, ...extra },
+        statistic: cloudwatch.Stats.MAXIMUM,
+        period,
+      });
+    interface AlarmOptions {
+      missing?: cloudwatch.TreatMissingData;
+      comparison?: cloudwatch.ComparisonOperator;
+      /** Consecutive one-minute datapoints; 1 for metrics that already sum a window. */
+      periods?: number;
+    }
+    const alarm = (id: string, metric: cloudwatch.IMetric, threshold: number, description: string, o: AlarmOptions = {}) => {
+      const periods = o.periods ?? a.evaluationMinutes;
+      const al = new cloudwatch.Alarm(this, id, {
+        alarmName: `msgx-${msgx.stage}-${id}`,
+        alarmDescription: description,
+        metric,
+        threshold,
+        comparisonOperator: o.comparison ?? cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+        evaluationPeriods: periods,
+        datapointsToAlarm: periods,
+        // No datapoint means no worker reported; the Lambda Errors/Throttles alarms and the head
+        // age seen by the next worker cover that, so silence itself does not page.
+        treatMissingData: o.missing ?? cloudwatch.TreatMissingData.NOT_BREACHING,
+      });
+      al.addAlarmAction(action);
+      al.addOkAction(action);
+      this.alarms.push(al);
+      return al;
+    };
+
+    const headAge = custom('HeadAgeSeconds');
+    const backlog = custom('Backlog');
+    const oldestEvent = custom('OldestPendingEventSeconds');
+    const dead = DEAD_KINDS.map((kind) => ({ kind, metric: custom('DeadCount', { kind }) }));
+    alarm('HeadAge', headAge, a.headAgeSeconds, `FIFO head older than ${a.headAgeSeconds}s: the pipeline is stuck or paused`);
+    alarm('Backlog', backlog, a.backlog, `More than ${a.backlog} messages waiting in proc_state`);
+    alarm('OldestPendingEvent', oldestEvent, a.oldestPendingEventSeconds, `An outbox event pending for over ${a.oldestPendingEventSeconds}s: delivery is failing`);
+    for (const d of dead)
+      alarm(`Dead-${d.kind}`, d.metric, a.deadCount, `More than ${a.deadCount} DEAD ${d.kind} rows: see GET /admin/dead?kind=${d.kind}`);
+
+    const roles = Object.keys(service.functions) as FunctionRole[];
+    const window = Duration.minutes(a.evaluationMinutes);
+    const atLeast = { comparison: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD, periods: 1 };
+    for (const role of roles) {
+      const fn = service.functions[role].fn;
+      const errors = fn.metricErrors({ period: window, statistic: cloudwatch.Stats.SUM });
+      alarm(`${role}-Errors`, errors, a.lambdaErrors, `${role}: >= ${a.lambdaErrors} errors in ${a.evaluationMinutes} min`, atLeast);
+      const limit = role === 'pump' ? a.pumpThrottles : a.lambdaThrottles;
+      const throttles = fn.metricThrottles({ period: window, statistic: cloudwatch.Stats.SUM });
+      alarm(`${role}-Throttles`, throttles, limit, `${role}: >= ${limit} throttles in ${a.evaluationMinutes} min`, atLeast);
+    }
+
+    this.dashboard = new cloudwatch.Dashboard(this, 'Dashboard', {
+      dashboardName: `msgx-${msgx.stage}`,
+      defaultInterval: Duration.hours(3),
+    });
+    const fnMetric = (name: 'metricInvocations' | 'metricErrors' | 'metricThrottles' | 'metricDuration', stat: string) =>
+      roles.map((r) => service.functions[r].fn[name]({ period: Duration.minutes(1), statistic: stat, label: r }));
+    this.dashboard.addWidgets(
+      new cloudwatch.GraphWidget({ title: 'FIFO head age (s)', left: [headAge], width: 8 }),
+      new cloudwatch.GraphWidget({ title: 'Backlog', left: [backlog], width: 8 }),
+      new cloudwatch.GraphWidget({ title: 'Oldest pending event (s)', left: [oldestEvent], width: 8 }),
+    );
+    this.dashboard.addWidgets(
+      new cloudwatch.GraphWidget({ title: 'Dead by kind', left: dead.map((d) => d.metric.with({ label: d.kind })), width: 8 }),
+      new cloudwatch.GraphWidget({ title: 'Invocations', left: fnMetric('metricInvocations', 'Sum'), width: 8 }),
+      new cloudwatch.GraphWidget({ title: 'Errors / Throttles', left: fnMetric('metricErrors', 'Sum'), right: fnMetric('metricThrottles', 'Sum'), width: 8 }),
+    );
+    this.dashboard.addWidgets(
+      new cloudwatch.GraphWidget({ title: 'Duration p99 (ms)', left: fnMetric('metricDuration', 'p99'), width: 12 }),
+      new cloudwatch.GraphWidget({
+        title: 'API 4xx / 5xx / latency',
+        left: [service.api.metricClientError({ period }), service.api.metricServerError({ period })],
+        right: [service.api.metricLatency({ period, statistic: 'p99' })],
+        width: 12,
+      }),
+      new cloudwatch.AlarmStatusWidget({ title: 'Alarms', alarms: this.alarms, width: 24 }),
+    );
+  }
+}

@@ -1,0 +1,272 @@
+import { CfnOutput, Duration, RemovalPolicy, Stack, type StackProps } from 'aws-cdk-lib';
+import * as apigw from 'aws-cdk-lib/aws-apigateway';
+import * as apigwv2 from 'aws-cdk-lib/aws-apigatewayv2';
+import * as authorizers from 'aws-cdk-lib/aws-apigatewayv2-authorizers';
+import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
+import * as ec2 from 'aws-cdk-lib/aws-ec2';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import * as lambda from 'aws-cdk-lib/aws-lambda';
+import * as logs from 'aws-cdk-lib/aws-logs';
+import * as scheduler from 'aws-cdk-lib/aws-scheduler';
+import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
+import * as triggers from 'aws-cdk-lib/triggers';
+import type { Construct } from 'constructs';
+import { type FunctionRole, type MsgxSettings, SCHEDULED_ROLES, type ScheduledRole } from '../config.ts';
+import { MsgxFunction } from '../constructs/msgx-function.ts';
+import { DB_NAME, type DataStack } from './data-stack.ts';
+import type { MessagingStack } from './messaging-stack.ts';
+import type { NetworkStack } from './network-stack.ts';
+import { acknowledge } from '../nag.ts';
+
+export interface ServiceStackProps extends StackProps {
+  msgx: MsgxSettings;
+  repoRoot: string;
+  network: NetworkStack;
+  data: DataStack;
+  messaging: MessagingStack;
+}
+
+/** Upstream routes: authenticated by IAM unless `upstreamAuth` selects a JWT or Lambda authorizer. */
+export const UPSTREAM_ROUTES: [apigwv2.HttpMethod, string][] = [
+  [apigwv2.HttpMethod.POST, '/cminmsgs/send'],
+  [apigwv2.HttpMethod.POST, '/v1/tx-messages'],
+  [apigwv2.HttpMethod.GET, '/v1/tx-messages/{id}'],
+  [apigwv2.HttpMethod.POST, '/v1/tx-messages/{id}/commit'],
+  [apigwv2.HttpMethod.POST, '/v1/tx-messages/{id}/rollback'],
+  [apigwv2.HttpMethod.POST, '/v1/tx-messages/{id}/ack'],
+  [apigwv2.HttpMethod.GET, '/v1/flights'],
+  [apigwv2.HttpMethod.GET, '/v1/flights/{flid}'],
+  [apigwv2.HttpMethod.GET, '/health'],
+];
+/** Operator routes: always IAM, whatever `upstreamAuth` says. */
+export const ADMIN_ROUTES: [apigwv2.HttpMethod, string][] = [
+  [apigwv2.HttpMethod.ANY, '/admin/{proxy+}'],
+  [apigwv2.HttpMethod.GET, '/console'],
+  [apigwv2.HttpMethod.GET, '/console/{proxy+}'],
+];
+
+/**
+ * The functions, the HTTP API in front of the ingress, the once-a-minute schedules of the
+ * background roles, and the deploy-time migration trigger.
+ */
+export class ServiceStack extends Stack {
+  readonly functions: Record<FunctionRole, MsgxFunction>;
+  readonly api: apigwv2.HttpApi;
+  readonly scheduleGroup: scheduler.ScheduleGroup;
+  readonly schedules: Record<ScheduledRole, scheduler.Schedule>;
+  readonly schedulerRole: iam.Role;
+
+  constructor(scope: Construct, id: string, props: ServiceStackProps) {
+    super(scope, id, props);
+    const { msgx, network, data, messaging } = props;
+    const { settings, stage } = msgx;
+
+    const descriptions: Record<FunctionRole, string> = {
+      ingress: 'msgx HTTP API: mailbox ingress, transactional messages, flights, admin',
+      poller: 'msgx poller: mailbox -> proc_state (scheduled)',
+      pump: 'msgx pump: FIFO head processing (scheduled, kicked by ingress)',
+      dispatcher: 'msgx dispatcher: outbox -> MSK and webhooks (scheduled)',
+      sweep: 'msgx sweep: backfill, tx check-back, retention, leases (scheduled)',
+      migrate: 'msgx migrate: schema migrations and Kafka topics (deploy-time trigger)',
+    };
+    const common = {
+      TZ: 'UTC',
+      MSGX_TIMEZONE: msgx.timezone,
+      MSGX_TOPIC_MSG: msgx.kafka.topicMsg,
+      MSGX_TOPIC_SCHD: msgx.kafka.topicSchd,
+      MSGX_TOPIC_PARTITIONS: String(msgx.kafka.topicPartitions),
+      ...(msgx.txCheckAllowedOrigins ? { MSGX_TX_CHECK_ALLOWED_ORIGINS: msgx.txCheckAllowedOrigins } : {}),
+    };
+    const make = (role: FunctionRole): MsgxFunction =>
+      new MsgxFunction(this, cap(role), {
+        role,
+        repoRoot: props.repoRoot,
+        bundling: msgx.bundling,
+        runtime: msgx.lambdaRuntime,
+        vpc: network.vpc,
+        subnets: { subnetType: ec2.SubnetType.PRIVATE_WITH_EGRESS },
+        securityGroups: [network.functionSg],
+        memoryMb: settings.functions.memoryMb[role],
+        timeout: Duration.seconds(settings.functions.timeoutSeconds[role]),
+        logRetentionDays: settings.functions.logRetentionDays,
+        // The advisory lock is the real guard; one pump at a time also saves idle invocations.
+        reservedConcurrency: role === 'pump' ? 1 : undefined,
+        asyncMaxEventAge: (SCHEDULED_ROLES as readonly string[]).includes(role) ? Duration.seconds(60) : undefined,
+        environment: common,
+        description: descriptions[role],
+      });
+    const fns = {
+      ingress: make('ingress'),
+      poller: make('poller'),
+      pump: make('pump'),
+      dispatcher: make('dispatcher'),
+      sweep: make('sweep'),
+      migrate: make('migrate'),
+    } satisfies Record<FunctionRole, MsgxFunction>;
+    this.functions = fns;
+
+    // ---- bindings: each grant travels with its environment variable -------------------------
+    const pg = {
+      secret: data.dbSecret,
+      host: data.db.dbInstanceEndpointAddress,
+      port: data.db.dbInstanceEndpointPort,
+      database: DB_NAME,
+    };
+    const mailboxSecret = secretsmanager.Secret.fromSecretCompleteArn(this, 'MailboxSecret', msgx.mailbox.secretArn);
+    const mailbox = { secret: mailboxSecret, ...msgx.mailbox };
+    const kafka = {
+      clusterArn: messaging.cluster.attrArn,
+      clusterName: messaging.clusterName,
+      bootstrapBrokers: messaging.bootstrapBrokers,
+    };
+    const { topicMsg, topicSchd } = msgx.kafka;
+    // Shadow mode (MSGX_SHADOW) writes to `<topic>.shadow`; the grant covers both.
+    const ownTopics = [topicMsg, `${topicMsg}.shadow`, topicSchd, `${topicSchd}.shadow`];
+
+    for (const f of Object.values(fns)) f.bindPostgres(pg);
+    for (const f of [fns.ingress, fns.poller, fns.pump, fns.sweep]) f.bindMailbox(mailbox);
+    fns.ingress.bindKafka(kafka); // /health only: connect and describe
+    fns.dispatcher.bindKafka({ ...kafka, writeTopics: ownTopics, writePatterns: msgx.kafka.txTopicPatterns });
+    fns.migrate.bindKafka({ ...kafka, adminTopics: ownTopics });
+    fns.dispatcher.bindSigningSecret(data.signingSecret);
+    fns.sweep.bindSigningSecret(data.signingSecret);
+    fns.ingress.bindInvoke(fns.pump, 'MSGX_PUMP_FUNCTION_NAME');
+
+    // ---- schedules ------------------------------------------------------------------------
+    const groupName = `msgx-${stage}`;
+    this.scheduleGroup = new scheduler.ScheduleGroup(this, 'ScheduleGroup', {
+      scheduleGroupName: groupName,
+      removalPolicy: RemovalPolicy.DESTROY,
+    });
+    this.schedulerRole = new iam.Role(this, 'SchedulerRole', {
+      assumedBy: new iam.ServicePrincipal('scheduler.amazonaws.com', {
+        conditions: { StringEquals: { 'aws:SourceAccount': this.account } },
+      }),
+      description: 'EventBridge Scheduler: invoke the four scheduled msgx functions, nothing else',
+    });
+    this.schedulerRole.addToPolicy(
+      new iam.PolicyStatement({
+        actions: ['lambda:InvokeFunction'],
+        resources: SCHEDULED_ROLES.map((r) => fns[r].fn.functionArn),
+      }),
+    );
+    const scheduleNames = SCHEDULED_ROLES.map((r) => `msgx-${stage}-${r}`);
+    const schedules = {} as Record<ScheduledRole, scheduler.Schedule>;
+    for (const role of SCHEDULED_ROLES) {
+      schedules[role] = new scheduler.Schedule(this, `Schedule${cap(role)}`, {
+        scheduleName: `msgx-${stage}-${role}`,
+        scheduleGroup: this.scheduleGroup,
+        description: `msgx ${role}: one worker loop a minute (runs until its budget is spent)`,
+        schedule: scheduler.ScheduleExpression.rate(Duration.minutes(1)),
+        target: new LambdaTarget(fns[role].fn, this.schedulerRole),
+      });
+    }
+    this.schedules = schedules;
+    const scheduleArns = scheduleNames.map((n) =>
+      this.formatArn({ service: 'scheduler', resource: 'schedule', resourceName: `${groupName}/${n}` }),
+    );
+    // `msgx pause|resume` through the admin API disables/enables exactly these schedules.
+    fns.ingress.bindSchedules(groupName, scheduleNames, scheduleArns, this.schedulerRole);
+
+    // ---- migrations at deploy time --------------------------------------------------------
+    // Runs after the database and the cluster exist (they are in stacks this one depends on) and
+    // again whenever the migrate bundle (code or migrations/) changes. A failure fails the deploy.
+    const migration = new triggers.Trigger(this, 'MigrateTrigger', {
+      handler: fns.migrate.fn,
+      timeout: Duration.seconds(settings.functions.timeoutSeconds.migrate),
+      invocationType: triggers.InvocationType.REQUEST_RESPONSE,
+      executeOnHandlerChange: true,
+    });
+    // Nothing should run against an unmigrated schema.
+    for (const role of SCHEDULED_ROLES) migration.executeBefore(schedules[role]);
+
+    // ---- HTTP API -------------------------------------------------------------------------
+    const accessLogs = new logs.LogGroup(this, 'ApiAccessLogs', {
+      retention: settings.api.accessLogRetentionDays,
+      removalPolicy: RemovalPolicy.DESTROY,
+    });
+    this.api = new apigwv2.HttpApi(this, 'Api', {
+      apiName: `msgx-${stage}`,
+      description: 'msgx: upstream ingress, transactional messages, flights, admin',
+      createDefaultStage: false,
+    });
+    this.api.addStage('DefaultStage', {
+      stageName: '$default',
+      autoDeploy: true,
+      throttle: { rateLimit: settings.api.throttleRatePerSecond, burstLimit: settings.api.throttleBurst },
+      accessLogSettings: {
+        destination: new apigwv2.LogGroupLogDestination(accessLogs),
+        format: apigw.AccessLogFormat.jsonWithStandardFields({
+          caller: true,
+          httpMethod: true,
+          ip: true,
+          protocol: true,
+          requestTime: true,
+          resourcePath: true,
+          responseLength: true,
+          status: true,
+          user: true,
+        }),
+      },
+    });
+    const integration = new HttpLambdaIntegration('Ingress', fns.ingress.fn, {
+      payloadFormatVersion: apigwv2.PayloadFormatVersion.VERSION_2_0,
+    });
+    const iamAuth = new authorizers.HttpIamAuthorizer();
+    const upstreamAuth = upstreamAuthorizer(this, msgx) ?? iamAuth;
+    for (const [method, path] of UPSTREAM_ROUTES)
+      this.api.addRoutes({ path, methods: [method], integration, authorizer: upstreamAuth });
+    for (const [method, path] of ADMIN_ROUTES) this.api.addRoutes({ path, methods: [method], integration, authorizer: iamAuth });
+
+    new CfnOutput(this, 'ApiUrl', { value: this.api.apiEndpoint, description: 'msgx HTTP API endpoint' });
+    new CfnOutput(this, 'ScheduleGroupName', { value: groupName });
+    new CfnOutput(this, 'ScheduleNames', { value: scheduleNames.join(',') });
+    new CfnOutput(this, 'PumpFunctionName', { value: fns.pump.functionName });
+    new CfnOutput(this, 'FunctionSecurityGroupId', {
+      value: network.functionSg.securityGroupId,
+      description: 'Allow this group on the shared mailbox (if mailboxSecurityGroupId was not given)',
+    });
+
+    acknowledge(this, [
+      {
+        id: 'AwsSolutions-IAM4',
+        reason: 'The CDK trigger provider uses AWSLambdaBasicExecutionRole for its own logs only.',
+        appliesTo: ['Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole'],
+      },
+    ]);
+  }
+}
+
+/** Scheduler target with our shared role: no per-target role, no retries (the next minute comes anyway). */
+class LambdaTarget implements scheduler.IScheduleTarget {
+  constructor(
+    private readonly fn: lambda.IFunction,
+    private readonly role: iam.IRole,
+  ) {}
+
+  bind(): scheduler.ScheduleTargetConfig {
+    return {
+      arn: this.fn.functionArn,
+      role: this.role,
+      retryPolicy: { maximumRetryAttempts: 0, maximumEventAgeInSeconds: 60 },
+    };
+  }
+}
+
+function upstreamAuthorizer(scope: Construct, msgx: MsgxSettings): apigwv2.IHttpRouteAuthorizer | undefined {
+  const a = msgx.api;
+  if (a.upstreamAuth === 'jwt')
+    return new authorizers.HttpJwtAuthorizer('UpstreamJwt', a.jwtIssuer ?? '', { jwtAudience: a.jwtAudience });
+  if (a.upstreamAuth === 'lambda') {
+    const fn = lambda.Function.fromFunctionArn(scope, 'UpstreamAuthorizerFn', a.authorizerFunctionArn ?? '');
+    return new authorizers.HttpLambdaAuthorizer('UpstreamLambda', fn, {
+      responseTypes: [authorizers.HttpLambdaResponseType.SIMPLE],
+      resultsCacheTtl: Duration.minutes(5),
+    });
+  }
+  return undefined;
+}
+
+function cap(s: string): string {
+  return s.charAt(0).toUpperCase() + s.slice(1);
+}
