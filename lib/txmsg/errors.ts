@@ -1,0 +1,42 @@
+import { RequestError } from '../shared/errors.ts';
+import type { TxStatus } from './states.ts';
+
+/** 404: no live or archived message has this id. */
+export class TxNotFoundError extends RequestError {
+  constructor(id: string) {
+    super(404, 'not_found', `no transactional message ${id}`);
+    this.name = 'TxNotFoundError';
+  }
+}
+
+/** 409: the action cannot happen in the message's current state (commit after rollback, ack before commit). */
+export class TxIllegalTransitionError extends RequestError {
+  constructor(
+    readonly id: string,
+    readonly action: string,
+    readonly state: TxStatus,
+    reason?: string,
+  ) {
+    super(409, 'illegal_transition', reason ?? `cannot ${action} message ${id} in state ${state}`, { state });
+    this.name = 'TxIllegalTransitionError';
+  }
+}
+
+/** 400 naming the offending field; nothing is stored. */
+export class TxValidationError extends RequestError {
+  constructor(
+    readonly field: string,
+    reason: string,
+  ) {
+    super(400, 'invalid_request', `${field}: ${reason}`, { field });
+    this.name = 'TxValidationError';
+  }
+}
+
+/** 409: an Idempotency-Key reused with a different request body. */
+export class TxIdempotencyConflictError extends RequestError {
+  constructor(key: string, id: string) {
+    super(409, 'idempotency_conflict', `Idempotency-Key ${key} was used for message ${id} with a different body`, { id });
+    this.name = 'TxIdempotencyConflictError';
+  }
+}

@@ -1,0 +1,57 @@
+import { randomUUID } from 'node:crypto';
+import type { AppContext } from '../shared/context.ts';
+import { TxIdempotencyConflictError, TxValidationError } from './errors.ts';
+import { claimKey, requestHash } from './idempotency.ts';
+import { findMessage, insertMessage, type TxRow } from './store.ts';
+import { appendTrace } from './trace.ts';
+import { parsePrepare } from './validate.ts';
+
+export interface PrepareResult {
+  row: TxRow;
+  /** false when an Idempotency-Key returned an earlier message (HTTP 200 instead of 201). */
+  created: boolean;
+}
+
+/**
+ * Stores a half message (PREPARED): invisible to consumers until committed. Its first check-back
+ * is due `checkAfterMs` later, which heals every producer-side failure (seed 002 points 3–6).
+ */
+export async function prepare(
+  ctx: Pick<AppContext, 'db' | 'clock' | 'config'>,
+  body: unknown,
+  idempotencyKey?: string,
+): Promise<PrepareResult> {
+  const p = parsePrepare(body, ctx.config.txmsg.checkAllowedOrigins);
+  if (idempotencyKey !== undefined && (idempotencyKey.length === 0 || idempotencyKey.length > 200))
+    throw new TxValidationError('Idempotency-Key', 'must be 1 to 200 characters');
+  const now = ctx.clock.now();
+  const id = randomUUID();
+  const hash = requestHash(p);
+  const outcome = await ctx.db.tx(async (tx) => {
+    if (idempotencyKey !== undefined) {
+      const earlier = await claimKey(tx, idempotencyKey, id, hash, now);
+      if (earlier) {
+        if (earlier.request_hash !== hash) throw new TxIdempotencyConflictError(idempotencyKey, earlier.tx_id);
+        return { earlierId: earlier.tx_id, row: undefined };
+      }
+    }
+    const row = await insertMessage(tx, {
+      id,
+      topic: p.topic,
+      msg_key: p.key ?? null,
+      payload: typeof p.payload === 'string' ? p.payload : JSON.stringify(p.payload),
+      headers: p.headers ?? {},
+      check_url: p.checkUrl,
+      check_after_ms: p.checkAfterMs,
+      check_timeout_ms: p.checkTimeoutMs,
+      next_check_at: new Date(now.getTime() + p.checkAfterMs),
+      created_at: now,
+    });
+    await appendTrace(tx, id, now, 'prepare', 'PREPARED', { topic: p.topic, key: p.key ?? null, idempotencyKey: idempotencyKey ?? null });
+    return { earlierId: undefined, row };
+  });
+  if (outcome.row) return { row: outcome.row, created: true };
+  const row = await findMessage(ctx.db, outcome.earlierId!);
+  if (!row) throw new Error(`Idempotency-Key ${idempotencyKey} points at missing message ${outcome.earlierId}`);
+  return { row, created: false };
+}

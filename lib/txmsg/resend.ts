@@ -1,0 +1,39 @@
+import type { AppContext } from '../shared/context.ts';
+import { startSchedule } from './delivery.ts';
+import { TxIllegalTransitionError, TxNotFoundError } from './errors.ts';
+import { move } from './move.ts';
+import type { TxStatus } from './states.ts';
+import { lockMessage } from './store.ts';
+
+/**
+ * Operator resend of a DEAD message (seed 002 "死亡消息，可以在后台进行重发"). One that died
+ * unconfirmed goes back to PREPARED and is checked again at once; one that died after commit goes
+ * back to COMMITTED and is delivered again on a fresh schedule. Audited in audit_log, in the same
+ * transaction as the move.
+ */
+export async function resend(
+  ctx: Pick<AppContext, 'db' | 'clock' | 'config'>,
+  id: string,
+  actor: string,
+): Promise<{ id: string; status: TxStatus; from: string }> {
+  return ctx.db.tx(async (tx) => {
+    const now = ctx.clock.now();
+    const row = await lockMessage(tx, id);
+    if (!row) throw new TxNotFoundError(id);
+    if (row.status !== 'DEAD') throw new TxIllegalTransitionError(id, 'resend', row.status, `only a DEAD message can be resent; ${id} is ${row.status}`);
+    const cleared = { dead_phase: null, dead_reason: null, last_error: null };
+    const updated =
+      row.dead_phase === 'check'
+        ? await move(tx, row, 'resend-unconfirmed', now, { ...cleared, checks: 0, next_check_at: now }, { detail: { actor, reason: row.dead_reason } })
+        : await move(tx, row, 'resend-delivered', now, { ...cleared, ...(await startSchedule(tx, row, now, ctx.config.txmsg.redeliveryScheduleMs)) }, {
+            detail: { actor, reason: row.dead_reason },
+          });
+    await tx.query(`INSERT INTO audit_log (at, actor, action, detail) VALUES ($1, $2, $3, $4::jsonb)`, [
+      now,
+      actor,
+      'txmsg.resend',
+      JSON.stringify({ id, deadPhase: row.dead_phase, deadReason: row.dead_reason, to: updated.status }),
+    ]);
+    return { id, status: updated.status, from: row.dead_phase ?? 'delivery' };
+  });
+}

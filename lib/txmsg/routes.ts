@@ -1,0 +1,64 @@
+import { json, parseJsonBody } from '../http/router.ts';
+import type { HttpRequest, Route } from '../http/types.ts';
+import { runAction, type TxAction } from './actions.ts';
+import { TxNotFoundError } from './errors.ts';
+import { prepare } from './prepare.ts';
+import { resend } from './resend.ts';
+import { findMessage } from './store.ts';
+import { readTrace } from './trace.ts';
+import { toView } from './view.ts';
+
+const action = (name: TxAction): Route => ({
+  method: 'POST',
+  path: `/v1/tx-messages/{id}/${name}`,
+  async handle(req, ctx) {
+    return json(200, await runAction(ctx, req.params.id!, name));
+  },
+});
+
+/** Who did it, for audit_log: the operator's own label when given, else a generic one. */
+const actorOf = (req: HttpRequest) => req.headers['x-msgx-actor']?.slice(0, 200) || 'operator';
+
+/** The transactional message API (DESIGN.md); the lead mounts these in the twin and the ingress. */
+export const txmsgRoutes: Route[] = [
+  {
+    method: 'POST',
+    path: '/v1/tx-messages',
+    async handle(req, ctx) {
+      const { row, created } = await prepare(ctx, parseJsonBody(req), req.headers['idempotency-key']);
+      return json(created ? 201 : 200, { id: row.id, status: row.status });
+    },
+  },
+  action('commit'),
+  action('rollback'),
+  action('ack'),
+  {
+    method: 'GET',
+    path: '/v1/tx-messages/{id}',
+    async handle(req, ctx) {
+      const row = await findMessage(ctx.db, req.params.id!);
+      if (!row) throw new TxNotFoundError(req.params.id!);
+      return json(200, toView(row));
+    },
+  },
+  {
+    method: 'POST',
+    path: '/admin/tx-messages/{id}/resend',
+    admin: true,
+    async handle(req, ctx) {
+      return json(200, await resend(ctx, req.params.id!, actorOf(req)));
+    },
+  },
+  {
+    method: 'GET',
+    path: '/admin/tx-messages/{id}/trace',
+    admin: true,
+    async handle(req, ctx) {
+      const id = req.params.id!;
+      const row = await findMessage(ctx.db, id);
+      if (!row) throw new TxNotFoundError(id);
+      const trace = await readTrace(ctx.db, id);
+      return json(200, { message: { ...toView(row), deadPhase: row.dead_phase }, trace });
+    },
+  },
+];

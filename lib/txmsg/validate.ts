@@ -1,0 +1,71 @@
+import { z } from 'zod';
+import { TxValidationError } from './errors.ts';
+
+const WEEK_MS = 7 * 24 * 3_600_000;
+
+/** The body of `POST /v1/tx-messages` (DESIGN.md). Unknown fields are refused so typos surface. */
+export const prepareSchema = z
+  .object({
+    topic: z
+      .string()
+      .min(1)
+      .max(249)
+      .regex(/^[A-Za-z0-9._-]+$/, 'must be a Kafka topic name (letters, digits, ".", "_", "-")'),
+    key: z.string().max(1024).nullable().optional(),
+    // Sent as JSON text; a string as is. null would be a Kafka tombstone, which is not a message.
+    payload: z.unknown().refine((v) => v !== undefined && v !== null, 'is required and must not be null'),
+    headers: z
+      .record(
+        z.string().min(1).max(256).refine((h) => !h.toLowerCase().startsWith('msgx-'), 'header names starting with msgx- are reserved'),
+        z.string().max(8192),
+      )
+      .optional(),
+    checkUrl: z.string().max(2048),
+    checkAfterMs: z.number().int().min(0).max(WEEK_MS).default(60_000),
+    checkTimeoutMs: z.number().int().min(100).max(60_000).default(5_000),
+  })
+  .strict();
+
+export type PrepareBody = z.infer<typeof prepareSchema>;
+
+/** Parses and validates; every rejection names the field. */
+export function parsePrepare(body: unknown, allowedOrigins: string[]): PrepareBody {
+  const r = prepareSchema.safeParse(body);
+  if (!r.success) {
+    const issue = r.error.issues[0]!;
+    const field =
+      issue.code === 'unrecognized_keys' ? (issue as { keys: string[] }).keys.join(', ') : issue.path.map(String).join('.') || 'body';
+    throw new TxValidationError(field, issue.code === 'unrecognized_keys' ? 'unknown field' : issue.message);
+  }
+  checkCheckUrl(r.data.checkUrl, allowedOrigins);
+  return r.data;
+}
+
+/**
+ * msgx calls checkUrl on its own, so its origin must be on the operator's list: otherwise any
+ * producer could make msgx probe internal addresses (SSRF). Unset list = nothing is allowed.
+ */
+export function checkCheckUrl(checkUrl: string, allowedOrigins: string[]): URL {
+  if (allowedOrigins.length === 0)
+    throw new TxValidationError('checkUrl', 'MSGX_TX_CHECK_ALLOWED_ORIGINS is not set, so msgx refuses every prepare (it may call no check-back URL)');
+  let url: URL;
+  try {
+    url = new URL(checkUrl);
+  } catch {
+    throw new TxValidationError('checkUrl', 'must be an absolute http(s) URL');
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new TxValidationError('checkUrl', 'must be an http or https URL');
+  if (url.username || url.password) throw new TxValidationError('checkUrl', 'must not carry credentials');
+  if (!allowedOrigins.some((o) => normaliseOrigin(o) === url.origin))
+    throw new TxValidationError('checkUrl', `origin ${url.origin} is not listed in MSGX_TX_CHECK_ALLOWED_ORIGINS`);
+  return url;
+}
+
+/** `https://Host:443/` and `https://host` are the same origin; anything unparsable matches nothing. */
+function normaliseOrigin(o: string): string | undefined {
+  try {
+    return new URL(o).origin;
+  } catch {
+    return undefined;
+  }
+}
