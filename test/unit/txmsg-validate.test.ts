@@ -1,0 +1,92 @@
+import { describe, expect, it } from 'vitest';
+import { TxValidationError } from '../../lib/txmsg/errors.ts';
+import { requestHash } from '../../lib/txmsg/idempotency.ts';
+import { checkUrlFor } from '../../lib/txmsg/checkCall.ts';
+import { sign, verify } from '../../lib/txmsg/sign.ts';
+import { parsePrepare } from '../../lib/txmsg/validate.ts';
+
+const ALLOWED = ['http://orders.local:7001', 'https://shop.example'];
+const base = { topic: 'points', payload: { a: 1 }, checkUrl: 'http://orders.local:7001/tx-check' };
+
+function rejection(body: unknown, allowed = ALLOWED): TxValidationError {
+  try {
+    parsePrepare(body, allowed);
+  } catch (err) {
+    expect(err).toBeInstanceOf(TxValidationError);
+    return err as TxValidationError;
+  }
+  throw new Error('expected a rejection');
+}
+
+describe('prepare validation', () => {
+  it('applies the contract defaults', () => {
+    const p = parsePrepare(base, ALLOWED);
+    expect(p.checkAfterMs).toBe(60_000);
+    expect(p.checkTimeoutMs).toBe(5_000);
+    expect(p.key).toBeUndefined();
+  });
+
+  it.each([
+    [{ ...base, topic: '' }, 'topic'],
+    [{ ...base, topic: 'a b' }, 'topic'],
+    [{ ...base, topic: undefined }, 'topic'],
+    [{ ...base, payload: undefined }, 'payload'],
+    [{ ...base, payload: null }, 'payload'],
+    [{ ...base, key: 42 }, 'key'],
+    [{ ...base, headers: { a: 1 } }, 'headers.a'],
+    [{ ...base, headers: { 'msgx-txmsg-id': 'forged' } }, 'headers.msgx-txmsg-id'],
+    [{ ...base, checkUrl: undefined }, 'checkUrl'],
+    [{ ...base, checkUrl: 'not a url' }, 'checkUrl'],
+    [{ ...base, checkUrl: 'ftp://orders.local:7001/x' }, 'checkUrl'],
+    [{ ...base, checkUrl: 'http://user:pw@orders.local:7001/x' }, 'checkUrl'],
+    [{ ...base, checkUrl: 'http://orders.local:7002/tx-check' }, 'checkUrl'],
+    [{ ...base, checkUrl: 'http://evil.local/?x=http://orders.local:7001' }, 'checkUrl'],
+    [{ ...base, checkAfterMs: -1 }, 'checkAfterMs'],
+    [{ ...base, checkAfterMs: 1.5 }, 'checkAfterMs'],
+    [{ ...base, checkTimeoutMs: 10 }, 'checkTimeoutMs'],
+    [{ ...base, checkTimeoutMs: '5000' }, 'checkTimeoutMs'],
+    [{ ...base, checkUrl2: 'x' }, 'checkUrl2'],
+    ['just a string', 'body'],
+  ])('rejects %j naming %s', (body, field) => {
+    const err = rejection(body);
+    expect(err.status).toBe(400);
+    expect(err.extra.field).toBe(field);
+    expect(err.detail.startsWith(`${field}:`)).toBe(true);
+  });
+
+  it('refuses every prepare while MSGX_TX_CHECK_ALLOWED_ORIGINS is unset, and says so', () => {
+    const err = rejection(base, []);
+    expect(err.extra.field).toBe('checkUrl');
+    expect(err.detail).toMatch(/MSGX_TX_CHECK_ALLOWED_ORIGINS is not set/);
+  });
+
+  it('matches origins exactly (scheme, host and port), normalising default ports', () => {
+    expect(() => parsePrepare({ ...base, checkUrl: 'https://shop.example:443/check' }, ALLOWED)).not.toThrow();
+    expect(rejection({ ...base, checkUrl: 'http://shop.example/check' }).extra.field).toBe('checkUrl');
+    expect(rejection({ ...base, checkUrl: 'https://shop.example.evil.com/check' }).extra.field).toBe('checkUrl');
+  });
+});
+
+describe('check-back URL and signature', () => {
+  it('sets id on the check URL, keeping the producer query', () => {
+    expect(checkUrlFor({ id: 'abc', check_url: 'http://h:1/c?tenant=7' })).toBe('http://h:1/c?tenant=7&id=abc');
+    expect(checkUrlFor({ id: 'a b', check_url: 'http://h:1/c' })).toBe('http://h:1/c?id=a+b');
+  });
+
+  it('signs the URL with HMAC-SHA256 and verifies it', () => {
+    const s = sign('secret', 'http://h:1/c?id=1');
+    expect(s).toMatch(/^sha256=[0-9a-f]{64}$/);
+    expect(verify('secret', 'http://h:1/c?id=1', s)).toBe(true);
+    expect(verify('secret', 'http://h:1/c?id=2', s)).toBe(false);
+    expect(verify('other', 'http://h:1/c?id=1', s)).toBe(false);
+    expect(verify('secret', 'http://h:1/c?id=1', undefined)).toBe(false);
+  });
+});
+
+describe('idempotency request hash', () => {
+  it('ignores key order but not values', () => {
+    expect(requestHash({ a: 1, b: { c: 2, d: 3 } })).toBe(requestHash({ b: { d: 3, c: 2 }, a: 1 }));
+    expect(requestHash({ a: 1 })).not.toBe(requestHash({ a: 2 }));
+    expect(requestHash({ a: [1, 2] })).not.toBe(requestHash({ a: [2, 1] }));
+  });
+});
