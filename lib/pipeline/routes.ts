@@ -1,9 +1,8 @@
-import { json, parseJsonBody } from '../http/router.ts';
+import { json } from '../http/router.ts';
 import type { Route } from '../http/types.ts';
 import { RequestError } from '../shared/errors.ts';
 import { acceptInbound } from './ingress.ts';
-import { getProc, listAttempts, listDead } from './procState.ts';
-import { parseReplayRequest, replayMessages } from './replay.ts';
+import { getProc, listAttempts } from './procState.ts';
 
 export const pipelineRoutes: Route[] = [
   {
@@ -15,18 +14,6 @@ export const pipelineRoutes: Route[] = [
     },
   },
   {
-    method: 'POST',
-    path: '/admin/replay',
-    admin: true,
-    async handle(req, ctx) {
-      const body = parseJsonBody(req) as { kind?: string };
-      if (body.kind !== 'proc') throw new RequestError(400, 'invalid_request', 'kind: this route replays kind "proc" here');
-      const { kind: _kind, ...rest } = body;
-      const result = await replayMessages(ctx.db, parseReplayRequest(rest), actorOf(req.headers), ctx.clock.now());
-      return json(200, result);
-    },
-  },
-  {
     method: 'GET',
     path: '/admin/messages/{msgId}',
     admin: true,
@@ -34,14 +21,10 @@ export const pipelineRoutes: Route[] = [
       const id = Number(req.params.msgId);
       const proc = Number.isSafeInteger(id) ? await getProc(ctx.db, id) : null;
       if (!proc) throw new RequestError(404, 'not_found', `no message ${req.params.msgId}`);
-      return json(200, { ...proc, attempts: await listAttempts(ctx.db, id) });
+      return json(200, { ...proc, attemptLog: await listAttempts(ctx.db, id) });
     },
   },
 ];
-
-export async function deadProcMessages(ctx: Parameters<Route['handle']>[1], errorClass?: string) {
-  return listDead(ctx.db, { errorClass });
-}
 
 /** Who asked: the IAM principal or a named operator header; audited with every admin action. */
 export function actorOf(headers: Record<string, string>): string {

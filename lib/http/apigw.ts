@@ -1,0 +1,37 @@
+import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
+import type { HttpRequest, HttpResponse } from './types.ts';
+
+/**
+ * API Gateway (REST, payload 1.0) event → HttpRequest, and back. Admin routes are IAM-only at the
+ * gateway; a request that reached us with an IAM caller on an /admin path is an operator.
+ */
+export function fromApiGateway(event: APIGatewayProxyEvent): HttpRequest {
+  const headers: Record<string, string> = {};
+  for (const [k, v] of Object.entries(event.headers ?? {})) if (v !== undefined) headers[k.toLowerCase()] = v;
+  const body = event.body ? (event.isBase64Encoded ? Buffer.from(event.body, 'base64').toString('utf8') : event.body) : '';
+  const identity = event.requestContext?.identity;
+  const caller = identity?.userArn ?? identity?.caller ?? undefined;
+  if (caller) headers['x-amzn-principal'] = caller;
+  return {
+    method: event.httpMethod.toUpperCase(),
+    path: event.path,
+    headers,
+    query: Object.fromEntries(Object.entries(event.queryStringParameters ?? {}).filter((e): e is [string, string] => e[1] !== undefined)),
+    body,
+    params: {},
+    isAdmin: Boolean(caller),
+  };
+}
+
+export function toApiGateway(r: HttpResponse): APIGatewayProxyResult {
+  const headers: Record<string, string> = { ...r.headers };
+  let body = '';
+  if (typeof r.body === 'string') {
+    body = r.body;
+    headers['content-type'] ??= 'text/plain; charset=utf-8';
+  } else if (r.body !== undefined) {
+    body = JSON.stringify(r.body);
+    headers['content-type'] ??= 'application/json';
+  }
+  return { statusCode: r.status, headers, body };
+}

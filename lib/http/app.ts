@@ -1,0 +1,9 @@
+import { pipelineRoutes } from '../pipeline/routes.ts';
+import { adminRoutes } from './adminRoutes.ts';
+import { type HealthCheck, healthRoute } from './health.ts';
+import { Router } from './router.ts';
+
+/** The whole HTTP API, the same behind API Gateway and in the twin. */
+export function buildRouter(healthChecks: Record<string, HealthCheck> = {}): Router {
+  return new Router([healthRoute(healthChecks), ...pipelineRoutes, ...adminRoutes]);
+}

@@ -1,0 +1,52 @@
+import { readMigrations } from '../db/migrate.ts';
+import type { AppContext } from '../shared/context.ts';
+import type { Route } from './types.ts';
+
+export type HealthCheck = () => Promise<void>;
+
+/**
+ * `GET /health`: 200 once migrations ran and every configured dependency answers; 503 naming the
+ * failing check otherwise. Extra checks (Kafka) are registered by whoever owns the dependency.
+ */
+export function healthRoute(extra: Record<string, HealthCheck> = {}): Route {
+  return {
+    method: 'GET',
+    path: '/health',
+    async handle(_req, ctx) {
+      const checks: Record<string, string> = {};
+      const run = async (name: string, fn: HealthCheck) => {
+        try {
+          await withTimeout(fn(), 3000, name);
+          checks[name] = 'ok';
+        } catch (err) {
+          checks[name] = `failing: ${err instanceof Error ? err.message : String(err)}`;
+        }
+      };
+      await Promise.all([
+        run('database', () => ctx.db.query('SELECT 1').then(() => undefined)),
+        run('migrations', () => migrationsApplied(ctx)),
+        run('mailbox', () => ctx.mailbox.ping()),
+        ...Object.entries(extra).map(([name, fn]) => run(name, fn)),
+      ]);
+      const ok = Object.values(checks).every((v) => v === 'ok');
+      return { status: ok ? 200 : 503, body: { status: ok ? 'ok' : 'failing', checks } };
+    },
+  };
+}
+
+async function migrationsApplied(ctx: AppContext): Promise<void> {
+  const expected = readMigrations().length;
+  const r = await ctx.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM msgx_migrations`);
+  const n = r.rows[0]?.n ?? 0;
+  if (n < expected) throw new Error(`${n} of ${expected} migrations applied`);
+}
+
+function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const t = setTimeout(() => reject(new Error(`${what} did not answer within ${ms} ms`)), ms);
+    p.then(
+      (v) => (clearTimeout(t), resolve(v)),
+      (e) => (clearTimeout(t), reject(e)),
+    );
+  });
+}

@@ -1,0 +1,35 @@
+import type { Config } from '../config/config.ts';
+import { migrate } from '../db/migrate.ts';
+import { openDb } from '../db/open.ts';
+import { openMailbox } from '../mailbox/open.ts';
+import { createLogger, type Log } from '../observability/logger.ts';
+import { defaultRegistry } from './registry.ts';
+import { type Clock, systemClock } from './clock.ts';
+import type { AppContext } from './context.ts';
+
+/**
+ * Builds the context once per process: database, mailbox, processors, clock, logger. Lambda
+ * functions call it at cold start; the twin at start. `statementTimeoutMs` stays below the
+ * function timeout so a frozen statement never holds a lock past its worker.
+ */
+export async function buildContext(
+  config: Config,
+  options: { migrate?: boolean; clock?: Clock; log?: Log; statementTimeoutMs?: number; poolSize?: number } = {},
+): Promise<AppContext> {
+  const log = options.log ?? createLogger('msgx', config.logLevel === 'SILENT' ? 'SILENT' : config.logLevel);
+  const db = await openDb(config, {
+    statementTimeoutMs: options.statementTimeoutMs ?? 60_000,
+    max: options.poolSize ?? (config.runtime === 'lambda' ? 3 : 10),
+  });
+  if (options.migrate) {
+    const r = await migrate(db, { onProgress: (name, i, n) => log.info(`migration ${i}/${n} applied`, { name }) });
+    if (r.applied.length) log.info('migrations applied', { applied: r.applied });
+  }
+  const mailbox = await openMailbox(config, db);
+  return { config, db, mailbox, clock: options.clock ?? systemClock, log, registry: defaultRegistry() };
+}
+
+export async function closeContext(ctx: AppContext): Promise<void> {
+  await ctx.mailbox.close().catch(() => {});
+  await ctx.db.close().catch(() => {});
+}

@@ -1,0 +1,59 @@
+import { loadConfig } from '../config/config.ts';
+import { buildRouter } from '../http/app.ts';
+import { startHttpServer } from '../http/node.ts';
+import { createLogger } from '../observability/logger.ts';
+import { ConfigError } from '../shared/errors.ts';
+import { buildContext, closeContext } from '../shared/buildContext.ts';
+import { startRoles } from './roles.ts';
+
+/**
+ * `npm start`: every function in one process, each role looping continuously at its poll
+ * interval (woken earlier by NOTIFY), and the HTTP API. Embedded defaults when nothing is set.
+ */
+async function main(): Promise<void> {
+  const log = createLogger('msgx-twin');
+  let config;
+  try {
+    config = loadConfig({ ...process.env, MSGX_RUNTIME: 'twin' });
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`msgx: ${err.message}\n`);
+      process.exit(2);
+    }
+    throw err;
+  }
+  const ctx = await buildContext(config, { migrate: true, log });
+  const stop = new AbortController();
+  const roles = await startRoles(ctx, stop.signal);
+  const server = await startHttpServer(ctx, buildRouter(roles.healthChecks), { port: config.http.port, host: config.http.host });
+  const address = server.address();
+  const port = typeof address === 'object' && address ? address.port : config.http.port;
+  const base = `http://${config.http.host === '0.0.0.0' ? '127.0.0.1' : config.http.host}:${port}`;
+  log.info('msgx twin running', {
+    api: `${base}/cminmsgs/send`,
+    health: `${base}/health`,
+    console: `${base}/console`,
+    database: config.pgUrl ? 'postgresql' : `embedded PGlite (${config.dataDir}/pg)`,
+    mailbox: config.mailboxUrl ? 'mysql' : 'tables in the msgx database',
+    kafka: config.kafka.brokers.length ? config.kafka.brokers.join(',') : `file sink (${config.dataDir}/events)`,
+  });
+
+  const shutdown = async (signal: string) => {
+    if (stop.signal.aborted) return;
+    log.info('shutting down', { signal });
+    stop.abort();
+    server.close();
+    // Workers finish or roll back their current transaction and release their locks.
+    await roles.done;
+    await roles.close();
+    await closeContext(ctx);
+    process.exit(0);
+  };
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+}
+
+main().catch((err) => {
+  process.stderr.write(`msgx: failed to start: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  process.exit(1);
+});
