@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { ConfigError } from '../shared/errors.ts';
 import { commaList, duration, durationList, flag, nonNegativeInt, positiveInt } from './parse.ts';
+import { checkTargetOverrides, targetOverridesField, type TargetOverride } from '../outbox/settings.ts';
 
 /**
  * Every MSGX_* setting, parsed and validated once at start. Each entry names its variable so an
@@ -10,6 +11,7 @@ const schema = z
   .object({
     MSGX_RUNTIME: z.enum(['twin', 'lambda']).optional(),
     MSGX_HTTP_PORT: z.coerce.number().int().min(0).max(65535).default(8080),
+    MSGX_HTTP_HOST: z.string().min(1).default('127.0.0.1'),
     MSGX_DATA_DIR: z.string().default('.msgx'),
     MSGX_PG_URL: z.string().url().optional(),
     MSGX_MAILBOX_URL: z
@@ -62,6 +64,8 @@ const schema = z
     MSGX_DELIVERY_LEASE: duration('30s'),
     MSGX_SCHD_FLUSH_PERIOD: duration('3s'),
     MSGX_SCHD_FLUSH_LIMIT: positiveInt(500),
+    MSGX_DELIVERY_POLL_INTERVAL: duration('1s'),
+    MSGX_DELIVERY_TARGET_OVERRIDES: targetOverridesField(),
 
     // Transactional messages (seed 002)
     MSGX_TX_CHECK_ALLOWED_ORIGINS: commaList(),
@@ -104,7 +108,7 @@ type Env = z.infer<typeof schema>;
 
 export interface Config {
   runtime: 'twin' | 'lambda';
-  http: { port: number; maxBodyBytes: number; adminToken?: string };
+  http: { port: number; host: string; maxBodyBytes: number; adminToken?: string };
   dataDir: string;
   pgUrl?: string;
   mailboxUrl?: string;
@@ -139,6 +143,10 @@ export interface Config {
     leaseMs: number;
     schdFlushPeriodMs: number;
     schdFlushLimit: number;
+    /** Idle wait of the dispatcher loop between rounds (woken earlier by NOTIFY). */
+    pollIntervalMs: number;
+    /** Per-target delivery settings over the globals above (MSGX_DELIVERY_TARGET_OVERRIDES). */
+    targetOverrides: Record<string, TargetOverride>;
   };
   txmsg: {
     checkAllowedOrigins: string[];
@@ -168,7 +176,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   const runtime = e.MSGX_RUNTIME ?? (env.AWS_LAMBDA_FUNCTION_NAME ? 'lambda' : 'twin');
   const config: Config = {
     runtime,
-    http: { port: e.MSGX_HTTP_PORT, maxBodyBytes: e.MSGX_MAX_BODY_BYTES, adminToken: e.MSGX_ADMIN_TOKEN },
+    http: { port: e.MSGX_HTTP_PORT, host: e.MSGX_HTTP_HOST, maxBodyBytes: e.MSGX_MAX_BODY_BYTES, adminToken: e.MSGX_ADMIN_TOKEN },
     dataDir: e.MSGX_DATA_DIR,
     pgUrl: e.MSGX_PG_URL,
     mailboxUrl: e.MSGX_MAILBOX_URL,
@@ -203,6 +211,17 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       leaseMs: e.MSGX_DELIVERY_LEASE,
       schdFlushPeriodMs: e.MSGX_SCHD_FLUSH_PERIOD,
       schdFlushLimit: e.MSGX_SCHD_FLUSH_LIMIT,
+      pollIntervalMs: e.MSGX_DELIVERY_POLL_INTERVAL,
+      targetOverrides: checkTargetOverrides({
+        batchSize: e.MSGX_DELIVERY_BATCH_SIZE,
+        publishTimeoutMs: e.MSGX_DELIVERY_PUBLISH_TIMEOUT,
+        maxRetryCount: e.MSGX_DELIVERY_MAX_RETRY_COUNT,
+        initialBackoffMs: e.MSGX_DELIVERY_INITIAL_BACKOFF,
+        maxBackoffMs: e.MSGX_DELIVERY_MAX_BACKOFF,
+        retryStrategy: e.MSGX_DELIVERY_RETRY_STRATEGY,
+        leaseMs: e.MSGX_DELIVERY_LEASE,
+        targetOverrides: e.MSGX_DELIVERY_TARGET_OVERRIDES,
+      }),
     },
     txmsg: {
       checkAllowedOrigins: e.MSGX_TX_CHECK_ALLOWED_ORIGINS,

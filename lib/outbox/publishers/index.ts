@@ -1,0 +1,37 @@
+import { join, resolve } from 'node:path';
+import type { Config } from '../../config/config.ts';
+import type { Log } from '../../observability/logger.ts';
+import type { Clock } from '../../shared/clock.ts';
+import type { Publisher } from '../types.ts';
+import { FileSinkPublisher } from './file.ts';
+import { KafkaPublisher } from './kafka.ts';
+import { WebhookPublisher } from './webhook.ts';
+
+export { FileSinkPublisher } from './file.ts';
+export { ENFORCED_PRODUCER, KafkaPublisher } from './kafka.ts';
+export { SIGNATURE_HEADER, signBody, WebhookPublisher } from './webhook.ts';
+export type { OutRecord, Publisher, PublishResult } from '../types.ts';
+
+/**
+ * The publishers every target fans out to: Kafka when brokers are configured, else the file sink
+ * under `<MSGX_DATA_DIR>/events/`; plus one webhook per MSGX_FANOUT_WEBHOOKS entry.
+ * Created once per cold start; close() them on shutdown.
+ */
+export function buildPublishers(config: Config, deps: { log?: Log; clock?: Clock } = {}): Publisher[] {
+  const list: Publisher[] = [];
+  if (config.kafka.brokers.length > 0) {
+    list.push(new KafkaPublisher(config.kafka, { publishTimeoutMs: config.outbox.publishTimeoutMs, log: deps.log }));
+  } else {
+    list.push(new FileSinkPublisher({ dir: resolve(join(config.dataDir, 'events')), clock: deps.clock }));
+  }
+  for (const url of config.outbox.fanoutWebhooks) {
+    list.push(
+      new WebhookPublisher({ url, signingSecret: config.signingSecret, timeoutMs: config.outbox.publishTimeoutMs }),
+    );
+  }
+  return list;
+}
+
+export async function closePublishers(publishers: Publisher[]): Promise<void> {
+  await Promise.allSettled(publishers.map((p) => p.close()));
+}

@@ -1,0 +1,98 @@
+import type { Queryable } from '../db/db.ts';
+
+/** Query functions for /admin/stats, /admin/dead?kind=event and the console. */
+
+export interface DeadEvent {
+  eventId: number;
+  target: string;
+  type: string;
+  key: string | null;
+  flid: string | null;
+  stateVersion: number | null;
+  attempts: number;
+  lastError: string | null;
+  sourceKind: string | null;
+  sourceId: string | null;
+  createdAt: Date;
+  deadAt: Date | null;
+  /** schd: the dead event this older version went down with. */
+  sentAs: number | null;
+}
+
+export interface DeadFilter {
+  target?: string;
+  /** Page: event_ids above this one. */
+  afterId?: number;
+  limit?: number;
+}
+
+export async function deadEvents(db: Queryable, filter: DeadFilter = {}): Promise<DeadEvent[]> {
+  const r = await db.query<Record<string, unknown>>(
+    `SELECT event_id, target, event_type, partition_key, flid, state_version, attempts, last_error,
+            source_kind, source_id, created_at, dead_at, sent_as
+     FROM msg_event
+     WHERE status = 'DEAD' AND ($1::text IS NULL OR target = $1) AND event_id > $2
+     ORDER BY event_id LIMIT $3`,
+    [filter.target ?? null, filter.afterId ?? 0, Math.min(Math.max(1, filter.limit ?? 100), 1000)],
+  );
+  return r.rows.map((x) => ({
+    eventId: Number(x.event_id),
+    target: x.target as string,
+    type: x.event_type as string,
+    key: (x.partition_key as string | null) ?? null,
+    flid: (x.flid as string | null) ?? null,
+    stateVersion: (x.state_version as number | null) ?? null,
+    attempts: x.attempts as number,
+    lastError: (x.last_error as string | null) ?? null,
+    sourceKind: (x.source_kind as string | null) ?? null,
+    sourceId: (x.source_id as string | null) ?? null,
+    createdAt: new Date(x.created_at as string),
+    deadAt: x.dead_at ? new Date(x.dead_at as string) : null,
+    sentAs: x.sent_as === null || x.sent_as === undefined ? null : Number(x.sent_as),
+  }));
+}
+
+export interface TargetBacklog {
+  target: string;
+  pending: number;
+  delivering: number;
+  /** The head: the lowest open event_id, and how long the oldest open event has waited. */
+  headEventId: number;
+  headAttempts: number;
+  headNextAttemptAt: Date;
+  oldestCreatedAt: Date;
+  oldestAgeSeconds: number;
+  dead: number;
+}
+
+/** Open events per target (count, head, age of the oldest) plus the dead count of each target. */
+export async function pendingByTarget(db: Queryable, now: Date): Promise<TargetBacklog[]> {
+  const r = await db.query<Record<string, unknown>>(
+    `SELECT o.target, o.pending, o.delivering, o.oldest, h.event_id AS head_id, h.attempts AS head_attempts,
+            h.next_attempt_at AS head_next,
+            (SELECT count(*) FROM msg_event d WHERE d.status = 'DEAD' AND d.target = o.target) AS dead
+     FROM (SELECT target,
+                  count(*) FILTER (WHERE status = 'PENDING') AS pending,
+                  count(*) FILTER (WHERE status = 'DELIVERING') AS delivering,
+                  min(created_at) AS oldest
+           FROM msg_event WHERE status IN ('PENDING', 'DELIVERING') GROUP BY target) o
+     CROSS JOIN LATERAL (SELECT event_id, attempts, next_attempt_at FROM msg_event m
+                         WHERE m.target = o.target AND m.status IN ('PENDING', 'DELIVERING')
+                         ORDER BY event_id LIMIT 1) h
+     ORDER BY o.target`,
+  );
+  return r.rows.map((x) => {
+    const oldest = new Date(x.oldest as string);
+    return {
+      target: x.target as string,
+      pending: Number(x.pending),
+      delivering: Number(x.delivering),
+      headEventId: Number(x.head_id),
+      headAttempts: Number(x.head_attempts),
+      headNextAttemptAt: new Date(x.head_next as string),
+      oldestCreatedAt: oldest,
+      oldestAgeSeconds: Math.max(0, Math.round((now.getTime() - oldest.getTime()) / 1000)),
+      dead: Number(x.dead),
+    };
+  });
+}

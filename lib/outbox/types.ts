@@ -1,0 +1,40 @@
+/**
+ * The relay's central types. A Publisher takes a batch of records for one topic, in event_id
+ * order, and answers one result per record, in the same order.
+ */
+
+/** One outbox event as a publisher sees it. */
+export interface OutRecord {
+  eventId: number;
+  /** The delivery target the event belongs to: 'msg', 'schd' or 'tx:<topic>'. */
+  target: string;
+  /** The Kafka topic (or file name, or webhook label) the target maps to. */
+  topic: string;
+  /** Kafka key (the FLID for flight events); null for none. */
+  key: string | null;
+  /** The value as text; null is a tombstone. */
+  value: string | null;
+  /** msgx-event-type. */
+  type: string;
+  /** The event's own headers plus msgx-event-id and msgx-event-type. */
+  headers: Record<string, string>;
+}
+
+export type PublishResult =
+  | { ok: true; partition?: number; offset?: number }
+  | { ok: false; error: string; /** Not tried because an earlier record failed: not this record's fault. */ notAttempted?: boolean };
+
+export interface Publisher {
+  /** Stable: it names the publisher in event_delivery and in logs. */
+  readonly name: string;
+  /**
+   * Publishes `records` (one topic, event_id order) and resolves one result per record. It must
+   * give up when `signal` aborts (the publish deadline); the dispatcher also stops waiting then.
+   */
+  publish(records: OutRecord[], signal: AbortSignal): Promise<PublishResult[]>;
+  close(): Promise<void>;
+}
+
+/** Header names on every record (the consumers' dedupe key and type). */
+export const HEADER_EVENT_ID = 'msgx-event-id';
+export const HEADER_EVENT_TYPE = 'msgx-event-type';
