@@ -1,0 +1,75 @@
+import { existsSync, mkdtempSync, readdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { App, Duration, Stack } from 'aws-cdk-lib';
+import { Annotations, Match, Template } from 'aws-cdk-lib/assertions';
+import * as ec2 from 'aws-cdk-lib/aws-ec2';
+import { describe, expect, it } from 'vitest';
+import { REPO_ROOT } from '../../infra-cdk/build.ts';
+import type { BundlingMode, FunctionRole } from '../../infra-cdk/config.ts';
+import { MsgxFunction } from '../../infra-cdk/constructs/msgx-function.ts';
+
+function oneFunction(role: FunctionRole, repoRoot: string, bundling: BundlingMode, outdir?: string) {
+  const app = new App(outdir ? { outdir } : {});
+  const stack = new Stack(app, 'Fn');
+  const vpc = new ec2.Vpc(stack, 'Vpc', { maxAzs: 2, natGateways: 0 });
+  const fn = new MsgxFunction(stack, 'F', {
+    role,
+    repoRoot,
+    bundling,
+    runtime: 'nodejs20.x',
+    vpc,
+    subnets: { subnetType: ec2.SubnetType.PRIVATE_ISOLATED },
+    securityGroups: [new ec2.SecurityGroup(stack, 'Sg', { vpc })],
+    memoryMb: 256,
+    timeout: Duration.seconds(90),
+    logRetentionDays: 7,
+    environment: {},
+    description: `msgx ${role}`,
+  });
+  return { app, stack, fn };
+}
+
+const ROLES: FunctionRole[] = ['pump', 'poller', 'sweep', 'dispatcher', 'ingress', 'migrate'];
+// The smallest entry that exists; real bundling runs once, for one function, to keep this fast.
+const present = ROLES.find((r) => existsSync(join(REPO_ROOT, 'functions', `${r}.ts`)));
+
+describe('MsgxFunction bundling', () => {
+  it('falls back to a failing placeholder, with a warning, when the entry file is missing', () => {
+    const empty = mkdtempSync(join(tmpdir(), 'msgx-nofn-'));
+    const { stack, fn } = oneFunction('pump', empty, 'esbuild');
+    expect(fn.bundled).toBe(false);
+    Template.fromStack(stack).hasResourceProperties('AWS::Lambda::Function', {
+      Handler: 'index.handler',
+      Code: { ZipFile: Match.stringLikeRegexp('placeholder') },
+    });
+    Annotations.fromStack(stack).hasWarning('/Fn/F', Match.stringLikeRegexp('functions/pump.ts not found'));
+  });
+
+  it('skips bundling when asked, even if the entry exists', () => {
+    const { fn } = oneFunction('pump', REPO_ROOT, 'skip');
+    expect(fn.bundled).toBe(false);
+  });
+
+  it.skipIf(!present)(
+    `bundles functions/${present ?? '<none>'}.ts with esbuild as ESM, migrations/ beside it`,
+    () => {
+      const outdir = mkdtempSync(join(tmpdir(), 'msgx-cdkout-'));
+      const { app, stack, fn } = oneFunction(present!, REPO_ROOT, 'esbuild', outdir);
+      expect(fn.bundled).toBe(true);
+      app.synth();
+      Template.fromStack(stack).hasResourceProperties('AWS::Lambda::Function', {
+        Handler: 'index.handler',
+        Runtime: 'nodejs20.x',
+        Architectures: ['arm64'],
+        Environment: { Variables: Match.objectLike({ MSGX_MIGRATIONS_DIR: '/var/task/migrations' }) },
+      });
+      const assets = readdirSync(outdir).filter((d) => d.startsWith('asset.'));
+      const bundle = assets.map((d) => join(outdir, d)).find((d) => existsSync(join(d, 'index.mjs')));
+      expect(bundle, `no index.mjs among ${assets.join(', ')}`).toBeDefined();
+      const sql = readdirSync(join(bundle!, 'migrations')).filter((f) => f.endsWith('.sql'));
+      expect(sql.length).toBeGreaterThan(0);
+    },
+    180_000,
+  );
+});

@@ -1,0 +1,319 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { App, Stack } from 'aws-cdk-lib';
+import { Match, Template } from 'aws-cdk-lib/assertions';
+import type * as iam from 'aws-cdk-lib/aws-iam';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { buildMsgx, type MsgxStacks, REPO_ROOT } from '../../infra-cdk/build.ts';
+import { SCHEDULED_ROLES, type FunctionRole } from '../../infra-cdk/config.ts';
+import { DEAD_KINDS } from '../../infra-cdk/stacks/monitoring-stack.ts';
+
+export const MAILBOX_SECRET_ARN = 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:cmin/mailbox-AbCdEf';
+const CDK_CONTEXT = JSON.parse(readFileSync(join(REPO_ROOT, 'cdk.json'), 'utf8')).context as Record<string, unknown>;
+
+/** The app as `cdk synth` builds it, from cdk.json's context, without bundling and without nag. */
+export function synth(context: Record<string, unknown> = {}): MsgxStacks {
+  const app = new App({
+    context: {
+      ...CDK_CONTEXT,
+      bundling: 'skip',
+      mailboxHost: 'cmin-db.example.internal',
+      mailboxSecretArn: MAILBOX_SECRET_ARN,
+      ...context,
+    },
+  });
+  return buildMsgx(app, { nag: false });
+}
+
+type Statement = { Action: string | string[]; Resource: unknown; Effect: string; Condition?: unknown };
+
+/** Every statement of every inline policy attached to `role`. */
+function statementsOf(template: Template, stack: Stack, role: iam.IRole): Statement[] {
+  const roleId = stack.getLogicalId(role.node.defaultChild as never);
+  const policies = template.findResources('AWS::IAM::Policy');
+  const out: Statement[] = [];
+  for (const p of Object.values(policies)) {
+    const roles = (p.Properties.Roles ?? []) as { Ref: string }[];
+    if (roles.some((r) => r.Ref === roleId)) out.push(...(p.Properties.PolicyDocument.Statement as Statement[]));
+  }
+  return out;
+}
+
+const actions = (s: Statement): string[] => (Array.isArray(s.Action) ? s.Action : [s.Action]);
+const resources = (s: Statement): unknown[] => (Array.isArray(s.Resource) ? s.Resource : [s.Resource]);
+const withAction = (ss: Statement[], prefix: string) => ss.filter((s) => actions(s).some((a) => a.startsWith(prefix)));
+
+describe('msgx stacks (dev)', () => {
+  let s: MsgxStacks;
+  let service: Template;
+  beforeAll(() => {
+    s = synth();
+    service = Template.fromStack(s.service);
+  });
+
+  it('builds a VPC with endpoints for Secrets Manager, Lambda, Scheduler, Logs and STS', () => {
+    const t = Template.fromStack(s.network);
+    t.resourceCountIs('AWS::EC2::VPC', 1);
+    t.resourceCountIs('AWS::EC2::FlowLog', 1);
+    const services = Object.values(t.findResources('AWS::EC2::VPCEndpoint')).map((e) =>
+      JSON.stringify(e.Properties.ServiceName),
+    );
+    for (const name of ['.secretsmanager', '.lambda', '.scheduler', '.logs', '.sts', '.s3'])
+      expect(services.some((x) => x.includes(name)), name).toBe(true);
+  });
+
+  it('runs PostgreSQL 16, encrypted, backed up, with a rotated secret and keepalives for advisory locks', () => {
+    const t = Template.fromStack(s.data);
+    t.hasResourceProperties('AWS::RDS::DBInstance', {
+      Engine: 'postgres',
+      EngineVersion: Match.stringLikeRegexp('^16'),
+      StorageEncrypted: true,
+      BackupRetentionPeriod: 3,
+      DeletionProtection: false,
+      PubliclyAccessible: false,
+    });
+    t.resourceCountIs('AWS::SecretsManager::RotationSchedule', 1);
+    t.hasResourceProperties('AWS::RDS::DBParameterGroup', {
+      Parameters: Match.objectLike({ tcp_keepalives_idle: '10', 'rds.force_ssl': '1' }),
+    });
+    // Only the functions' group may reach the database.
+    t.hasResourceProperties('AWS::EC2::SecurityGroupIngress', { FromPort: 5432, ToPort: 5432 });
+  });
+
+  it('runs MSK on Kafka 3.9.x with IAM auth only and TLS', () => {
+    const t = Template.fromStack(s.messaging);
+    t.hasResourceProperties('AWS::MSK::Cluster', {
+      KafkaVersion: '3.9.x',
+      ClientAuthentication: { Sasl: { Iam: { Enabled: true } }, Unauthenticated: { Enabled: false } },
+      EncryptionInfo: { EncryptionInTransit: { ClientBroker: 'TLS', InCluster: true } },
+    });
+  });
+
+  it('builds every function the same way: Node 20, ARM64, X-Ray, VPC, log retention', () => {
+    const fns = service.findResources('AWS::Lambda::Function', {
+      Properties: { Description: Match.stringLikeRegexp('^msgx ') },
+    });
+    expect(Object.keys(fns)).toHaveLength(6);
+    for (const f of Object.values(fns)) {
+      expect(f.Properties.Runtime).toBe('nodejs20.x');
+      expect(f.Properties.Architectures).toEqual(['arm64']);
+      expect(f.Properties.TracingConfig).toEqual({ Mode: 'Active' });
+      expect(f.Properties.VpcConfig).toBeDefined();
+      expect(f.Properties.Environment.Variables.MSGX_RUNTIME).toBe('lambda');
+      expect(f.Properties.Environment.Variables.MSGX_PG_SECRET_ARN).toBeDefined();
+    }
+    // One log group per function plus the API access log, all on the stage's retention.
+    service.resourcePropertiesCountIs('AWS::Logs::LogGroup', { RetentionInDays: 14 }, 7);
+  });
+
+  it('gives scheduled functions a 60-90 s timeout, the ingress <= 29 s, and the pump concurrency 1', () => {
+    const props = (role: FunctionRole) =>
+      service.toJSON().Resources[s.service.getLogicalId(s.service.functions[role].fn.node.defaultChild as never)]
+        .Properties;
+    for (const role of SCHEDULED_ROLES) {
+      expect(props(role).Timeout).toBeGreaterThanOrEqual(60);
+      expect(props(role).Timeout).toBeLessThanOrEqual(90);
+    }
+    expect(props('ingress').Timeout).toBeLessThanOrEqual(29);
+    expect(props('pump').ReservedConcurrentExecutions).toBe(1);
+    // Async invokes (schedules, the ingress kick) are dropped after a minute, never queued for hours.
+    service.resourcePropertiesCountIs('AWS::Lambda::EventInvokeConfig', { MaximumEventAgeInSeconds: 60, MaximumRetryAttempts: 0 }, 4);
+  });
+
+  it('schedules poller, pump, dispatcher and sweep once a minute in one group', () => {
+    service.resourceCountIs('AWS::Scheduler::ScheduleGroup', 1);
+    const schedules = service.findResources('AWS::Scheduler::Schedule');
+    expect(Object.keys(schedules)).toHaveLength(4);
+    const targets = Object.values(schedules).map((x) => {
+      expect(x.Properties.ScheduleExpression).toBe('rate(1 minute)');
+      expect(x.Properties.GroupName).toBe('msgx-dev');
+      return x.Properties.Target.Arn['Fn::GetAtt'][0];
+    });
+    const expected = SCHEDULED_ROLES.map((r) => s.service.getLogicalId(s.service.functions[r].fn.node.defaultChild as never));
+    expect(targets.sort()).toEqual([...expected].sort());
+  });
+
+  it('lets the scheduler role invoke exactly the four scheduled functions and nothing else', () => {
+    const ss = statementsOf(service, s.service, s.service.schedulerRole);
+    expect(ss.flatMap(actions)).toEqual(['lambda:InvokeFunction']);
+    const arns = ss.flatMap(resources).map((r) => (r as { 'Fn::GetAtt': string[] })['Fn::GetAtt'][0]);
+    const expected = SCHEDULED_ROLES.map((r) => s.service.getLogicalId(s.service.functions[r].fn.node.defaultChild as never));
+    expect(arns.sort()).toEqual([...expected].sort());
+  });
+
+  it('lets only the ingress invoke a function, and only the pump', () => {
+    const pumpId = s.service.getLogicalId(s.service.functions.pump.fn.node.defaultChild as never);
+    for (const [role, f] of Object.entries(s.service.functions)) {
+      const invokes = withAction(statementsOf(service, s.service, f.fn.role!), 'lambda:');
+      if (role === 'ingress') {
+        expect(invokes.flatMap(resources)).toEqual([{ 'Fn::GetAtt': [pumpId, 'Arn'] }]);
+      } else {
+        expect(invokes, role).toEqual([]);
+      }
+    }
+    const env = service.toJSON().Resources[s.service.getLogicalId(s.service.functions.ingress.fn.node.defaultChild as never)]
+      .Properties.Environment.Variables;
+    expect(env.MSGX_PUMP_FUNCTION_NAME).toEqual({ Ref: pumpId });
+    expect(env.MSGX_SCHEDULE_GROUP).toBe('msgx-dev');
+    expect(env.MSGX_SCHEDULE_NAMES).toBe('msgx-dev-poller,msgx-dev-pump,msgx-dev-dispatcher,msgx-dev-sweep');
+  });
+
+  it('lets each function read only its own secrets', () => {
+    const expected: Record<FunctionRole, string[]> = {
+      ingress: ['mailbox', 'postgres'],
+      poller: ['mailbox', 'postgres'],
+      pump: ['mailbox', 'postgres'],
+      dispatcher: ['postgres', 'signing'],
+      sweep: ['mailbox', 'postgres', 'signing'],
+      migrate: ['postgres'],
+    };
+    const kind = (r: unknown): string => {
+      const j = JSON.stringify(r);
+      if (j.includes(MAILBOX_SECRET_ARN)) return 'mailbox';
+      if (j.includes('SigningSecret')) return 'signing';
+      if (j.includes('PostgresSecret')) return 'postgres';
+      return `unexpected:${j}`;
+    };
+    for (const [role, f] of Object.entries(s.service.functions)) {
+      const reads = withAction(statementsOf(service, s.service, f.fn.role!), 'secretsmanager:');
+      const got = [...new Set(reads.flatMap(resources).map(kind))].sort();
+      expect(got, role).toEqual(expected[role as FunctionRole]);
+      for (const st of reads) for (const a of actions(st)) expect(['secretsmanager:GetSecretValue', 'secretsmanager:DescribeSecret']).toContain(a);
+    }
+  });
+
+  it('scopes MSK IAM actions to the cluster and its topics', () => {
+    const allowed: Record<FunctionRole, boolean> = {
+      ingress: true,
+      poller: false,
+      pump: false,
+      dispatcher: true,
+      sweep: false,
+      migrate: true,
+    };
+    for (const [role, f] of Object.entries(s.service.functions)) {
+      const kafka = withAction(statementsOf(service, s.service, f.fn.role!), 'kafka-cluster:');
+      if (!allowed[role as FunctionRole]) {
+        expect(kafka, role).toEqual([]);
+        continue;
+      }
+      expect(kafka.length, role).toBeGreaterThan(0);
+      for (const st of kafka) {
+        for (const a of actions(st)) expect(a, role).not.toContain('*');
+        for (const r of resources(st)) {
+          const j = JSON.stringify(r);
+          expect(j, role).not.toBe('"*"');
+          expect(j.includes('ClusterArn') || j.includes(':topic/msgx-dev/'), `${role}: ${j}`).toBe(true);
+        }
+      }
+    }
+    const migrate = withAction(statementsOf(service, s.service, s.service.functions.migrate.fn.role!), 'kafka-cluster:');
+    expect(migrate.flatMap(actions)).toContain('kafka-cluster:CreateTopic');
+    expect(JSON.stringify(migrate)).toContain('msgx.schd');
+    const ingress = withAction(statementsOf(service, s.service, s.service.functions.ingress.fn.role!), 'kafka-cluster:');
+    expect(ingress.flatMap(actions).sort()).toEqual(['kafka-cluster:Connect', 'kafka-cluster:DescribeCluster']);
+  });
+
+  it('wires MSK, the mailbox and the topics into the environment', () => {
+    const env = (role: FunctionRole) =>
+      service.toJSON().Resources[s.service.getLogicalId(s.service.functions[role].fn.node.defaultChild as never)]
+        .Properties.Environment.Variables;
+    expect(env('dispatcher')).toMatchObject({ MSGX_KAFKA_SSL: '1', MSGX_TOPIC_MSG: 'msgx.msg', MSGX_TOPIC_SCHD: 'msgx.schd' });
+    expect(env('dispatcher').MSGX_KAFKA_BROKERS).toBeDefined();
+    expect(env('dispatcher').MSGX_KAFKA_IAM_REGION).toEqual({ Ref: 'AWS::Region' });
+    expect(env('poller')).toMatchObject({ MSGX_MAILBOX_HOST: 'cmin-db.example.internal', MSGX_MAILBOX_SECRET_ARN: MAILBOX_SECRET_ARN });
+    expect(env('pump').MSGX_TIMEZONE).toBe('Asia/Shanghai');
+    expect(env('poller').MSGX_KAFKA_BROKERS).toBeUndefined();
+  });
+
+  it('migrates at deploy time through a trigger on the migrate function', () => {
+    const triggers = service.findResources('Custom::Trigger');
+    expect(Object.keys(triggers)).toHaveLength(1);
+    // The version's logical id carries a code hash: a new bundle (code or migrations/) re-runs it.
+    const handler = JSON.stringify(Object.values(triggers)[0]!.Properties.HandlerArn);
+    expect(handler).toMatch(/"Ref":"MigrateFnCurrentVersion/);
+    // The schedules wait for the migration.
+    for (const x of Object.values(service.findResources('AWS::Scheduler::Schedule')))
+      expect(JSON.stringify(x.DependsOn ?? [])).toMatch(/MigrateTrigger/);
+  });
+
+  it('authenticates every route with IAM by default and throttles the stage', () => {
+    const routes = Object.values(service.findResources('AWS::ApiGatewayV2::Route'));
+    const keys = routes.map((r) => r.Properties.RouteKey);
+    for (const k of ['POST /cminmsgs/send', 'POST /v1/tx-messages', 'POST /v1/tx-messages/{id}/commit', 'GET /v1/flights/{flid}', 'GET /health', 'ANY /admin/{proxy+}', 'GET /console'])
+      expect(keys).toContain(k);
+    for (const r of routes) expect(r.Properties.AuthorizationType, r.Properties.RouteKey).toBe('AWS_IAM');
+    service.hasResourceProperties('AWS::ApiGatewayV2::Stage', {
+      StageName: '$default',
+      DefaultRouteSettings: { ThrottlingRateLimit: 20, ThrottlingBurstLimit: 40 },
+      AccessLogSettings: Match.anyValue(),
+    });
+  });
+
+  it('raises alarms on the msgx EMF metrics and on Lambda errors and throttles, to one SNS topic', () => {
+    const t = Template.fromStack(s.monitoring);
+    t.resourceCountIs('AWS::SNS::Topic', 1);
+    const alarms = Object.values(t.findResources('AWS::CloudWatch::Alarm')).map((a) => a.Properties);
+    const custom = alarms.filter((a) => a.Namespace === 'msgx');
+    expect(custom.map((a) => a.MetricName).sort()).toEqual(
+      ['Backlog', 'HeadAgeSeconds', 'OldestPendingEventSeconds', ...DEAD_KINDS.map(() => 'DeadCount')].sort(),
+    );
+    for (const a of custom) expect(a.Dimensions).toContainEqual({ Name: 'service', Value: 'msgx' });
+    const kinds = custom.filter((a) => a.MetricName === 'DeadCount').map((a) => a.Dimensions.find((d: { Name: string }) => d.Name === 'kind').Value);
+    expect(kinds.sort()).toEqual([...DEAD_KINDS].sort());
+    const lambda = alarms.filter((a) => a.Namespace === 'AWS/Lambda');
+    expect(lambda.filter((a) => a.MetricName === 'Errors')).toHaveLength(6);
+    expect(lambda.filter((a) => a.MetricName === 'Throttles')).toHaveLength(6);
+    for (const a of alarms) expect(a.AlarmActions).toHaveLength(1);
+    t.resourceCountIs('AWS::CloudWatch::Dashboard', 1);
+  });
+});
+
+describe('stage settings come from context', () => {
+  it('prod turns on deletion protection, Multi-AZ, longer retention and tighter alarms', () => {
+    const s = synth({ stage: 'prod' });
+    Template.fromStack(s.data).hasResourceProperties('AWS::RDS::DBInstance', {
+      DeletionProtection: true,
+      MultiAZ: true,
+      BackupRetentionPeriod: 14,
+      DBInstanceClass: 'db.m7g.large',
+    });
+    Template.fromStack(s.service).resourcePropertiesCountIs('AWS::Logs::LogGroup', { RetentionInDays: 90 }, 7);
+    Template.fromStack(s.monitoring).hasResourceProperties('AWS::CloudWatch::Alarm', {
+      MetricName: 'HeadAgeSeconds',
+      Threshold: 300,
+    });
+    expect(s.network.stackName).toBe('Msgx-prod-Network');
+  });
+
+  it('refuses a prod deploy without the shared mailbox', () => {
+    const app = new App({ context: { ...CDK_CONTEXT, bundling: 'skip', stage: 'prod' } });
+    expect(() => buildMsgx(app, { nag: false })).toThrow(/mailboxHost/);
+  });
+
+  it('rejects an unknown stage and a partial secret ARN, naming the key', () => {
+    expect(() => synth({ stage: 'qa' })).toThrow(/stages has no entry "qa"/);
+    expect(() => synth({ mailboxSecretArn: 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:cmin/mailbox' })).toThrow(
+      /mailboxSecretArn/,
+    );
+  });
+
+  it('puts a JWT authorizer on upstream routes when asked, keeping admin routes on IAM', () => {
+    const s = synth({ upstreamAuth: 'jwt', jwtIssuer: 'https://issuer.example.com', jwtAudience: 'msgx' });
+    const t = Template.fromStack(s.service);
+    t.hasResourceProperties('AWS::ApiGatewayV2::Authorizer', { AuthorizerType: 'JWT' });
+    for (const r of Object.values(t.findResources('AWS::ApiGatewayV2::Route'))) {
+      const key: string = r.Properties.RouteKey;
+      const admin = key.includes('/admin/') || key.includes('/console');
+      expect(r.Properties.AuthorizationType, key).toBe(admin ? 'AWS_IAM' : 'JWT');
+    }
+  });
+
+  it('can run on a newer Node runtime by context', () => {
+    const s = synth({ lambdaRuntime: 'nodejs22.x' });
+    Template.fromStack(s.service).hasResourceProperties('AWS::Lambda::Function', { Runtime: 'nodejs22.x' });
+  });
+});
+
+// Stack is imported for its type in statementsOf; keep the import used for isolatedModules.
+void Stack;
