@@ -19,13 +19,14 @@ export interface PgDbOptions {
 function sessionSettings(o: PgDbOptions): string {
   const stmt = o.statementTimeoutMs ?? 60_000;
   const idle = o.idleInTransactionTimeoutMs ?? 30_000;
+  // Sent in the startup packet: in force before the first query, no extra round trip.
   return [
-    `SET tcp_keepalives_idle = 5`,
-    `SET tcp_keepalives_interval = 2`,
-    `SET tcp_keepalives_count = 3`,
-    `SET statement_timeout = ${Math.floor(stmt)}`,
-    `SET idle_in_transaction_session_timeout = ${Math.floor(idle)}`,
-  ].join('; ');
+    `-c tcp_keepalives_idle=5`,
+    `-c tcp_keepalives_interval=2`,
+    `-c tcp_keepalives_count=3`,
+    `-c statement_timeout=${Math.floor(stmt)}`,
+    `-c idle_in_transaction_session_timeout=${Math.floor(idle)}`,
+  ].join(' ');
 }
 
 export class PgDb implements Db {
@@ -44,9 +45,7 @@ export class PgDb implements Db {
       max: options.max ?? 10,
       application_name: this.#appName,
       keepAlive: true,
-    });
-    this.pool.on('connect', (client) => {
-      client.query(this.#settings).catch(() => {});
+      options: this.#settings,
     });
     // An idle client that dies (server restart) must not crash the process.
     this.pool.on('error', () => {});
@@ -108,9 +107,13 @@ export class PgDb implements Db {
   }
 
   async #connect(): Promise<pg.Client> {
-    const client = new pg.Client({ connectionString: this.#url, application_name: this.#appName, keepAlive: true });
+    const client = new pg.Client({
+      connectionString: this.#url,
+      application_name: this.#appName,
+      keepAlive: true,
+      options: this.#settings,
+    });
     await client.connect();
-    await client.query(this.#settings);
     return client;
   }
 

@@ -1,0 +1,23 @@
+import { InvokeCommand, LambdaClient } from '@aws-sdk/client-lambda';
+import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
+import { buildRouter } from '../lib/http/app.ts';
+import { fromApiGateway, toApiGateway } from '../lib/http/apigw.ts';
+import { lambdaContext } from '../lib/jobs/coldStart.ts';
+import { kickPumpIfIdle } from '../lib/jobs/kick.ts';
+
+/** API Gateway → the shared router. After a stored message, start a pump if none is live. */
+const router = buildRouter();
+const lambda = new LambdaClient({});
+const pumpFunction = process.env.MSGX_PUMP_FUNCTION_NAME;
+
+export async function handler(event: APIGatewayProxyEvent): Promise<APIGatewayProxyResult> {
+  const ctx = await lambdaContext();
+  const request = fromApiGateway(event);
+  const response = await router.handle(request, ctx);
+  if (pumpFunction && request.path === '/cminmsgs/send' && response.status === 200) {
+    await kickPumpIfIdle(ctx.db, async () => {
+      await lambda.send(new InvokeCommand({ FunctionName: pumpFunction, InvocationType: 'Event' }));
+    }).catch((err) => ctx.log.warn('could not start a pump; the schedule will', { error: String(err) }));
+  }
+  return toApiGateway(response);
+}

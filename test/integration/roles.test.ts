@@ -1,0 +1,99 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { tryRoleLock } from '../../lib/jobs/roleLock.ts';
+import { pumpRole } from '../../lib/jobs/roles.ts';
+import { runWorker } from '../../lib/jobs/worker.ts';
+import { enqueueMessages } from '../../lib/pipeline/procState.ts';
+import { systemClock } from '../../lib/shared/clock.ts';
+import { makeContext, wire } from '../helpers/pipeline.ts';
+import { freshMysql, freshPg, type TestMysql, type TestPg, waitFor } from '../helpers/services.ts';
+import { createEffectTables, testRegistry } from '../helpers/testProcessors.ts';
+
+/** Role locks and process death: real PostgreSQL sessions, real child processes, real SIGKILL. */
+describe('role locks and killed workers', () => {
+  let pg: TestPg;
+  let my: TestMysql;
+  const children: ChildProcess[] = [];
+
+  beforeAll(async () => {
+    pg = await freshPg();
+    my = await freshMysql();
+    await createEffectTables(pg.db);
+  });
+  afterAll(async () => {
+    for (const c of children) c.kill('SIGKILL');
+    await my.drop();
+    await pg.drop();
+  });
+
+  function child(mode: string, env: Record<string, string> = {}): ChildProcess {
+    const c = spawn(process.execPath, ['--import', 'tsx', 'test/helpers/roleChild.ts', mode], {
+      env: { ...process.env, TEST_PG_URL: pg.url, TEST_MAILBOX_URL: my.url, ...env },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    children.push(c);
+    return c;
+  }
+  async function firstLine(c: ChildProcess): Promise<string> {
+    const [chunk] = (await once(c.stdout!, 'data')) as [Buffer];
+    return chunk.toString().trim();
+  }
+
+  it('two pumps at once: the second exits at once, the head is processed once', async () => {
+    const ctx = makeContext({ db: pg.db, mailbox: my.mailbox, clock: systemClock, registry: testRegistry(), env: { MSGX_POLL_INTERVAL_MS: '20' } });
+    const id = await my.mailbox.insertInbound(wire({ TYPE: 'TEST', SEQN: 1 }));
+    await enqueueMessages(pg.db, [{ id, receivedAt: new Date() }], new Date());
+    const [a, b] = await Promise.all([
+      runWorker(ctx, { ...pumpRole(ctx), budgetMs: 1500 }),
+      runWorker(ctx, { ...pumpRole(ctx), budgetMs: 1500 }),
+    ]);
+    expect([a.stoppedBy, b.stoppedBy].sort()).toEqual(['budget', 'not-acquired']);
+    const n = await pg.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM test_effect WHERE msg_id = $1`, [id]);
+    expect(n.rows[0]!.n).toBe(1);
+  });
+
+  it('a killed pump process releases the head lock within seconds', async () => {
+    const holder = child('hold-lock');
+    expect(await firstLine(holder)).toBe('locked');
+    expect(await tryRoleLock(pg.db, 'pump')).toBeNull();
+    holder.kill('SIGKILL');
+    const lock = await waitFor(() => tryRoleLock(pg.db, 'pump'), { timeoutMs: 10_000, what: 'the lock to be free' });
+    await lock.release();
+  });
+
+  it('a pump killed with SIGKILL mid-run and restarted loses nothing and applies nothing twice', async () => {
+    await pg.db.query(`TRUNCATE proc_state, proc_attempt, backfill_todo, msgx_state, test_effect`);
+    const total = 400;
+    const ids: number[] = [];
+    for (let i = 0; i < total; i++) ids.push(await my.mailbox.insertInbound(wire({ TYPE: 'TEST', SEQN: `k${i}` })));
+    const done = async () =>
+      (await pg.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM proc_state WHERE status = 'SUCCEEDED'`)).rows[0]!.n;
+
+    for (let round = 0; round < 3; round++) {
+      const before = await done();
+      const worker = child('pump', { TEST_GROUP: '7' });
+      expect(await firstLine(worker)).toBe('started');
+      await waitFor(async () => (await done()) > before + 30, { timeoutMs: 30_000, what: 'progress' });
+      worker.kill('SIGKILL');
+      await once(worker, 'exit');
+    }
+    const last = child('pump');
+    await waitFor(async () => (await done()) === total, { timeoutMs: 60_000, what: 'all messages processed' });
+    last.kill('SIGKILL');
+
+    const effects = await pg.db.query<{ msg_id: number; n: number }>(
+      `SELECT msg_id, count(*)::int AS n FROM test_effect GROUP BY msg_id ORDER BY msg_id`,
+    );
+    expect(effects.rows.map((r) => r.msg_id)).toEqual(ids);
+    expect(effects.rows.every((r) => r.n === 1)).toBe(true);
+    // Applied in ID order: the effect timestamps never go backwards along the IDs.
+    const order = await pg.db.query<{ msg_id: number }>(`SELECT msg_id FROM test_effect ORDER BY applied_at, msg_id`);
+    expect(order.rows.map((r) => r.msg_id)).toEqual(ids);
+    await waitFor(async () => (await my.mailbox.filterUnprocessed(ids)).length === 0, { what: 'backfill of every row' });
+    const idle = await pg.db.query(
+      `SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND state = 'idle in transaction'`,
+    );
+    expect(idle.rowCount).toBe(0);
+  });
+});
