@@ -1,50 +1,24 @@
-import { XMLParser, XMLValidator } from 'fast-xml-parser';
-import { CodecError, MalformedError } from '../shared/errors.ts';
+import { CodecError, MalformedError, ProtocolError } from '../shared/errors.ts';
 import { localTimeToDate } from '../shared/time.ts';
-import { type DecodedMessage, identityOf, type Meta } from './message.ts';
+import { decodeFlight, text } from './flight.ts';
+import { type DecodedMessage, identityOf, type Meta, type Payload } from './message.ts';
+import { checkWellFormed, child, DEFAULT_LIMITS, parseXml, precheck, type XmlLimits, type XmlNode, type XmlValue } from './xml.ts';
 
-export const DEFAULT_LIMITS = { maxBytes: 1024 * 1024, maxDepth: 32 };
+export { checkWellFormed, DEFAULT_LIMITS, precheck };
 
-const parser = new XMLParser({
-  ignoreAttributes: true,
-  processEntities: false,
-  htmlEntities: false,
-  parseTagValue: false, // keep text exactly: SEQN 0042 stays "0042"
-  parseAttributeValue: false,
-  trimValues: true,
-  isArray: (name) => name === 'ITEM' || name === 'FLIGHT',
-});
-
-/** Cheap checks that refuse hostile input before a parser ever sees it. */
-export function precheck(text: string, limits = DEFAULT_LIMITS): void {
-  if (text.trim() === '') throw new MalformedError('empty message');
-  if (Buffer.byteLength(text, 'utf8') > limits.maxBytes)
-    throw new MalformedError(`message larger than ${limits.maxBytes} bytes`);
-  if (/<!DOCTYPE/i.test(text)) throw new MalformedError('DOCTYPE is not allowed');
-  if (/<!ENTITY/i.test(text)) throw new MalformedError('ENTITY declarations are not allowed');
-}
-
-/** Well-formedness only (used by the ingress to refuse before storing anything). */
-export function checkWellFormed(text: string, limits = DEFAULT_LIMITS): void {
-  precheck(text, limits);
-  const v = XMLValidator.validate(text);
-  if (v !== true) throw new MalformedError(`not well-formed XML: ${v.err.msg} (line ${v.err.line})`);
-}
-
-export function decode(text: string, options: { timezone: string; limits?: typeof DEFAULT_LIMITS }): DecodedMessage {
-  const limits = options.limits ?? DEFAULT_LIMITS;
-  checkWellFormed(text, limits);
-  let doc: Record<string, unknown>;
-  try {
-    doc = parser.parse(text) as Record<string, unknown>;
-  } catch (err) {
-    throw new MalformedError(`not well-formed XML: ${(err as Error).message}`);
-  }
-  const root = doc.MSG;
-  if (!root || typeof root !== 'object') throw new MalformedError('no <MSG> root element');
-  const metaNode = (root as Record<string, unknown>).META;
-  if (!metaNode || typeof metaNode !== 'object') throw new MalformedError('no readable <META>');
-  const meta = readMeta(metaNode as Record<string, unknown>);
+/**
+ * Text → DecodedMessage. Not well-formed or hostile input → MalformedError; a known element in a
+ * shape the model cannot map → CodecError (retried, replayable after a fix); a package that breaks
+ * the protocol (missing keys, bad times) → ProtocolError.
+ */
+export function decode(text: string, options: { timezone: string; limits?: Partial<XmlLimits> }): DecodedMessage {
+  const limits = { ...DEFAULT_LIMITS, ...options.limits };
+  const doc = parseXml(text, limits);
+  const root = child(doc, 'MSG');
+  if (root === undefined || typeof root === 'string') throw new MalformedError('no <MSG> root element');
+  const metaNode = child(root, 'META');
+  if (metaNode === undefined || typeof metaNode === 'string') throw new MalformedError('no readable <META>');
+  const meta = readMeta(metaNode);
   const type = meta.TYPE.toUpperCase();
   let sentAt: Date | undefined;
   if (meta.DTTM) {
@@ -54,23 +28,71 @@ export function decode(text: string, options: { timezone: string; limits?: typeo
       throw new MalformedError(`META/DTTM: ${(err as Error).message}`);
     }
   }
-  const body = (root as Record<string, unknown>)[meta.TYPE];
-  return { meta, type, subtype: (meta.STYP ?? '').toUpperCase(), identity: identityOf(meta), sentAt, body };
+  const bodyValue = child(root, meta.TYPE);
+  const body: XmlNode[] = bodyValue === undefined || typeof bodyValue === 'string' ? [] : bodyValue;
+  const payload = decodePayload(type, body);
+  return { meta, type, subtype: (meta.STYP ?? '').toUpperCase(), identity: identityOf(meta), sentAt, body, kind: payload.kind, payload };
 }
 
-function readMeta(node: Record<string, unknown>): Meta {
-  const text = (name: string): string | undefined => {
-    const v = node[name];
-    if (v === undefined || v === null || v === '') return undefined;
+function readMeta(nodes: XmlNode[]): Meta {
+  const get = (name: string): string | undefined => {
+    const v = child(nodes, name);
+    if (v === undefined || v === '') return undefined;
     if (typeof v !== 'string') throw new MalformedError(`META/${name} is not text`);
     return v;
   };
-  const SNDR = text('SNDR');
-  const TYPE = text('TYPE');
-  const SEQN = text('SEQN');
+  const SNDR = get('SNDR');
+  const TYPE = get('TYPE');
+  const SEQN = get('SEQN');
   const missing = [!SNDR && 'SNDR', !TYPE && 'TYPE', !SEQN && 'SEQN'].filter(Boolean);
   if (missing.length) throw new MalformedError(`META without ${missing.join(', ')}`);
-  return { SNDR: SNDR!, TYPE: TYPE!, SEQN: SEQN!, RCVR: text('RCVR'), DTTM: text('DTTM'), STYP: text('STYP') };
+  return { SNDR: SNDR!, TYPE: TYPE!, SEQN: SEQN!, RCVR: get('RCVR'), DTTM: get('DTTM'), STYP: get('STYP') };
+}
+
+function decodePayload(type: string, body: XmlNode[]): Payload {
+  switch (type) {
+    case 'SCHD':
+      return {
+        kind: 'SCHD',
+        OPDY: optionalText(body, 'OPDY', 'SCHD'),
+        CNT: optionalText(body, 'CNT', 'SCHD'),
+        flights: flightsOf(body, 'SCHD'),
+      };
+    case 'FLOP':
+      return { kind: 'FLOP', flights: flightsOf(body, 'FLOP') };
+    case 'FDEL':
+      return {
+        kind: 'FDEL',
+        flids: flightsOf(body, 'FDEL').map((f, i) => {
+          if (!f.FLID) throw new ProtocolError(`FDEL/FLIGHT[${i + 1}] has no FLID`);
+          return f.FLID;
+        }),
+      };
+    case 'REFD':
+      return {
+        kind: 'REFD',
+        RTYP: optionalText(body, 'RTYP', 'REFD'),
+        CNT: optionalText(body, 'CNT', 'REFD'),
+        records: body
+          .filter((n) => n[0] === 'REC')
+          .map(([, v], i) => {
+            const nodes = typeof v === 'string' ? [] : v;
+            const key = child(nodes, 'RKEY');
+            return { RKEY: key === undefined ? undefined : text(key, `REFD/REC[${i + 1}]/RKEY`), nodes };
+          }),
+      };
+    default:
+      return { kind: 'OTHER' };
+  }
+}
+
+function optionalText(nodes: XmlNode[], name: string, where: string): string | undefined {
+  const v: XmlValue | undefined = child(nodes, name);
+  return v === undefined ? undefined : text(v, `${where}/${name}`);
+}
+
+function flightsOf(body: XmlNode[], where: string) {
+  return body.filter((n) => n[0] === 'FLIGHT').map(([, v], i) => decodeFlight(v, `${where}/FLIGHT[${i + 1}]`));
 }
 
 export { CodecError };

@@ -1,3 +1,6 @@
+import type { ResourceKind } from './vocabulary.ts';
+import type { XmlNode } from './xml.ts';
+
 /** The decoded form of an inbound wire message (see DESIGN.md "Wire format"). */
 export interface Meta {
   SNDR: string;
@@ -7,6 +10,52 @@ export interface Meta {
   TYPE: string;
   STYP?: string;
 }
+
+/** One resource item (<ITEM>): its natural key and every child as received, in order. */
+export interface Item {
+  key: string;
+  nodes: XmlNode[];
+}
+
+/**
+ * A FLIGHT element as received: only what is present. A scalar present with empty text is ''
+ * (it clears); a collection present replaces the stored one ([] clears it).
+ */
+export interface FlightPatch {
+  FLID?: string;
+  OPDY?: string;
+  scalars: Record<string, string>;
+  resources: Partial<Record<ResourceKind, Item[]>>;
+  /** Elements the model does not know, verbatim and in order. */
+  extra: XmlNode[];
+}
+
+export interface SchdPayload {
+  kind: 'SCHD';
+  OPDY?: string;
+  CNT?: string;
+  flights: FlightPatch[];
+}
+export interface FlopPayload {
+  kind: 'FLOP';
+  flights: FlightPatch[];
+}
+export interface FdelPayload {
+  kind: 'FDEL';
+  flids: string[];
+}
+/** Reference-data answer: `<REFD><RTYP>…</RTYP><CNT>n</CNT><REC><RKEY>…</RKEY>…</REC>…</REFD>`. */
+export interface RefdPayload {
+  kind: 'REFD';
+  RTYP?: string;
+  CNT?: string;
+  records: { RKEY?: string; nodes: XmlNode[] }[];
+}
+export interface OtherPayload {
+  kind: 'OTHER';
+}
+export type Payload = SchdPayload | FlopPayload | FdelPayload | RefdPayload | OtherPayload;
+export type MessageKind = Payload['kind'];
 
 export interface DecodedMessage {
   meta: Meta;
@@ -18,8 +67,11 @@ export interface DecodedMessage {
   identity: string;
   /** DTTM read as airport local time, when present and valid. */
   sentAt?: Date;
-  /** The element named by TYPE (e.g. the <SCHD> element), as the codec models it. */
-  body: unknown;
+  /** The element named by TYPE as ordered nodes ([] when absent). */
+  body: XmlNode[];
+  /** Which payload model applies; OTHER for types msgx does not model (they are skipped or unsupported). */
+  kind: MessageKind;
+  payload: Payload;
 }
 
 export const identityOf = (m: Meta): string => [m.SNDR, m.TYPE, m.STYP ?? '', m.SEQN].join('|');

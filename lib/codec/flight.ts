@@ -1,0 +1,70 @@
+import { CodecError, ProtocolError } from '../shared/errors.ts';
+import type { FlightPatch, Item } from './message.ts';
+import { ITEM_TIMES, isResourceKind, isScalar, isTimeScalar, RESOURCE_KEY, type ResourceKind } from './vocabulary.ts';
+import type { XmlNode, XmlValue } from './xml.ts';
+
+// Wire times: yyyyMMddHHmmss, also accepted shorter (yyyyMMddHHmm, yyyyMMdd), as lib/shared/time.ts reads them.
+const TIME_TEXT = /^\d{8}(?:\d{4}(?:\d{2})?)?$/;
+const DAY_TEXT = /^\d{8}$/;
+
+/** Maps one <FLIGHT> element; `where` names it in reasons (e.g. "SCHD/FLIGHT[3]"). */
+export function decodeFlight(value: XmlValue, where: string): FlightPatch {
+  const patch: FlightPatch = { scalars: {}, resources: {}, extra: [] };
+  if (typeof value === 'string') {
+    if (value === '') return patch;
+    throw new CodecError(`${where} holds text instead of elements`);
+  }
+  const seen = new Set<string>();
+  for (const [name, v] of value) {
+    if (name === 'FLID' || name === 'OPDY' || isScalar(name) || isResourceKind(name)) {
+      // A known element twice leaves the intended value ambiguous: refuse rather than guess.
+      if (seen.has(name)) throw new ProtocolError(`${where}/${name} appears more than once`);
+      seen.add(name);
+    }
+    if (name === 'FLID' || name === 'OPDY') {
+      patch[name] = text(v, `${where}/${name}`);
+      if (name === 'OPDY' && !DAY_TEXT.test(patch.OPDY!)) throw new ProtocolError(`${where}/OPDY "${patch.OPDY}" is not yyyyMMdd`);
+    } else if (isScalar(name)) {
+      const t = text(v, `${where}/${name}`);
+      if (isTimeScalar(name) && t !== '' && !TIME_TEXT.test(t)) throw new ProtocolError(`${where}/${name} "${t}" is not yyyyMMddHHmmss`);
+      patch.scalars[name] = t;
+    } else if (isResourceKind(name)) {
+      patch.resources[name] = decodeItems(name, v, `${where}/${name}`);
+    } else {
+      patch.extra.push([name, v]);
+    }
+  }
+  return patch;
+}
+
+function decodeItems(kind: ResourceKind, value: XmlValue, where: string): Item[] {
+  if (typeof value === 'string') {
+    if (value === '') return []; // an empty collection element clears the collection
+    throw new CodecError(`${where} holds text instead of ITEM elements`);
+  }
+  const items: Item[] = [];
+  const keys = new Set<string>();
+  value.forEach(([name, v], i) => {
+    if (name !== 'ITEM') throw new CodecError(`${where} holds <${name}>, only <ITEM> is mapped`);
+    const at = `${where}/ITEM[${i + 1}]`;
+    const nodes: XmlNode[] = typeof v === 'string' ? [] : v;
+    const parts = RESOURCE_KEY[kind].map((k) => {
+      const part = nodes.find((n) => n[0] === k)?.[1];
+      if (part === undefined || part === '') throw new ProtocolError(`${at} has no ${k}`);
+      return text(part, `${at}/${k}`);
+    });
+    for (const [n, t] of nodes)
+      if (ITEM_TIMES.has(n) && typeof t === 'string' && t !== '' && !TIME_TEXT.test(t))
+        throw new ProtocolError(`${at}/${n} "${t}" is not yyyyMMddHHmmss`);
+    const key = parts.join('|');
+    if (keys.has(key)) throw new ProtocolError(`${where} lists ${RESOURCE_KEY[kind].join('+')} ${parts.join('/')} twice`);
+    keys.add(key);
+    items.push({ key, nodes });
+  });
+  return items;
+}
+
+export function text(v: XmlValue, where: string): string {
+  if (typeof v !== 'string') throw new CodecError(`${where} holds elements where text is expected`);
+  return v;
+}

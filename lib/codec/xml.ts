@@ -1,0 +1,123 @@
+import { XMLParser, XMLValidator } from 'fast-xml-parser';
+import { MalformedError } from '../shared/errors.ts';
+
+/**
+ * The XML layer of the codec: hostile-input limits, well-formedness, and an order-preserving tree.
+ * Values are kept as text exactly as received (no number coercion: SEQN 0042 stays "0042").
+ */
+
+/** An element as the codec keeps it: name and either its text ('' when empty) or its children in order. */
+export type XmlValue = string | XmlNode[];
+export type XmlNode = [name: string, value: XmlValue];
+
+export interface XmlLimits {
+  maxBytes: number;
+  maxDepth: number;
+  maxElements: number;
+}
+
+export const DEFAULT_LIMITS: XmlLimits = { maxBytes: 1024 * 1024, maxDepth: 32, maxElements: 200_000 };
+
+const parser = new XMLParser({
+  preserveOrder: true, // unknown elements round-trip in their received order
+  ignoreAttributes: true,
+  processEntities: false, // no entity expansion at all: billion-laughs cannot start
+  htmlEntities: false,
+  parseTagValue: false,
+  parseAttributeValue: false,
+  trimValues: true,
+  ignoreDeclaration: true,
+  ignorePiTags: true,
+  maxNestedTags: 64, // a second guard behind scanLimits
+});
+
+/** Cheap checks that refuse hostile input before a parser ever sees it. */
+export function precheck(text: string, limits: XmlLimits = DEFAULT_LIMITS): void {
+  if (text.trim() === '') throw new MalformedError('empty message');
+  if (Buffer.byteLength(text, 'utf8') > limits.maxBytes) throw new MalformedError(`message larger than ${limits.maxBytes} bytes`);
+  if (/<!DOCTYPE/i.test(text)) throw new MalformedError('DOCTYPE is not allowed');
+  if (/<!ENTITY/i.test(text)) throw new MalformedError('ENTITY declarations are not allowed');
+  scanLimits(text, limits);
+}
+
+// Opening, closing and self-closing tags; comments and CDATA may make it over-count, which only
+// makes the limit stricter, never looser.
+const TAG = /<(\/?)[A-Za-z_][\w.:-]*(?:\s[^<>]*?)?(\/?)>/g;
+
+/** Depth and element count in one linear pass, before any recursion-prone parsing. */
+export function scanLimits(text: string, limits: XmlLimits): void {
+  let depth = 0;
+  let elements = 0;
+  TAG.lastIndex = 0;
+  for (let m = TAG.exec(text); m; m = TAG.exec(text)) {
+    if (m[1]) {
+      depth--;
+      continue;
+    }
+    elements++;
+    if (elements > limits.maxElements) throw new MalformedError(`more than ${limits.maxElements} elements`);
+    if (!m[2]) {
+      depth++;
+      if (depth > limits.maxDepth) throw new MalformedError(`elements nested deeper than ${limits.maxDepth}`);
+    }
+  }
+}
+
+/** Well-formedness only (the ingress uses it to refuse before storing anything). */
+export function checkWellFormed(text: string, limits: XmlLimits = DEFAULT_LIMITS): void {
+  precheck(text, limits);
+  const v = XMLValidator.validate(text);
+  if (v !== true) throw new MalformedError(`not well-formed XML: ${v.err.msg} (line ${v.err.line})`);
+}
+
+/** Parses a checked document into ordered nodes (the document's top-level elements). */
+export function parseXml(text: string, limits: XmlLimits = DEFAULT_LIMITS): XmlNode[] {
+  checkWellFormed(text, limits);
+  let raw: unknown[];
+  try {
+    raw = parser.parse(text) as unknown[];
+  } catch (err) {
+    throw new MalformedError(`not well-formed XML: ${(err as Error).message}`);
+  }
+  return toNodes(raw);
+}
+
+function toNodes(raw: unknown[]): XmlNode[] {
+  const out: XmlNode[] = [];
+  for (const entry of raw) {
+    if (!entry || typeof entry !== 'object') continue;
+    for (const [name, children] of Object.entries(entry as Record<string, unknown>)) {
+      if (name === ':@' || name === '#text' || name.startsWith('?') || name === '#comment') continue;
+      out.push([name, toValue(children as unknown[])]);
+    }
+  }
+  return out;
+}
+
+function toValue(children: unknown[]): XmlValue {
+  if (!Array.isArray(children) || children.length === 0) return '';
+  const elements = toNodes(children);
+  if (elements.length > 0) return elements; // mixed text beside elements carries no meaning here
+  let text = '';
+  for (const c of children) {
+    const t = (c as Record<string, unknown>)['#text'];
+    if (t !== undefined) text += String(t);
+  }
+  return text;
+}
+
+/** The first child element of that name, if any. */
+export const child = (nodes: XmlNode[], name: string): XmlValue | undefined => nodes.find((n) => n[0] === name)?.[1];
+
+/** Turns ordered nodes into plain JSON: text stays text, a name that repeats becomes an array. */
+export function nodesToJson(nodes: XmlNode[]): Record<string, unknown> {
+  const counts = new Map<string, number>();
+  for (const [name] of nodes) counts.set(name, (counts.get(name) ?? 0) + 1);
+  const out: Record<string, unknown> = {};
+  for (const [name, value] of nodes) {
+    const v = typeof value === 'string' ? value : nodesToJson(value);
+    if (counts.get(name)! > 1) ((out[name] ??= []) as unknown[]).push(v);
+    else out[name] = v;
+  }
+  return out;
+}

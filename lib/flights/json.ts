@@ -1,0 +1,18 @@
+import { RESOURCE_KINDS, SCALARS } from '../codec/vocabulary.ts';
+import { nodesToJson } from '../codec/xml.ts';
+import type { FlightState } from './model.ts';
+
+/**
+ * The flight as consumers see it (read API and msgx.schd values): wire element names, values as
+ * text exactly as received, collections as arrays of items, unknown elements after the known ones.
+ */
+export function flightJson(f: FlightState): Record<string, unknown> {
+  const out: Record<string, unknown> = { FLID: f.flid, OPDY: f.operationDay };
+  for (const s of SCALARS) if (f.scalars[s] !== undefined) out[s] = f.scalars[s];
+  for (const k of RESOURCE_KINDS) out[k] = f.resources[k].map((item) => nodesToJson(item.nodes));
+  Object.assign(out, nodesToJson(f.extra.filter((n) => !(n[0] in out))));
+  out.stateVersion = f.stateVersion;
+  out.status = f.status;
+  out.updatedAt = f.updatedAt.toISOString();
+  return out;
+}

@@ -1,0 +1,30 @@
+import type { Queryable } from '../db/db.ts';
+
+/** All SQL on schd_snap_log: one row per applied snapshot package, kept for the configured days. */
+export interface SnapLogEntry {
+  msgId: number;
+  styp: string;
+  scope: string | null;
+  dttm: Date | null;
+  receivedAt: Date;
+  declared: number | null;
+  flights: number;
+  created: number;
+  updated: number;
+  unchanged: number;
+  stale: number;
+  requestId: number | null;
+}
+
+export async function logSnapshot(q: Queryable, e: SnapLogEntry): Promise<void> {
+  await q.query(
+    `INSERT INTO schd_snap_log (msg_id, styp, scope, dttm, received_at, declared, flights, created, updated, unchanged, stale, request_id)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+    [e.msgId, e.styp, e.scope, e.dttm, e.receivedAt, e.declared, e.flights, e.created, e.updated, e.unchanged, e.stale, e.requestId],
+  );
+}
+
+export async function purgeSnapLog(q: Queryable, before: Date): Promise<number> {
+  const r = await q.query(`DELETE FROM schd_snap_log WHERE received_at < $1`, [before]);
+  return r.rowCount;
+}

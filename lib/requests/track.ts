@@ -1,0 +1,90 @@
+import type { Queryable } from '../db/db.ts';
+
+/** All SQL on req_track: requests msgx sends upstream and their answers. */
+
+export type ReqStatus = 'REGISTERED' | 'SENT' | 'DONE' | 'EXPIRED';
+export type ReqKind = 'RQFD' | 'RQRF';
+
+/** The request lifecycle as a transition table; anything else is refused. */
+export const REQ_TRANSITIONS: Record<ReqStatus, readonly ReqStatus[]> = {
+  REGISTERED: ['SENT', 'EXPIRED'],
+  SENT: ['DONE', 'EXPIRED'],
+  DONE: [],
+  EXPIRED: [],
+};
+export const canMove = (from: ReqStatus, to: ReqStatus): boolean => REQ_TRANSITIONS[from].includes(to);
+
+export interface ReqRow {
+  id: number;
+  kind: ReqKind;
+  scope: string;
+  status: ReqStatus;
+  registered_at: Date;
+  sent_at: Date | null;
+  outbound_id: number | null;
+  closed_at: Date | null;
+  close_reason: string | null;
+  resp_msg_id: number | null;
+}
+
+const OPEN = `status IN ('REGISTERED', 'SENT')`;
+
+/** Registers a new request; the open one of the same kind (if any) expires first ("superseded"). */
+export async function registerRequest(q: Queryable, kind: ReqKind, scope: string, now: Date): Promise<ReqRow> {
+  await q.query(
+    `UPDATE req_track SET status = 'EXPIRED', closed_at = $2, close_reason = 'superseded' WHERE kind = $1 AND ${OPEN}`,
+    [kind, now],
+  );
+  const r = await q.query<ReqRow>(
+    `INSERT INTO req_track (kind, scope, status, registered_at) VALUES ($1, $2, 'REGISTERED', $3) RETURNING *`,
+    [kind, scope, now],
+  );
+  return r.rows[0]!;
+}
+
+/** REGISTERED → SENT, only once the outbound row is confirmed. False when the request moved on meanwhile. */
+export async function markSent(q: Queryable, id: number, outboundId: number, sentAt: Date): Promise<boolean> {
+  const r = await q.query(
+    `UPDATE req_track SET status = 'SENT', outbound_id = $2, sent_at = $3 WHERE id = $1 AND status = 'REGISTERED'`,
+    [id, outboundId, sentAt],
+  );
+  return r.rowCount === 1;
+}
+
+/** The open request of a kind, locked so an answer and a timeout cannot both close it. */
+export async function lockOpenRequest(q: Queryable, kind: ReqKind): Promise<ReqRow | undefined> {
+  const r = await q.query<ReqRow>(`SELECT * FROM req_track WHERE kind = $1 AND ${OPEN} FOR UPDATE`, [kind]);
+  return r.rows[0];
+}
+
+export async function closeRequest(
+  q: Queryable,
+  id: number,
+  to: 'DONE' | 'EXPIRED',
+  reason: string,
+  now: Date,
+  respMsgId: number | null = null,
+): Promise<boolean> {
+  const from = to === 'DONE' ? `status = 'SENT'` : OPEN;
+  const r = await q.query(
+    `UPDATE req_track SET status = $2, close_reason = $3, closed_at = $4, resp_msg_id = $5 WHERE id = $1 AND ${from}`,
+    [id, to, reason, now, respMsgId],
+  );
+  return r.rowCount === 1;
+}
+
+/** Open requests older than the timeout (counted from sending, or from registering if never sent) expire. */
+export async function expireOverdue(q: Queryable, now: Date, timeoutMs: number): Promise<ReqRow[]> {
+  const r = await q.query<ReqRow>(
+    `UPDATE req_track SET status = 'EXPIRED', closed_at = $1, close_reason = 'timeout'
+     WHERE ${OPEN} AND coalesce(sent_at, registered_at) <= $1 - make_interval(secs => $2::double precision / 1000)
+     RETURNING *`,
+    [now, timeoutMs],
+  );
+  return r.rows;
+}
+
+export async function getRequest(q: Queryable, id: number): Promise<ReqRow | undefined> {
+  const r = await q.query<ReqRow>(`SELECT * FROM req_track WHERE id = $1`, [id]);
+  return r.rows[0];
+}
