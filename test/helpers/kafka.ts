@@ -1,0 +1,112 @@
+/** Outbox test helpers: a programmable fake publisher, a memory log, and real-Kafka helpers. */
+import { randomBytes } from 'node:crypto';
+import kafkajs from 'kafkajs';
+import type { OutRecord, Publisher, PublishResult } from '../../lib/outbox/types.ts';
+import type { Log } from '../../lib/observability/logger.ts';
+
+const { Kafka, logLevel } = kafkajs;
+
+/**
+ * A publisher for tests: remembers every record it was given (in call order) and answers by a
+ * programmable behaviour: ok, fail some event ids, fail everything, or hang until the deadline.
+ */
+export class FakePublisher implements Publisher {
+  readonly calls: OutRecord[][] = [];
+  /** Records that were "delivered" (a publish that answered ok), in order. */
+  readonly delivered: OutRecord[] = [];
+  mode: 'ok' | 'fail' | 'hang' = 'ok';
+  failIds = new Set<number>();
+  error = 'broker said no';
+
+  constructor(readonly name = 'fake') {}
+
+  async publish(records: OutRecord[], signal: AbortSignal): Promise<PublishResult[]> {
+    this.calls.push(records);
+    if (this.mode === 'hang') {
+      await new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason), { once: true }));
+    }
+    if (this.mode === 'fail') return records.map(() => ({ ok: false as const, error: this.error }));
+    let failed = false;
+    return records.map((r, i) => {
+      if (failed) return { ok: false as const, error: 'not sent', notAttempted: true };
+      if (this.failIds.has(r.eventId)) {
+        failed = true;
+        return { ok: false as const, error: this.error };
+      }
+      this.delivered.push(r);
+      return { ok: true as const, partition: 0, offset: this.delivered.length - 1 + 0 * i };
+    });
+  }
+
+  async close(): Promise<void> {}
+}
+
+/** A Log that keeps its lines, for asserting what was (not) logged. */
+export function memoryLog(): Log & { lines: { level: string; line: Record<string, unknown> }[] } {
+  const lines: { level: string; line: Record<string, unknown> }[] = [];
+  const at = (level: string) => (line: unknown) => {
+    lines.push({ level, line: (typeof line === 'string' ? { message: line } : line) as Record<string, unknown> });
+  };
+  return { lines, debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') } as never;
+}
+
+// ---- Real Kafka ----------------------------------------------------------------------------
+
+
+/** A topic name of its own for each test (never shared with another test or run). */
+export const randomTopic = (prefix = 'msgx-test') => `${prefix}.${Date.now().toString(36)}.${randomBytes(4).toString('hex')}`;
+
+export interface ReadRecord {
+  topic: string;
+  partition: number;
+  offset: number;
+  key: string | null;
+  value: string | null;
+  headers: Record<string, string>;
+}
+
+/**
+ * Reads `topic` from the beginning with a real kafkajs consumer until `n` records arrived (or the
+ * time runs out, then it throws with how many it saw). Records come back per partition in
+ * offset order, partitions concatenated.
+ */
+export async function readTopic(brokers: string[], topic: string, n: number, options: { timeoutMs?: number } = {}): Promise<ReadRecord[]> {
+  const kafka = new Kafka({ clientId: 'msgx-test-reader', brokers, logLevel: logLevel.NOTHING });
+  const consumer = kafka.consumer({ groupId: `msgx-test-${randomBytes(6).toString('hex')}`, maxWaitTimeInMs: 200 });
+  const got: ReadRecord[] = [];
+  await consumer.connect();
+  try {
+    await consumer.subscribe({ topic, fromBeginning: true });
+    let done!: () => void;
+    const finished = new Promise<void>((r) => (done = r));
+    await consumer.run({
+      eachBatchAutoResolve: true,
+      eachBatch: async ({ batch }) => {
+        for (const m of batch.messages) {
+          const headers: Record<string, string> = {};
+          for (const [k, v] of Object.entries(m.headers ?? {})) headers[k] = v === undefined ? '' : String(v);
+          got.push({
+            topic: batch.topic,
+            partition: batch.partition,
+            offset: Number(m.offset),
+            key: m.key === null ? null : m.key.toString(),
+            value: m.value === null ? null : m.value.toString(),
+            headers,
+          });
+        }
+        if (got.length >= n) done();
+      },
+    });
+    const timeoutMs = options.timeoutMs ?? 30_000;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      finished,
+      new Promise<void>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`readTopic ${topic}: ${got.length} of ${n} records after ${timeoutMs}ms`)), timeoutMs);
+      }),
+    ]).finally(() => clearTimeout(timer));
+  } finally {
+    await consumer.disconnect().catch(() => {});
+  }
+  return got.sort((a, b) => a.partition - b.partition || a.offset - b.offset);
+}

@@ -1,0 +1,492 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
+import { loadConfig, type Config } from '../../lib/config/config.ts';
+import { migrate } from '../../lib/db/migrate.ts';
+import { PgliteDb } from '../../lib/db/pglite.ts';
+import type { Db, Queryable } from '../../lib/db/db.ts';
+import { dispatchOnce, type DispatchContext, type SentEvent } from '../../lib/outbox/dispatcher.ts';
+import { enqueueEvents, type NewEvent } from '../../lib/outbox/enqueue.ts';
+import { replayDeadEvents } from '../../lib/outbox/replay.ts';
+import { deadEvents, pendingByTarget } from '../../lib/outbox/routes.ts';
+import type { OutboxMetrics } from '../../lib/outbox/metrics.ts';
+import { FakeClock } from '../../lib/shared/clock.ts';
+import { FakePublisher, memoryLog } from '../helpers/kafka.ts';
+
+// Unit tests: embedded PostgreSQL (PGlite, in memory), a fake clock, fake publishers. No sleeps:
+// time moves only by clock.advance().
+
+let db: PgliteDb;
+beforeAll(async () => {
+  db = await PgliteDb.open();
+  await migrate(db);
+}, 60_000);
+afterAll(async () => {
+  await db?.close();
+});
+beforeEach(async () => {
+  await db.query(`TRUNCATE msg_event, event_delivery, outbox_target, audit_log RESTART IDENTITY CASCADE`);
+});
+
+const baseEnv = {
+  MSGX_DELIVERY_BATCH_SIZE: '100',
+  MSGX_DELIVERY_MAX_RETRY_COUNT: '3',
+  MSGX_DELIVERY_INITIAL_BACKOFF: '5s',
+  MSGX_DELIVERY_MAX_BACKOFF: '5m',
+  MSGX_DELIVERY_PUBLISH_TIMEOUT: '3s',
+  MSGX_DELIVERY_LEASE: '30s',
+};
+
+function setup(env: Record<string, string> = {}) {
+  const clock = new FakeClock('2026-11-29T00:00:00Z');
+  const log = memoryLog();
+  const config: Config = loadConfig({ ...baseEnv, ...env });
+  const ctx: DispatchContext = { db, config, clock, log };
+  return { clock, log, config, ctx };
+}
+
+const ev = (target: string, n: number, extra: Partial<NewEvent> = {}): NewEvent => ({
+  target,
+  key: `F${n % 3}`,
+  type: 'FLIGHT_UPDATED',
+  value: { n },
+  ...extra,
+});
+
+async function enqueue(clock: FakeClock, events: NewEvent[], q: Queryable = db): Promise<number[]> {
+  return enqueueEvents(q, events, { now: clock.now() });
+}
+
+async function statusOf(ids: number[]): Promise<Record<number, { status: string; attempts: number }>> {
+  const r = await db.query<{ event_id: number; status: string; attempts: number }>(
+    `SELECT event_id, status, attempts FROM msg_event WHERE event_id = ANY($1)`,
+    [ids],
+  );
+  return Object.fromEntries(r.rows.map((x) => [x.event_id, { status: x.status, attempts: x.attempts }]));
+}
+
+describe('ordinary targets', () => {
+  test('delivers each target in event_id order with the msgx headers and records the outcome', async () => {
+    const { clock, ctx } = setup();
+    const ids = await enqueue(clock, [ev('msg', 1, { headers: { trace: 't1' } }), ev('msg', 2), ev('tx:orders', 3), ev('msg', 4)]);
+    const pub = new FakePublisher('kafka');
+
+    const report = await dispatchOnce(ctx, [pub]);
+
+    expect(report.sent).toBe(4);
+    const msg = pub.delivered.filter((r) => r.target === 'msg');
+    expect(msg.map((r) => r.eventId)).toEqual([ids[0], ids[1], ids[3]]);
+    expect(msg[0]!.topic).toBe('msgx.msg');
+    expect(msg[0]!.headers).toMatchObject({ trace: 't1', 'msgx-event-id': String(ids[0]), 'msgx-event-type': 'FLIGHT_UPDATED' });
+    expect(msg[0]!.value).toBe('{"n":1}');
+    expect(pub.delivered.find((r) => r.target === 'tx:orders')!.topic).toBe('orders');
+    const st = await statusOf(ids);
+    expect(Object.values(st).every((s) => s.status === 'SENT')).toBe(true);
+    const outcomes = await db.query(`SELECT event_id, publisher, outcome, partition FROM event_delivery ORDER BY event_id`);
+    expect(outcomes.rows).toHaveLength(4);
+    expect(outcomes.rows[0]).toMatchObject({ publisher: 'kafka', outcome: 'ok', partition: 0 });
+  });
+
+  test('one batch per round per target, and `more` says a full batch was sent', async () => {
+    const { clock, ctx } = setup({ MSGX_DELIVERY_BATCH_SIZE: '10' });
+    await enqueue(clock, Array.from({ length: 25 }, (_, i) => ev('msg', i)));
+    const pub = new FakePublisher();
+    const r1 = await dispatchOnce(ctx, [pub]);
+    expect(r1.sent).toBe(10);
+    expect(r1.more).toBe(true);
+    await dispatchOnce(ctx, [pub]);
+    const r3 = await dispatchOnce(ctx, [pub]);
+    expect(r3.sent).toBe(5);
+    expect(r3.more).toBe(false);
+    expect(pub.calls.map((c) => c.length)).toEqual([10, 10, 5]);
+    const seen = pub.delivered.map((r) => r.eventId);
+    expect(seen).toEqual([...seen].sort((a, b) => a - b));
+  });
+
+  test('a failing head holds its target back until its backoff is due; other targets go on', async () => {
+    const { clock, ctx, log } = setup();
+    const ids = await enqueue(clock, [ev('msg', 1), ev('msg', 2), ev('msg', 3), ev('tx:other', 4)]);
+    const pub = new FakePublisher();
+    pub.failIds.add(ids[0]!);
+
+    const r1 = await dispatchOnce(ctx, [pub]);
+    expect(r1.retried).toBe(1);
+    expect(pub.delivered.map((r) => r.eventId)).toEqual([ids[3]]);
+    let st = await statusOf(ids);
+    expect(st[ids[0]!]).toEqual({ status: 'PENDING', attempts: 1 });
+    expect(st[ids[1]!]).toEqual({ status: 'PENDING', attempts: 0 });
+    expect(log.lines.some((l) => l.line.message === 'outbox_event_retry')).toBe(true);
+
+    // Not due yet: nothing moves, not even the events behind the head.
+    clock.advance(4_999);
+    const r2 = await dispatchOnce(ctx, [pub]);
+    expect(r2.targets.find((t) => t.target === 'msg')!.skipped).toBe('backoff');
+    expect(pub.calls).toHaveLength(2);
+
+    // Due: the head is retried alone first (a poison event is isolated), then the rest follows.
+    pub.failIds.clear();
+    clock.advance(1);
+    await dispatchOnce(ctx, [pub]);
+    expect(pub.calls[2]!.map((r) => r.eventId)).toEqual([ids[0]]);
+    await dispatchOnce(ctx, [pub]);
+    expect(pub.calls[3]!.map((r) => r.eventId)).toEqual([ids[1], ids[2]]);
+    st = await statusOf(ids);
+    expect(Object.values(st).map((s) => s.status)).toEqual(['SENT', 'SENT', 'SENT', 'SENT']);
+  });
+
+  test('backoff doubles from the initial value up to the cap', async () => {
+    const { clock, ctx } = setup({ MSGX_DELIVERY_MAX_RETRY_COUNT: '10', MSGX_DELIVERY_INITIAL_BACKOFF: '5s', MSGX_DELIVERY_MAX_BACKOFF: '30s' });
+    const [id] = await enqueue(clock, [ev('msg', 1)]);
+    const pub = new FakePublisher();
+    pub.mode = 'fail';
+    const waits: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      await dispatchOnce(ctx, [pub]);
+      const r = await db.query<{ next_attempt_at: Date }>(`SELECT next_attempt_at FROM msg_event WHERE event_id = $1`, [id]);
+      const wait = new Date(r.rows[0]!.next_attempt_at).getTime() - clock.now().getTime();
+      waits.push(wait);
+      clock.advance(wait);
+    }
+    expect(waits).toEqual([5_000, 10_000, 20_000, 30_000, 30_000]);
+  });
+
+  test('a poison event goes DEAD after the attempt limit, the target moves on, and the log goes quiet', async () => {
+    const { clock, ctx, log } = setup({ MSGX_DELIVERY_MAX_RETRY_COUNT: '3' });
+    const ids = await enqueue(clock, [ev('msg', 1, { sourceKind: 'txmsg', sourceId: 'tx-9' }), ev('msg', 2)]);
+    const pub = new FakePublisher();
+    pub.failIds.add(ids[0]!);
+    const dead: SentEvent[] = [];
+    const onDead = async (_tx: Queryable, evs: SentEvent[]) => {
+      dead.push(...evs);
+    };
+
+    for (let i = 0; i < 3; i++) {
+      await dispatchOnce(ctx, [pub], { onDead });
+      clock.advance(5 * 60_000);
+    }
+    expect((await statusOf(ids))[ids[0]!]).toEqual({ status: 'DEAD', attempts: 3 });
+    expect(dead).toEqual([{ eventId: ids[0], sourceKind: 'txmsg', sourceId: 'tx-9' }]);
+    expect(log.lines.filter((l) => l.line.message === 'outbox_event_dead')).toHaveLength(1);
+
+    await dispatchOnce(ctx, [pub], { onDead });
+    expect((await statusOf(ids))[ids[1]!]!.status).toBe('SENT');
+
+    // Nothing is left to do: rounds every second log nothing above debug.
+    const before = log.lines.filter((l) => l.level !== 'debug').length;
+    for (let i = 0; i < 10; i++) {
+      clock.advance(1000);
+      await dispatchOnce(ctx, [pub], { onDead });
+    }
+    expect(log.lines.filter((l) => l.level !== 'debug').length).toBe(before);
+
+    const listed = await deadEvents(db, { target: 'msg' });
+    expect(listed).toHaveLength(1);
+    expect(listed[0]).toMatchObject({ eventId: ids[0], attempts: 3, lastError: 'fake: broker said no' });
+  });
+
+  test('a failed batch charges only its first event; the rest go back to PENDING behind it', async () => {
+    const { clock, ctx } = setup();
+    const ids = await enqueue(clock, [ev('msg', 1), ev('msg', 2), ev('msg', 3)]);
+    const pub = new FakePublisher();
+    pub.mode = 'fail';
+    await dispatchOnce(ctx, [pub]);
+    const st = await statusOf(ids);
+    expect(st[ids[0]!]).toEqual({ status: 'PENDING', attempts: 1 });
+    expect(st[ids[1]!]).toEqual({ status: 'PENDING', attempts: 0 });
+    expect(st[ids[2]!]).toEqual({ status: 'PENDING', attempts: 0 });
+  });
+
+  test('a publisher that hangs is cut at the publish deadline (the clock decides)', async () => {
+    const { clock, ctx } = setup({ MSGX_DELIVERY_PUBLISH_TIMEOUT: '3s' });
+    const [id] = await enqueue(clock, [ev('msg', 1)]);
+    const pub = new FakePublisher();
+    pub.mode = 'hang';
+    const round = dispatchOnce(ctx, [pub]);
+    // Let the claim happen, then move time past the deadline.
+    for (let i = 0; i < 50 && pub.calls.length === 0; i++) await new Promise((r) => setImmediate(r));
+    expect(pub.calls).toHaveLength(1);
+    clock.advance(3_000);
+    const report = await round;
+    expect(report.retried).toBe(1);
+    const r = await db.query<{ last_error: string }>(`SELECT last_error FROM msg_event WHERE event_id = $1`, [id]);
+    expect(r.rows[0]!.last_error).toMatch(/publish timeout after 3000ms/);
+  });
+
+  test('onSent runs in the marking transaction with the sent events (txmsg hook)', async () => {
+    const { clock, ctx } = setup();
+    const ids = await enqueue(clock, [ev('tx:orders', 1, { sourceKind: 'txmsg', sourceId: '42' }), ev('msg', 2, { sourceKind: 'proc', sourceId: '7' })]);
+    const seen: SentEvent[] = [];
+    const onSent = async (tx: Queryable, sent: SentEvent[]) => {
+      // Inside the same transaction: the rows already read as SENT here.
+      const r = await tx.query<{ status: string }>(`SELECT status FROM msg_event WHERE event_id = ANY($1)`, [sent.map((s) => s.eventId)]);
+      expect(r.rows.every((x) => x.status === 'SENT')).toBe(true);
+      seen.push(...sent);
+    };
+    await dispatchOnce(ctx, [new FakePublisher()], { onSent });
+    expect(seen.sort((a, b) => a.eventId - b.eventId)).toEqual([
+      { eventId: ids[0], sourceKind: 'txmsg', sourceId: '42' },
+      { eventId: ids[1], sourceKind: 'proc', sourceId: '7' },
+    ]);
+  });
+
+  test('a hook that throws rolls the marks back: the events are retried after the lease', async () => {
+    const { clock, ctx } = setup();
+    const [id] = await enqueue(clock, [ev('msg', 1)]);
+    const pub = new FakePublisher();
+    await dispatchOnce(ctx, [pub], { onSent: async () => { throw new Error('txmsg table is locked'); } });
+    expect((await statusOf([id!]))[id!]!.status).toBe('DELIVERING');
+    clock.advance(30_000);
+    await dispatchOnce(ctx, [pub]);
+    expect((await statusOf([id!]))[id!]!.status).toBe('SENT');
+    expect(pub.delivered.map((r) => r.eventId)).toEqual([id, id]);
+  });
+
+  test('unknown targets fail like any other publish and end DEAD', async () => {
+    const { clock, ctx } = setup({ MSGX_DELIVERY_MAX_RETRY_COUNT: '1' });
+    const [id] = await enqueue(clock, [ev('bogus', 1)]);
+    await dispatchOnce(ctx, [new FakePublisher()]);
+    const r = await db.query<{ status: string; last_error: string }>(`SELECT status, last_error FROM msg_event WHERE event_id = $1`, [id]);
+    expect(r.rows[0]).toMatchObject({ status: 'DEAD' });
+    expect(r.rows[0]!.last_error).toMatch(/unknown target bogus/);
+  });
+});
+
+describe('leases', () => {
+  test('a live lease of another dispatcher holds the target; an expired one is reclaimed', async () => {
+    const { clock, ctx } = setup();
+    const ids = await enqueue(clock, [ev('msg', 1), ev('msg', 2)]);
+    // Dispatcher "crashed" right after claiming (its process is gone; the rows stay leased).
+    await db.query(`UPDATE msg_event SET status = 'DELIVERING', lock_until = $1, locked_by = 'crashed' WHERE event_id = $2`, [
+      new Date(clock.now().getTime() + 30_000),
+      ids[0],
+    ]);
+    const pub = new FakePublisher();
+    const r1 = await dispatchOnce(ctx, [pub], { dispatcherId: 'b' });
+    expect(r1.targets[0]!.skipped).toBe('leased');
+    expect(pub.calls).toHaveLength(0);
+
+    clock.advance(30_000);
+    await dispatchOnce(ctx, [pub], { dispatcherId: 'b' });
+    expect(pub.delivered.map((r) => r.eventId)).toEqual(ids);
+    expect(Object.values(await statusOf(ids)).map((s) => s.status)).toEqual(['SENT', 'SENT']);
+  });
+
+  test('a dispatcher whose lease was taken over cannot overwrite the new owner', async () => {
+    const { clock, ctx } = setup();
+    const [id] = await enqueue(clock, [ev('msg', 1)]);
+    const pub = new FakePublisher();
+    pub.mode = 'hang';
+    const slow = dispatchOnce(ctx, [pub], { dispatcherId: 'a' });
+    for (let i = 0; i < 50 && pub.calls.length === 0; i++) await new Promise((r) => setImmediate(r));
+    // Someone else takes the row over (as if a's lease had run out) and delivers it.
+    await db.query(`UPDATE msg_event SET locked_by = 'b' WHERE event_id = $1`, [id]);
+    clock.advance(3_000);
+    const report = await slow;
+    expect(report.targets[0]!.lostLease).toBe(1);
+    expect((await statusOf([id!]))[id!]).toEqual({ status: 'DELIVERING', attempts: 0 });
+  });
+
+  test('publish confirmed but not recorded: redelivered after the lease with the same event id, in order', async () => {
+    const { clock, ctx } = setup();
+    const ids = await enqueue(clock, [ev('msg', 1), ev('msg', 2), ev('msg', 3)]);
+    const pub = new FakePublisher();
+    // The database goes away between publish and mark.
+    let failMark = true;
+    const flaky = {
+      kind: db.kind,
+      query: (async (sql: string, params?: unknown[]) => {
+        if (failMark && sql.includes('INSERT INTO event_delivery')) throw new Error('connection terminated');
+        return db.query(sql, params);
+      }) as Db['query'],
+      tx: db.tx.bind(db),
+      listen: db.listen.bind(db),
+      session: db.session.bind(db),
+      close: async () => {},
+    } as Db;
+    const r1 = await dispatchOnce({ ...ctx, db: flaky }, [pub]);
+    expect(r1.targets[0]!.skipped).toBe('error');
+    expect(pub.delivered).toHaveLength(3);
+    failMark = false;
+
+    clock.advance(30_000);
+    await dispatchOnce(ctx, [pub]);
+    const seen = pub.delivered.map((r) => r.headers['msgx-event-id']);
+    expect(seen).toEqual([...ids, ...ids].map(String));
+    // A consumer that drops repeated msgx-event-ids sees every event once, in order.
+    const dedup = seen.filter((x, i) => seen.indexOf(x) === i);
+    expect(dedup).toEqual(ids.map(String));
+  });
+});
+
+describe('fan-out', () => {
+  test('SENT only when every publisher took it; a retry skips the publishers that already did', async () => {
+    const { clock, ctx } = setup();
+    const ids = await enqueue(clock, [ev('msg', 1), ev('msg', 2)]);
+    const kafka = new FakePublisher('kafka');
+    const hook = new FakePublisher('webhook:http://x/');
+    hook.failIds.add(ids[0]!);
+
+    await dispatchOnce(ctx, [kafka, hook]);
+    expect(Object.values(await statusOf(ids)).map((s) => s.status)).toEqual(['PENDING', 'PENDING']);
+    const rows = await db.query<{ event_id: number; publisher: string; outcome: string }>(
+      `SELECT event_id, publisher, outcome FROM event_delivery ORDER BY event_id, publisher`,
+    );
+    expect(rows.rows).toEqual([
+      { event_id: ids[0], publisher: 'kafka', outcome: 'ok' },
+      { event_id: ids[0], publisher: 'webhook:http://x/', outcome: 'failed' },
+      { event_id: ids[1], publisher: 'kafka', outcome: 'ok' },
+    ]);
+
+    hook.failIds.clear();
+    clock.advance(5_000);
+    await dispatchOnce(ctx, [kafka, hook]);
+    await dispatchOnce(ctx, [kafka, hook]);
+    expect(Object.values(await statusOf(ids)).map((s) => s.status)).toEqual(['SENT', 'SENT']);
+    expect(kafka.delivered.map((r) => r.eventId)).toEqual(ids);
+    expect(hook.delivered.map((r) => r.eventId)).toEqual(ids);
+  });
+});
+
+describe('schd aggregation', () => {
+  const schd = (flid: string, version: number, value: unknown = { FLID: flid, v: version }): NewEvent => ({
+    target: 'schd',
+    key: flid,
+    flid,
+    stateVersion: version,
+    type: value === null ? 'TOMBSTONE' : 'UPSERT',
+    value,
+  });
+
+  test('only the newest state_version per FLID is sent; the older ones are marked sent with it', async () => {
+    const { clock, ctx } = setup();
+    const ids = await enqueue(clock, [schd('A', 1), schd('B', 1), schd('A', 2), schd('A', 3), schd('B', 2, null)]);
+    const pub = new FakePublisher('kafka');
+    await dispatchOnce(ctx, [pub]);
+    expect(pub.calls).toHaveLength(1);
+    const sent = pub.calls[0]!;
+    expect(sent.map((r) => [r.key, r.value])).toEqual([
+      ['A', '{"FLID":"A","v":3}'],
+      ['B', null],
+    ]);
+    expect(sent[0]!.topic).toBe('msgx.schd');
+    const r = await db.query<{ event_id: number; status: string; sent_as: number | null }>(
+      `SELECT event_id, status, sent_as FROM msg_event ORDER BY event_id`,
+    );
+    expect(r.rows.map((x) => x.status)).toEqual(['SENT', 'SENT', 'SENT', 'SENT', 'SENT']);
+    expect(r.rows.map((x) => x.sent_as)).toEqual([ids[3], ids[4], ids[3], null, null]);
+  });
+
+  test('one flush per period, at most the flush limit per flush', async () => {
+    const { clock, ctx } = setup({ MSGX_SCHD_FLUSH_PERIOD: '3s', MSGX_SCHD_FLUSH_LIMIT: '2' });
+    await enqueue(clock, [schd('A', 1), schd('B', 1), schd('C', 1)]);
+    const pub = new FakePublisher();
+    await dispatchOnce(ctx, [pub]);
+    expect(pub.delivered.map((r) => r.key)).toEqual(['A', 'B']);
+
+    await enqueue(clock, [schd('A', 2)]);
+    clock.advance(2_999);
+    const r = await dispatchOnce(ctx, [pub]);
+    expect(r.targets[0]!.skipped).toBe('flush-period');
+    clock.advance(1);
+    await dispatchOnce(ctx, [pub]);
+    expect(pub.delivered.map((r) => r.key)).toEqual(['A', 'B', 'C', 'A']);
+  });
+
+  test('a failed flush backs off per FLID and retries with the newest version then', async () => {
+    const { clock, ctx } = setup({ MSGX_SCHD_FLUSH_PERIOD: '1s' });
+    const ids = await enqueue(clock, [schd('A', 1), schd('A', 2)]);
+    const pub = new FakePublisher();
+    pub.mode = 'fail';
+    await dispatchOnce(ctx, [pub]);
+    expect(await statusOf(ids)).toEqual({ [ids[0]!]: { status: 'PENDING', attempts: 0 }, [ids[1]!]: { status: 'PENDING', attempts: 1 } });
+
+    // A newer version arrives while A backs off: it is due, and it stands for all three.
+    const [v3] = await enqueue(clock, [schd('A', 3)]);
+    pub.mode = 'ok';
+    clock.advance(1_000);
+    await dispatchOnce(ctx, [pub]);
+    expect(pub.delivered.map((r) => r.eventId)).toEqual([v3]);
+    expect(Object.values(await statusOf([...ids, v3!])).map((s) => s.status)).toEqual(['SENT', 'SENT', 'SENT']);
+  });
+});
+
+describe('replay', () => {
+  test('DEAD events go back to PENDING with their event_id, audited; a dry run changes nothing', async () => {
+    const { clock, ctx } = setup({ MSGX_DELIVERY_MAX_RETRY_COUNT: '1' });
+    const ids = await enqueue(clock, [ev('msg', 1), ev('msg', 2)]);
+    const pub = new FakePublisher();
+    pub.mode = 'fail';
+    await dispatchOnce(ctx, [pub]);
+    await dispatchOnce(ctx, [pub]);
+    expect(Object.values(await statusOf(ids)).map((s) => s.status)).toEqual(['DEAD', 'DEAD']);
+
+    const dry = await replayDeadEvents(db, { target: 'msg', dryRun: true, actor: 'ops' }, { now: clock.now() });
+    expect(dry).toEqual({ dryRun: true, replayed: ids, skipped: [] });
+    expect(Object.values(await statusOf(ids)).map((s) => s.status)).toEqual(['DEAD', 'DEAD']);
+    expect((await db.query(`SELECT * FROM audit_log`)).rows).toHaveLength(0);
+
+    const res = await replayDeadEvents(db, { ids: [ids[0]!, 999], actor: 'ops' }, { now: clock.now() });
+    expect(res.replayed).toEqual([ids[0]]);
+    expect(res.skipped).toEqual([{ eventId: 999, reason: 'no such event' }]);
+    const audit = await db.query<{ actor: string; action: string; detail: { replayed: number[] } }>(`SELECT * FROM audit_log`);
+    expect(audit.rows).toHaveLength(1);
+    expect(audit.rows[0]).toMatchObject({ actor: 'ops', action: 'outbox.replay' });
+    expect(audit.rows[0]!.detail.replayed).toEqual([ids[0]]);
+
+    pub.mode = 'ok';
+    await dispatchOnce(ctx, [pub]);
+    expect(pub.delivered.map((r) => r.eventId)).toEqual([ids[0]]);
+    expect(pub.delivered[0]!.headers['msgx-event-id']).toBe(String(ids[0]));
+  });
+
+  test('a schd version older than one already sent is not replayed', async () => {
+    const { clock, ctx } = setup({ MSGX_DELIVERY_MAX_RETRY_COUNT: '1', MSGX_SCHD_FLUSH_PERIOD: '1s' });
+    const [v1] = await enqueueEvents(db, [{ target: 'schd', key: 'A', flid: 'A', stateVersion: 1, type: 'UPSERT', value: {} }], { now: clock.now() });
+    const pub = new FakePublisher();
+    pub.mode = 'fail';
+    await dispatchOnce(ctx, [pub]);
+    pub.mode = 'ok';
+    await enqueueEvents(db, [{ target: 'schd', key: 'A', flid: 'A', stateVersion: 2, type: 'UPSERT', value: {} }], { now: clock.now() });
+    clock.advance(1_000);
+    await dispatchOnce(ctx, [pub]);
+    const res = await replayDeadEvents(db, { ids: [v1!] }, { now: clock.now() });
+    expect(res.replayed).toEqual([]);
+    expect(res.skipped[0]!.reason).toMatch(/superseded/);
+  });
+});
+
+describe('stats and metrics', () => {
+  test('pendingByTarget gives count, head and age per target; metrics get one report per round', async () => {
+    const { clock, ctx } = setup();
+    await enqueue(clock, [ev('msg', 1), ev('msg', 2)]);
+    clock.advance(90_000);
+    await enqueue(clock, [ev('tx:a', 3)]);
+    clock.advance(10_000);
+    const stats = await pendingByTarget(db, clock.now());
+    expect(stats.map((s) => [s.target, s.pending, s.oldestAgeSeconds])).toEqual([
+      ['msg', 2, 100],
+      ['tx:a', 1, 10],
+    ]);
+
+    const rounds: number[] = [];
+    const metrics: OutboxMetrics = {
+      recordRound: (r) => rounds.push(r.sent),
+      flush() {},
+    };
+    const report = await dispatchOnce(ctx, [new FakePublisher()], { metrics });
+    expect(rounds).toEqual([3]);
+    expect(report.targets.find((t) => t.target === 'msg')!.oldestPendingSeconds).toBe(100);
+    expect(await pendingByTarget(db, clock.now())).toEqual([]);
+  });
+
+  test('the round log line carries the time of each stage', async () => {
+    const { clock, ctx, log } = setup();
+    await enqueue(clock, [ev('msg', 1)]);
+    await dispatchOnce(ctx, [new FakePublisher('kafka')]);
+    const line = log.lines.find((l) => l.line.message === 'outbox_dispatch_timing')!;
+    expect(line.level).toBe('info');
+    const t = (line.line.targets as Record<string, unknown>[])[0]!;
+    expect(t).toMatchObject({ target: 'msg', claimed: 1, sent: 1 });
+    expect(Object.keys(t.publish_ms as object)).toEqual(['kafka']);
+    expect(typeof t.claim_ms).toBe('number');
+    expect(typeof t.mark_ms).toBe('number');
+  });
+});
