@@ -4,7 +4,7 @@ import { startSchedule } from './delivery.ts';
 import { TxIllegalTransitionError, TxNotFoundError } from './errors.ts';
 import { move } from './move.ts';
 import type { TxStatus } from './states.ts';
-import { findMessage, lockMessage, type TxRow } from './store.ts';
+import { findMessage, lockMessage, updateMessage, type TxRow } from './store.ts';
 import { appendTrace } from './trace.ts';
 
 /** What producers and consumers may ask for over the API (and what a check-back answer means). */
@@ -44,9 +44,9 @@ export async function applyAction(
   switch (action) {
     case 'commit': {
       if (row.status !== 'PREPARED') throw new TxIllegalTransitionError(row.id, action, row.status, reasonFor(action, row));
-      const schedule = await startSchedule(tx, row, now, scheduleMs);
-      const patch = { ...schedule, committed_at: now, next_check_at: null, dead_phase: null, dead_reason: null };
-      return { row: await move(tx, row, 'commit', now, patch, { detail }), changed: true };
+      const moved = await move(tx, row, 'commit', now, { committed_at: now, next_check_at: null, dead_phase: null, dead_reason: null }, { detail });
+      // After the move, so the trace reads commit → enqueue.
+      return { row: await updateMessage(tx, row.id, await startSchedule(tx, moved, now, scheduleMs)), changed: true };
     }
     case 'rollback':
       if (row.status !== 'PREPARED') throw new TxIllegalTransitionError(row.id, action, row.status, reasonFor(action, row));

@@ -3,7 +3,7 @@ import { startSchedule } from './delivery.ts';
 import { TxIllegalTransitionError, TxNotFoundError } from './errors.ts';
 import { move } from './move.ts';
 import type { TxStatus } from './states.ts';
-import { lockMessage } from './store.ts';
+import { lockMessage, updateMessage } from './store.ts';
 
 /**
  * Operator resend of a DEAD message (seed 002 "死亡消息，可以在后台进行重发"). One that died
@@ -25,9 +25,11 @@ export async function resend(
     const updated =
       row.dead_phase === 'check'
         ? await move(tx, row, 'resend-unconfirmed', now, { ...cleared, checks: 0, next_check_at: now }, { detail: { actor, reason: row.dead_reason } })
-        : await move(tx, row, 'resend-delivered', now, { ...cleared, ...(await startSchedule(tx, row, now, ctx.config.txmsg.redeliveryScheduleMs)) }, {
-            detail: { actor, reason: row.dead_reason },
-          });
+        : await updateMessage(
+            tx,
+            id,
+            await startSchedule(tx, await move(tx, row, 'resend-delivered', now, cleared, { detail: { actor, reason: row.dead_reason } }), now, ctx.config.txmsg.redeliveryScheduleMs),
+          );
     await tx.query(`INSERT INTO audit_log (at, actor, action, detail) VALUES ($1, $2, $3, $4::jsonb)`, [
       now,
       actor,

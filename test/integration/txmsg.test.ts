@@ -355,3 +355,334 @@ describe('actions on every state', () => {
     }
   }
 });
+
+// ---------------------------------------------------------------------------------------------
+// Seed 002's failure points, numbered as in the seed: 1–6 producer ↔ msgx, 7–10 msgx ↔ consumer.
+// ---------------------------------------------------------------------------------------------
+
+const isPrepare = (m: string, u: string) => m === 'POST' && u.endsWith('/v1/tx-messages');
+const isCall = (name: string) => (m: string, u: string) => m === 'POST' && u.endsWith(`/${name}`);
+const orderCount = async () => (await pool.query(`SELECT count(*)::int AS n FROM ex_orders`)).rows[0].n as number;
+
+describe('seed 002 failure points, producer side', () => {
+  it('1: the prepare never reaches msgx → the local transaction never runs, nothing anywhere', async () => {
+    const svc = orderService(client((m, u) => (isPrepare(m, u) ? 'drop-request' : undefined)));
+    await expect(svc.placeOrder('u1', 10)).rejects.toBeInstanceOf(TxUnavailableError);
+    expect(await orderCount()).toBe(0);
+    expect(await txCount()).toBe(0);
+  });
+
+  it('2: msgx cannot store the half message → 5xx, the local transaction never runs, nothing stored', async () => {
+    await pgdb.db.query(`CREATE FUNCTION fail_insert() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'disk full'; END $$`);
+    await pgdb.db.query(`CREATE TRIGGER fail_insert BEFORE INSERT ON tx_message FOR EACH ROW EXECUTE FUNCTION fail_insert()`);
+    try {
+      await expect(orderService(client(undefined, { retries: 1 })).placeOrder('u1', 10)).rejects.toBeInstanceOf(TxUnavailableError);
+    } finally {
+      await pgdb.db.query(`DROP TRIGGER fail_insert ON tx_message; DROP FUNCTION fail_insert()`);
+    }
+    expect(await orderCount()).toBe(0);
+    expect(await txCount()).toBe(0);
+  });
+
+  it('3: the half message is stored but the caller timed out → no local work; check-back rolls it back, nothing delivered', async () => {
+    const svc = orderService(client((m, u) => (isPrepare(m, u) ? 'drop-response' : undefined)));
+    await expect(svc.placeOrder('u1', 10)).rejects.toBeInstanceOf(TxUnavailableError);
+    expect(await orderCount()).toBe(0);
+    const [{ id }] = (await pgdb.db.query<{ id: string }>(`SELECT id FROM tx_message`)).rows as [{ id: string }];
+    expect(await status(id)).toBe('PREPARED');
+    expect((await checkBackOnce(ctx)).checked).toBe(0); // not due before checkAfterMs
+    clock.advance(30_000);
+    expect(await checkBackOnce(ctx)).toMatchObject({ checked: 1, rolledBack: 1 });
+    expect(await status(id)).toBe('ROLLED_BACK');
+    await settle();
+    expect(await eventsOf(id)).toEqual([]);
+  });
+
+  it('3b: a prepare retried after a lost answer reuses its Idempotency-Key → one message, committed once', async () => {
+    let first = true;
+    const svc = orderService(client((m, u) => (isPrepare(m, u) && first ? ((first = false), 'drop-response') : undefined), { retries: 2 }));
+    const { txId } = await svc.placeOrder('u1', 10);
+    expect(await txCount()).toBe(1);
+    expect(await status(txId)).toBe('COMMITTED');
+  });
+
+  it('4: the local transaction fails → the client rolls back; nothing delivered', async () => {
+    await expect(orders.placeOrder('u1', -5)).rejects.toThrow(/check constraint/);
+    const [{ id }] = (await pgdb.db.query<{ id: string }>(`SELECT id FROM tx_message`)).rows as [{ id: string }];
+    expect(await status(id)).toBe('ROLLED_BACK');
+    clock.advance(120_000);
+    await settle();
+    expect(await eventsOf(id)).toEqual([]);
+  });
+
+  it('4b: the local transaction fails and the rollback is lost too → check-back rolls it back', async () => {
+    const settleErrors: string[] = [];
+    const svc = orderService(client((m, u) => (isCall('rollback')(m, u) ? 'drop-request' : undefined), { onSettleError: (_e, op) => settleErrors.push(op) }));
+    await expect(svc.placeOrder('u1', 0)).rejects.toThrow(/check constraint/); // the caller sees its own error, not msgx's
+    expect(settleErrors).toEqual(['rollback']);
+    const [{ id }] = (await pgdb.db.query<{ id: string }>(`SELECT id FROM tx_message`)).rows as [{ id: string }];
+    expect(await status(id)).toBe('PREPARED');
+    clock.advance(30_000);
+    await settle();
+    expect(await status(id)).toBe('ROLLED_BACK');
+    expect(await eventsOf(id)).toEqual([]);
+  });
+
+  it('5: the local transaction committed but the commit never reaches msgx → the order stands; check-back commits and it is delivered', async () => {
+    const settleErrors: string[] = [];
+    const svc = orderService(client((m, u) => (isCall('commit')(m, u) ? 'drop-request' : undefined), { onSettleError: (_e, op) => settleErrors.push(op) }));
+    const { txId } = await svc.placeOrder('u1', 10); // does not fail the caller
+    expect(settleErrors).toEqual(['commit']);
+    expect(await orderCount()).toBe(1);
+    expect(await status(txId)).toBe('PREPARED');
+    clock.advance(30_000);
+    await settle();
+    expect(await status(txId)).toBe('CONSUMED');
+    expect(await points().balance('u1')).toBe(10);
+    const trace = (await api('GET', `/admin/tx-messages/${txId}/trace`, undefined, { 'x-test-admin': 'yes' })).body.trace as any[];
+    expect(trace.map((t) => t.kind)).toEqual(['prepare', 'check', 'commit', 'enqueue', 'sent', 'ack']);
+    expect(trace[2].detail).toMatchObject({ via: 'check-back' });
+  });
+
+  it('6: msgx took the commit but its answer was lost → COMMITTED anyway; the repeat is a no-op; delivered once', async () => {
+    const settleErrors: string[] = [];
+    const svc = orderService(client((m, u) => (isCall('commit')(m, u) ? 'drop-response' : undefined), { onSettleError: (_e, op) => settleErrors.push(op) }));
+    const { txId } = await svc.placeOrder('u1', 10);
+    expect(settleErrors).toEqual(['commit']);
+    expect(await status(txId)).toBe('COMMITTED');
+    expect(await client().commit(txId)).toEqual({ id: txId, status: 'COMMITTED' });
+    clock.advance(30_000);
+    await settle();
+    expect(await eventsOf(txId)).toHaveLength(1);
+    expect(await status(txId)).toBe('CONSUMED');
+  });
+
+  it('6b: msgx fails to record the commit (5xx) → still PREPARED; check-back commits it', async () => {
+    await pgdb.db.query(`CREATE FUNCTION fail_commit() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN IF NEW.status = 'COMMITTED' THEN RAISE EXCEPTION 'lost'; END IF; RETURN NEW; END $$`);
+    await pgdb.db.query(`CREATE TRIGGER fail_commit BEFORE UPDATE ON tx_message FOR EACH ROW EXECUTE FUNCTION fail_commit()`);
+    let txId: string;
+    try {
+      ({ txId } = await orders.placeOrder('u1', 10));
+      expect(await status(txId)).toBe('PREPARED');
+    } finally {
+      await pgdb.db.query(`DROP TRIGGER fail_commit ON tx_message; DROP FUNCTION fail_commit()`);
+    }
+    clock.advance(30_000);
+    await settle();
+    expect(await status(txId)).toBe('CONSUMED');
+  });
+
+  it('check-back: signed, redirects not followed, timeouts bounded; unanswered → DEAD "check-back exhausted" → resend → checked again', async () => {
+    const seen: { url: string; sig?: string }[] = [];
+    let mode: 'redirect' | 'hang' | 'garbage' | 'answer' = 'redirect';
+    checkOverride = (req, res) => {
+      seen.push({ url: req.url!, sig: req.headers['msgx-signature'] as string });
+      if (mode === 'redirect') res.writeHead(302, { location: `${orderUrl}/tx-check?id=x` }).end();
+      else if (mode === 'hang') setTimeout(() => res.writeHead(200).end('{"status":"COMMIT"}'), 1500);
+      else if (mode === 'garbage') res.writeHead(200).end('<html>');
+      else return false;
+      return true;
+    };
+    const id = (await api('POST', '/v1/tx-messages', prepareBody({ checkAfterMs: 0, checkTimeoutMs: 300 }))).body.id;
+    for (const m of ['redirect', 'hang', 'garbage'] as const) {
+      mode = m;
+      await checkBackOnce(ctx);
+      clock.advance(60_000);
+    }
+    expect(seen.filter((s) => s.url.startsWith('/tx-check')).length).toBe(3); // the redirect was not followed
+    expect(seen[0]!.url).toBe(`/tx-check?id=${id}`);
+    expect(seen[0]!.sig).toMatch(/^sha256=[0-9a-f]{64}$/);
+    const r = await row(id);
+    expect(r).toMatchObject({ status: 'DEAD', dead_reason: 'check-back exhausted', checks: 3 });
+    const trace = (await api('GET', `/admin/tx-messages/${id}/trace`, undefined, { 'x-test-admin': 'yes' })).body.trace as any[];
+    expect(trace.filter((t) => t.kind === 'check').map((t) => t.detail.error)).toEqual([
+      'HTTP 302 (redirects are not followed)', 'timed out after 300 ms', 'answer is not JSON',
+    ]);
+    expect((await deadTxMessages(pgdb.db, { phase: 'check' })).map((d) => d.id)).toEqual([id]);
+
+    const resent = await api('POST', `/admin/tx-messages/${id}/resend`, undefined, { 'x-test-admin': 'yes', 'x-msgx-actor': 'alice' });
+    expect(resent.body).toMatchObject({ id, status: 'PREPARED' });
+    const audit = await pgdb.db.query<any>(`SELECT actor, action, detail FROM audit_log`);
+    expect(audit.rows).toEqual([{ actor: 'alice', action: 'txmsg.resend', detail: expect.objectContaining({ id, deadPhase: 'check', to: 'PREPARED' }) }]);
+    mode = 'answer'; // the order service's real answer: no order with this id → ROLLBACK
+    await checkBackOnce(ctx);
+    expect(await status(id)).toBe('ROLLED_BACK');
+  });
+
+  it('check-back is never made to an origin removed from the allow-list after prepare', async () => {
+    const id = (await api('POST', '/v1/tx-messages', prepareBody({ checkAfterMs: 0 }))).body.id;
+    let called = false;
+    checkOverride = () => ((called = true), false);
+    ctx.config.txmsg.checkAllowedOrigins = ['http://elsewhere.example'];
+    try {
+      await checkBackOnce(ctx);
+    } finally {
+      ctx.config.txmsg.checkAllowedOrigins = [orderUrl];
+    }
+    expect(called).toBe(false);
+    expect((await row(id)).last_error).toMatch(/not called: .*not listed/);
+  });
+});
+
+describe('seed 002 failure points, consumer side', () => {
+  async function committed(): Promise<string> {
+    const { txId } = await orders.placeOrder('u1', 10);
+    return txId;
+  }
+
+  it('7: the relay cannot deliver → no redelivery stacks up meanwhile; given up → DEAD → resend → delivered and consumed', async () => {
+    const id = await committed();
+    await relayOnce('fail');
+    clock.advance(10 * 60_000);
+    await redeliverOnce(ctx);
+    expect(await eventsOf(id)).toHaveLength(1); // the relay's own retries own a pending delivery
+    await relayOnce('giveUp');
+    expect(await row(id)).toMatchObject({ status: 'DEAD', dead_phase: 'delivery', dead_reason: 'delivery failed: broker unreachable' });
+    const resent = await api('POST', `/admin/tx-messages/${id}/resend`, undefined, { 'x-test-admin': 'yes' });
+    expect(resent.body).toMatchObject({ status: 'COMMITTED' });
+    expect((await row(id)).attempts).toBe(1); // a fresh schedule
+    await settle();
+    expect(await status(id)).toBe('CONSUMED');
+    expect(await points().balance('u1')).toBe(10);
+  });
+
+  it('8: the record never reaches the consumer → redelivered after the schedule, same msgx-txmsg-id', async () => {
+    const id = await committed();
+    await relayOnce('ok', () => true); // published, then lost on the way
+    expect(await status(id)).toBe('DELIVERED');
+    clock.advance(59_000);
+    expect((await redeliverOnce(ctx)).enqueued).toBe(0); // second delivery waits 1m
+    clock.advance(1_000);
+    expect((await redeliverOnce(ctx)).enqueued).toBe(1);
+    expect(await status(id)).toBe('COMMITTED');
+    await relayOnce();
+    await consumeAll((r) => points().handle(r));
+    expect(await status(id)).toBe('CONSUMED');
+    const events = await eventsOf(id);
+    expect(events.map((e) => e.headers['msgx-txmsg-id'])).toEqual([id, id]);
+  });
+
+  it('9: the consumer fails to process → no ack → redelivered → processed', async () => {
+    const id = await committed();
+    await relayOnce();
+    await consumeAll(async () => {
+      throw new Error('points db down');
+    });
+    expect(await status(id)).toBe('DELIVERED');
+    clock.advance(60_000);
+    await settle();
+    expect(await status(id)).toBe('CONSUMED');
+    expect(await points().balance('u1')).toBe(10);
+  });
+
+  it('10: the ack is lost → redelivered; the consumer dedupes and acks again; points applied once', async () => {
+    const id = await committed();
+    await relayOnce();
+    const lossy = points(client((m, u) => (isCall('ack')(m, u) ? 'drop-request' : undefined)));
+    await consumeAll((r) => lossy.handle(r));
+    expect(await status(id)).toBe('DELIVERED');
+    clock.advance(60_000);
+    const results: { applied: boolean }[] = [];
+    await settle(async (r) => results.push(await points().handle(r)));
+    expect(results).toEqual([{ txId: id, applied: false }]);
+    expect(await status(id)).toBe('CONSUMED');
+    expect(await points().balance('u1')).toBe(10);
+  });
+
+  it('the consumer acks twice → the second is a no-op', async () => {
+    const id = await committed();
+    await relayOnce();
+    expect(await client().ack(id)).toEqual({ id, status: 'CONSUMED' });
+    expect(await client().ack(id)).toEqual({ id, status: 'CONSUMED' });
+    const kinds = (await api('GET', `/admin/tx-messages/${id}/trace`, undefined, { 'x-test-admin': 'yes' })).body.trace.map((t: any) => t.kind);
+    expect(kinds.slice(-2)).toEqual(['ack', 'noop']);
+  });
+
+  it('never acknowledged → delivered per schedule (0s, 1m, 4m), DEAD after the last, resend → consumed', async () => {
+    const id = await committed();
+    const at: number[] = [];
+    const t0 = clock.now().getTime();
+    for (let step = 0; step < 12; step++) {
+      await redeliverOnce(ctx);
+      if (await relayOnce()) at.push(clock.now().getTime() - t0);
+      clock.advance(30_000);
+    }
+    expect(at).toEqual([0, 60_000, 300_000]);
+    expect(await row(id)).toMatchObject({ status: 'DELIVERED', attempts: 3 });
+    clock.advance(300_000);
+    expect((await redeliverOnce(ctx)).dead).toBe(1);
+    expect(await row(id)).toMatchObject({ status: 'DEAD', dead_phase: 'delivery', dead_reason: 'unacknowledged after 3 deliveries' });
+    const resent = await api('POST', `/admin/tx-messages/${id}/resend`, undefined, { 'x-test-admin': 'yes' });
+    expect(resent.body.status).toBe('COMMITTED');
+    await settle();
+    expect(await status(id)).toBe('CONSUMED');
+    expect(await points().balance('u1')).toBe(10); // 4 deliveries, one credit
+  });
+
+  it('redelivers the messages nearest their limit first, bounded per round', async () => {
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) ids.push((await orders.placeOrder(`u${i}`, 1)).txId);
+    await relayOnce();
+    clock.advance(60_000);
+    // ids[2] gets its second delivery first, so it is nearer the limit
+    await pgdb.db.query(`UPDATE tx_message SET attempts = 2 WHERE id = $1`, [ids[2]]);
+    ctx.config.txmsg.redeliveryBatch = 1;
+    try {
+      expect((await redeliverOnce(ctx)).enqueued).toBe(1);
+    } finally {
+      ctx.config.txmsg.redeliveryBatch = 100;
+    }
+    expect(await status(ids[2]!)).toBe('COMMITTED');
+    expect(await status(ids[0]!)).toBe('DELIVERED');
+  });
+
+  it('a relay without hooks wired is reconciled from msg_event by the redelivery round', async () => {
+    const id = await committed();
+    await pgdb.db.query(`UPDATE msg_event SET status = 'SENT', sent_at = $1`, [clock.now()]);
+    expect((await redeliverOnce(ctx)).reconciled).toBe(1);
+    expect(await status(id)).toBe('DELIVERED');
+  });
+
+  it('archives consumed and rolled-back messages after retention; GET and repeated acks still answer', async () => {
+    const id = await committed();
+    await settle();
+    await api('POST', `/v1/tx-messages/${(await api('POST', '/v1/tx-messages', prepareBody())).body.id}/rollback`);
+    expect((await archiveConsumed(ctx)).archived).toBe(0);
+    clock.advance(ctx.config.txmsg.retentionMs);
+    expect((await archiveConsumed(ctx)).archived).toBe(2);
+    expect(await txCount()).toBe(0);
+    expect((await api('GET', `/v1/tx-messages/${id}`)).body).toMatchObject({ id, status: 'CONSUMED', archived: true });
+    expect(await client().ack(id)).toEqual({ id, status: 'CONSUMED' });
+    expect((await api('POST', `/v1/tx-messages/${id}/rollback`)).status).toBe(409);
+  });
+});
+
+describe('end to end on a compressed schedule (real time)', () => {
+  it('100ms,200ms,300ms: three deliveries spaced by the schedule, then DEAD', async () => {
+    const rt = makeContext(systemClock, { MSGX_TX_REDELIVERY_SCHEDULE: '100ms,200ms,300ms' });
+    rt.config.txmsg.checkAllowedOrigins = [orderUrl];
+    const rtUrl = await listen(msgxServer(rt));
+    const svc = new OrderService({ pool, msgx: new TxMessageClient({ baseUrl: rtUrl }), checkUrl: `${orderUrl}/tx-check`, signingSecret: 'test-secret' });
+    const saved = ctx;
+    ctx = rt; // relayOnce stamps with the context's clock
+    const { txId } = await svc.placeOrder('u9', 3);
+    const loop = setInterval(() => void redeliverOnce(rt).then(() => relayOnce()).catch(() => {}), 10);
+    try {
+      await waitFor(async () => (await status(txId)) === 'DEAD', { timeoutMs: 5_000, what: 'the message to die' });
+    } finally {
+      clearInterval(loop);
+      ctx = saved;
+    }
+    const trace = (await api('GET', `/admin/tx-messages/${txId}/trace`, undefined, { 'x-test-admin': 'yes' })).body.trace as any[];
+    const t = (k: string) => trace.filter((e) => e.kind === k).map((e) => new Date(e.at).getTime());
+    const [commitAt] = t('commit');
+    const enq = t('enqueue');
+    const sent = t('sent');
+    expect(enq).toHaveLength(3);
+    expect(enq[0]! - commitAt!).toBeGreaterThanOrEqual(100);
+    expect(enq[1]! - sent[0]!).toBeGreaterThanOrEqual(200);
+    expect(enq[2]! - sent[1]!).toBeGreaterThanOrEqual(300);
+    expect(t('dead')[0]! - sent[2]!).toBeGreaterThanOrEqual(300);
+    expect((await eventsOf(txId)).map((e) => e.headers['msgx-txmsg-id'])).toEqual([txId, txId, txId]);
+  });
+});
