@@ -1,0 +1,165 @@
+import { Command } from 'commander';
+import { loadConfig } from '../config/config.ts';
+import { migrate } from '../db/migrate.ts';
+import { openDb } from '../db/open.ts';
+import { type AdminApi, AdminCallError, openAdminApi } from './admin.ts';
+import { setSchedulesEnabled } from './schedules.ts';
+import { keyValues, table } from './table.ts';
+
+const program = new Command()
+  .name('msgx')
+  .description('Operate msgx: migrations, status, dead letters, replay, requests, pause and resume.')
+  .showHelpAfterError();
+
+async function withApi(fn: (api: AdminApi) => Promise<void>): Promise<void> {
+  const api = await openAdminApi();
+  try {
+    await fn(api);
+  } finally {
+    await api.close();
+  }
+}
+
+program
+  .command('migrate')
+  .description('apply pending PostgreSQL migrations (MSGX_PG_URL, or the embedded database when the twin is stopped)')
+  .action(async () => {
+    const config = loadConfig({ ...process.env, MSGX_RUNTIME: 'twin' });
+    const db = await openDb(config);
+    try {
+      const r = await migrate(db, { onProgress: (name, i, n) => process.stderr.write(`[${i}/${n}] ${name}\n`) });
+      process.stdout.write(r.applied.length ? `applied ${r.applied.length} migration(s)\n` : `up to date (${r.alreadyApplied} applied)\n`);
+    } finally {
+      await db.close();
+    }
+  });
+
+program
+  .command('status')
+  .description('backlog, head message and its age, events pending per target, dead counts, transactional messages per state')
+  .option('--json', 'print JSON instead of tables')
+  .action(async (o: { json?: boolean }) =>
+    withApi(async (api) => {
+      const s = await api.call<StatsView>('GET', '/admin/stats');
+      if (o.json) return void process.stdout.write(`${JSON.stringify(s, null, 2)}\n`);
+      process.stdout.write(renderStatus(s));
+    }),
+  );
+
+program
+  .command('dead')
+  .description('list dead letters')
+  .option('--kind <kind>', 'proc | event | txmsg', 'proc')
+  .option('--class <errorClass>', 'only this error class (proc)')
+  .option('--limit <n>', 'at most this many', '50')
+  .action(async (o: { kind: string; class?: string; limit: string }) =>
+    withApi(async (api) => {
+      const q = new URLSearchParams({ kind: o.kind, limit: o.limit, ...(o.class ? { errorClass: o.class } : {}) });
+      const r = await api.call<{ items: Record<string, unknown>[] }>('GET', `/admin/dead?${q}`);
+      process.stdout.write(`${table(r.items.map(compact))}\n`);
+    }),
+  );
+
+program
+  .command('replay')
+  .description('move dead or failed messages (proc) or events (event) back to PENDING')
+  .requiredOption('--kind <kind>', 'proc | event')
+  .option('--class <errorClass>', 'every replayable message of this class (CODEC_ERROR, UNSUPPORTED, INFRA, EXHAUSTED)')
+  .option('--ids <ids>', 'comma list of IDs')
+  .option('--target <target>', 'events of this target (event)')
+  .option('--dry-run', 'only show what would move')
+  .action(async (o: { kind: string; class?: string; ids?: string; target?: string; dryRun?: boolean }) =>
+    withApi(async (api) => {
+      const body = {
+        kind: o.kind,
+        dryRun: Boolean(o.dryRun),
+        ...(o.class ? { errorClass: o.class } : {}),
+        ...(o.target ? { target: o.target } : {}),
+        ...(o.ids ? { ids: o.ids.split(',').map((s) => Number(s.trim())) } : {}),
+      };
+      const r = await api.call<{ moved: Record<string, unknown>[]; refused?: Record<string, unknown>[]; warnings?: string[] }>(
+        'POST',
+        '/admin/replay',
+        body,
+      );
+      process.stdout.write(`${o.dryRun ? 'would move' : 'moved'} ${r.moved.length}\n${table(r.moved)}\n`);
+      if (r.refused?.length) process.stdout.write(`\nrefused ${r.refused.length}\n${table(r.refused)}\n`);
+      for (const w of r.warnings ?? []) process.stdout.write(`\nwarning: ${w}\n`);
+    }),
+  );
+
+program
+  .command('request-day <day>')
+  .description('ask upstream for the flights of a day (writes an RQFD to COUTMSGS)')
+  .action(async (day: string) =>
+    withApi(async (api) => {
+      const r = await api.call<Record<string, unknown>>('POST', '/admin/requests', { day });
+      process.stdout.write(`${keyValues(r)}\n`);
+    }),
+  );
+
+program
+  .command('trace <msgId>')
+  .description('the path of one inbound message: mailbox, attempts, flight changes, events, backfill')
+  .option('--tx', 'trace a transactional message instead')
+  .action(async (id: string, o: { tx?: boolean }) =>
+    withApi(async (api) => {
+      const r = await api.call<Record<string, unknown>>('GET', o.tx ? `/admin/tx-messages/${encodeURIComponent(id)}/trace` : `/admin/trace/${encodeURIComponent(id)}`);
+      process.stdout.write(`${JSON.stringify(r, null, 2)}\n`);
+    }),
+  );
+
+for (const [name, paused] of [
+  ['pause', true],
+  ['resume', false],
+] as const) {
+  program
+    .command(name)
+    .description(paused ? 'stop head processing (ingress keeps accepting); disables the schedules in the cloud' : 'resume head processing and the schedules')
+    .action(async () =>
+      withApi(async (api) => {
+        // Schedules first on pause (no new invocations), flag first on resume (workers may run).
+        if (paused) await setSchedulesEnabled(false);
+        await api.call('POST', paused ? '/admin/pause' : '/admin/resume');
+        if (!paused) await setSchedulesEnabled(true);
+        process.stdout.write(`pipeline ${paused ? 'paused' : 'running'} (${api.mode})\n`);
+      }),
+    );
+}
+
+interface StatsView {
+  at: string;
+  paused: boolean;
+  pipeline: { backlog: number; head: Record<string, unknown> | null; byStatus: Record<string, number>; deadByClass: Record<string, number> };
+  events?: { target: string; pending: number; oldestAgeSeconds: number | null; dead: number }[];
+  txmsg?: Record<string, number>;
+}
+
+export function renderStatus(s: StatsView): string {
+  const head = s.pipeline.head;
+  const out = [
+    keyValues({
+      pipeline: s.paused ? 'PAUSED' : 'running',
+      backlog: s.pipeline.backlog,
+      head: head ? `#${head.msgId} ${head.status} attempts=${head.attempts} age=${Math.round(Number(head.ageSeconds))}s${head.errorClass ? ` ${head.errorClass}` : ''}` : '(empty)',
+    }),
+    '',
+    'messages by status',
+    table(Object.entries(s.pipeline.byStatus).map(([status, count]) => ({ status, count }))),
+    '',
+    'dead by class',
+    table(Object.entries(s.pipeline.deadByClass).map(([errorClass, count]) => ({ errorClass, count }))),
+  ];
+  if (s.events) out.push('', 'events by target', table(s.events));
+  if (s.txmsg) out.push('', 'transactional messages by state', table(Object.entries(s.txmsg).map(([state, count]) => ({ state, count }))));
+  return `${out.join('\n')}\n`;
+}
+
+function compact(row: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(row).filter(([k]) => !['raw_text', 'headers', 'value'].includes(k)));
+}
+
+program.parseAsync().catch((err) => {
+  process.stderr.write(`msgx: ${err instanceof AdminCallError ? err.message : err instanceof Error ? err.message : String(err)}\n`);
+  process.exit(1);
+});
