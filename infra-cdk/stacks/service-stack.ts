@@ -209,8 +209,9 @@ export class ServiceStack extends Stack {
         }),
       },
     });
+    // Payload 1.0 (httpMethod, path, requestContext.identity.userArn): what lib/http/apigw.ts reads.
     const integration = new HttpLambdaIntegration('Ingress', fns.ingress.fn, {
-      payloadFormatVersion: apigwv2.PayloadFormatVersion.VERSION_2_0,
+      payloadFormatVersion: apigwv2.PayloadFormatVersion.VERSION_1_0,
     });
     const iamAuth = new authorizers.HttpIamAuthorizer();
     const upstreamAuth = upstreamAuthorizer(this, msgx) ?? iamAuth;

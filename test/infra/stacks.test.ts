@@ -238,6 +238,7 @@ describe('msgx stacks (dev)', () => {
   });
 
   it('authenticates every route with IAM by default and throttles the stage', () => {
+    service.hasResourceProperties('AWS::ApiGatewayV2::Integration', { PayloadFormatVersion: '1.0', IntegrationType: 'AWS_PROXY' });
     const routes = Object.values(service.findResources('AWS::ApiGatewayV2::Route'));
     const keys = routes.map((r) => r.Properties.RouteKey);
     for (const k of ['POST /cminmsgs/send', 'POST /v1/tx-messages', 'POST /v1/tx-messages/{id}/commit', 'GET /v1/flights/{flid}', 'GET /health', 'ANY /admin/{proxy+}', 'GET /console'])
