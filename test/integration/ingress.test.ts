@@ -1,0 +1,111 @@
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Db } from '../../lib/db/db.ts';
+import { buildRouter } from '../../lib/http/app.ts';
+import { startHttpServer } from '../../lib/http/node.ts';
+import { systemClock } from '../../lib/shared/clock.ts';
+import type { AppContext } from '../../lib/shared/context.ts';
+import { drainPoller, drainPump, makeContext, wire } from '../helpers/pipeline.ts';
+import { freshMysql, freshPg, type TestMysql, type TestPg } from '../helpers/services.ts';
+
+/** POST /cminmsgs/send over real HTTP: bad input is refused with a reason and nothing is stored. */
+describe('ingress over HTTP', () => {
+  let pg: TestPg;
+  let my: TestMysql;
+  let ctx: AppContext;
+  let server: Server;
+  let base: string;
+
+  beforeAll(async () => {
+    pg = await freshPg();
+    my = await freshMysql();
+    ctx = makeContext({ db: pg.db, mailbox: my.mailbox, clock: systemClock, env: { MSGX_MAX_BODY_BYTES: '4096' } });
+    server = await startHttpServer(ctx, buildRouter(), { port: 0 });
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  afterAll(async () => {
+    server.close();
+    await my.drop();
+    await pg.drop();
+  });
+
+  const send = (body: string, type = 'application/xml') =>
+    fetch(`${base}/cminmsgs/send`, { method: 'POST', headers: { 'content-type': type }, body });
+  const mailboxCount = async () => (await my.query<{ n: number }[]>('SELECT COUNT(*) AS n FROM CMINMSGS'))[0]!.n;
+
+  it('stores, enqueues and answers 200 text/plain with the mailbox ID', async () => {
+    for (const type of ['application/xml', 'text/xml; charset=utf-8', 'text/plain']) {
+      const res = await send(wire({ TYPE: 'LDM', SEQN: type }), type);
+      expect(res.status).toBe(200);
+      expect(res.headers.get('content-type')).toMatch(/^text\/plain/);
+      const id = Number(await res.text());
+      expect(Number.isInteger(id) && id > 0).toBe(true);
+      const row = await pg.db.query(`SELECT status FROM proc_state WHERE msg_id = $1`, [id]);
+      expect(row.rows[0]).toEqual({ status: 'PENDING' });
+    }
+  });
+
+  it.each([
+    ['an empty body', '', 400, /empty/],
+    ['XML that is not well-formed', '<MSG><META></MSG>', 400, /not well-formed/],
+    ['a DOCTYPE', '<!DOCTYPE MSG [<!ENTITY x "y">]><MSG/>', 400, /DOCTYPE/],
+    ['a body over the size limit', `<MSG>${'x'.repeat(5000)}</MSG>`, 413, /larger than 4096 bytes/],
+  ])('refuses %s with a JSON reason and stores nothing', async (_what, body, status, reason) => {
+    const before = await mailboxCount();
+    const res = await send(body);
+    expect(res.status).toBe(status);
+    const json = (await res.json()) as { error: string; detail: string };
+    expect(json.detail).toMatch(reason);
+    expect(json.error).toBeTruthy();
+    expect(await mailboxCount()).toBe(before);
+  });
+
+  it('refuses a content type that is not XML or text', async () => {
+    const res = await send('{"a":1}', 'application/json');
+    expect(res.status).toBe(415);
+    expect(((await res.json()) as { detail: string }).detail).toMatch(/application\/json is not accepted/);
+  });
+
+  it('answers unknown routes 404 and wrong methods 405, as JSON', async () => {
+    expect((await fetch(`${base}/nope`)).status).toBe(404);
+    const res = await fetch(`${base}/cminmsgs/send`);
+    expect(res.status).toBe(405);
+    expect(await res.json()).toMatchObject({ error: 'method_not_allowed' });
+  });
+
+  it('when the enqueue fails after the mailbox insert, the message is not lost: the poller enqueues it', async () => {
+    const broken: Db = Object.assign(Object.create(null), {
+      kind: pg.db.kind,
+      query: async (sql: string, params?: unknown[]) => {
+        if (sql.includes('INSERT INTO proc_state')) throw new Error('connection reset');
+        return pg.db.query(sql, params);
+      },
+      tx: pg.db.tx.bind(pg.db),
+      listen: pg.db.listen.bind(pg.db),
+      session: pg.db.session.bind(pg.db),
+      close: async () => {},
+    });
+    const brokenCtx = { ...ctx, db: broken };
+    const res = await buildRouter().handle(
+      { method: 'POST', path: '/cminmsgs/send', headers: { 'content-type': 'application/xml' }, query: {}, body: wire({ TYPE: 'LDM', SEQN: 'lost?' }), params: {}, isAdmin: false },
+      brokenCtx,
+    );
+    expect(res.status).toBe(200);
+    const id = Number(res.body);
+    expect((await pg.db.query(`SELECT 1 FROM proc_state WHERE msg_id = $1`, [id])).rowCount).toBe(0);
+    const pollCtx = makeContext({ db: pg.db, mailbox: my.mailbox });
+    expect(await drainPoller(pollCtx)).toBeGreaterThanOrEqual(1);
+    await drainPump(pollCtx);
+    const row = await pg.db.query(`SELECT status, note FROM proc_state WHERE msg_id = $1`, [id]);
+    expect(row.rows[0]).toEqual({ status: 'SKIPPED', note: 'ignored-type:LDM' });
+  });
+
+  it('admin routes answer 403 to a caller that is not an operator', async () => {
+    const r = await buildRouter().handle(
+      { method: 'GET', path: '/admin/stats', headers: {}, query: {}, body: '', params: {}, isAdmin: false },
+      ctx,
+    );
+    expect(r.status).toBe(403);
+  });
+});

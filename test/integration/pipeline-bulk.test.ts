@@ -1,0 +1,76 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { FakeClock } from '../../lib/shared/clock.ts';
+import { drainPoller, drainPump, makeContext, wire } from '../helpers/pipeline.ts';
+import { freshMysql, freshPg, type TestMysql, type TestPg } from '../helpers/services.ts';
+import { createEffectTables, testRegistry } from '../helpers/testProcessors.ts';
+
+/**
+ * Issue 2 "done when": 1,000 mailbox rows with duplicates, malformed XML and ignored types end
+ * terminal in ID order with the right status and class, every terminal row back-filled.
+ */
+describe('1,000 mixed mailbox rows', () => {
+  let pg: TestPg;
+  let my: TestMysql;
+  beforeAll(async () => {
+    pg = await freshPg();
+    my = await freshMysql();
+    await createEffectTables(pg.db);
+  });
+  afterAll(async () => {
+    await my.drop();
+    await pg.drop();
+  });
+
+  it('ends every row terminal, in ID order, with the expected status and class, back-filled', async () => {
+    type Expect = { status: string; cls: string | null };
+    const expected = new Map<number, Expect>();
+    const seen = new Set<string>();
+    for (let i = 0; i < 1000; i++) {
+      const kind = i % 10;
+      let xml: string;
+      let exp: Expect;
+      if (kind === 3) {
+        xml = `<MSG><META><SNDR>FIMS</SNDR><TYPE>TEST</TYPE><SEQN>${i}`; // truncated
+        exp = { status: 'DEAD', cls: 'MALFORMED' };
+      } else if (kind === 5) {
+        xml = wire({ TYPE: ['LDM', 'REGN', 'RSTA', 'EROR'][i % 4]!, SEQN: i });
+        exp = { status: 'SKIPPED', cls: null };
+      } else if (kind === 7) {
+        xml = `<MSG><META><SNDR>FIMS</SNDR><TYPE>TEST</TYPE></META></MSG>`;
+        exp = { status: 'DEAD', cls: 'MALFORMED' };
+      } else {
+        // Every 4th valid message repeats an earlier sequence number: a duplicate identity.
+        const seqn = kind === 9 ? String(i - 1) : String(i);
+        xml = wire({ TYPE: 'TEST', SEQN: seqn });
+        exp = seen.has(seqn) ? { status: 'SKIPPED', cls: null } : { status: 'SUCCEEDED', cls: null };
+        seen.add(seqn);
+      }
+      expected.set(await my.mailbox.insertInbound(xml), exp);
+    }
+    const ctx = makeContext({ db: pg.db, mailbox: my.mailbox, clock: new FakeClock(), registry: testRegistry() });
+    // Interleave polling and pumping, as the roles do.
+    for (let i = 0; i < 100; i++) {
+      const n = await drainPoller(ctx);
+      await drainPump(ctx);
+      if (n === 0) break;
+    }
+    const rows = await pg.db.query<{ msg_id: number; status: string; error_class: string | null }>(
+      `SELECT msg_id, status, error_class FROM proc_state ORDER BY msg_id`,
+    );
+    expect(rows.rowCount).toBe(1000);
+    for (const r of rows.rows) expect({ id: r.msg_id, status: r.status, cls: r.error_class }).toEqual({ id: r.msg_id, ...expected.get(r.msg_id) });
+    const effects = await pg.db.query<{ msg_id: number }>(`SELECT msg_id FROM test_effect ORDER BY ctid`);
+    const succeeded = rows.rows.filter((r) => r.status === 'SUCCEEDED').map((r) => r.msg_id);
+    expect(effects.rows.map((r) => r.msg_id)).toEqual(succeeded);
+    // Processed in ID order: attempt records were written in ascending message order.
+    const order = await pg.db.query<{ msg_id: number }>(`SELECT msg_id FROM proc_attempt ORDER BY id`);
+    expect(order.rows.map((r) => r.msg_id)).toEqual([...expected.keys()]);
+    const unprocessed = await my.query<{ n: number }[]>('SELECT COUNT(*) AS n FROM CMINMSGS WHERE DATE_PROCESSED IS NULL');
+    expect(unprocessed[0]!.n).toBe(0);
+    const statuses = await my.query<{ PROC_STATUS: string; n: number }[]>(
+      'SELECT PROC_STATUS, COUNT(*) AS n FROM CMINMSGS GROUP BY PROC_STATUS ORDER BY PROC_STATUS',
+    );
+    const want = [...expected.values()].reduce<Record<string, number>>((a, e) => ((a[e.status] = (a[e.status] ?? 0) + 1), a), {});
+    expect(Object.fromEntries(statuses.map((s) => [s.PROC_STATUS, s.n]))).toEqual(want);
+  });
+});

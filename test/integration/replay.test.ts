@@ -1,0 +1,67 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PgMailbox } from '../../lib/mailbox/pg.ts';
+import { replayMessages } from '../../lib/pipeline/replay.ts';
+import { FakeClock } from '../../lib/shared/clock.ts';
+import { drainPoller, drainPump, makeContext, wire } from '../helpers/pipeline.ts';
+import { freshPg, type TestPg } from '../helpers/services.ts';
+import { createEffectTables, testRegistry } from '../helpers/testProcessors.ts';
+
+/** Replay (seed 000 §6.1): replayable classes only, by class or IDs, dry run, audit, order warning. */
+describe('replay of dead and failed messages', () => {
+  let pg: TestPg;
+  const clock = new FakeClock();
+  let ids: Record<string, number>;
+
+  beforeAll(async () => {
+    pg = await freshPg();
+    await createEffectTables(pg.db);
+    const mailbox = new PgMailbox(pg.db);
+    await mailbox.ensureTables();
+    const ctx = makeContext({ db: pg.db, mailbox, clock, registry: testRegistry(), env: { MSGX_MAX_ATTEMPTS: '1' } });
+    ids = {
+      exhausted: await mailbox.insertInbound(wire({ TYPE: 'TEST', SEQN: 1 }, '<TEST><FAIL>INFRA</FAIL></TEST>')),
+      protocol: await mailbox.insertInbound(wire({ TYPE: 'TEST', SEQN: 2 }, '<TEST><FAIL>PROTOCOL</FAIL></TEST>')),
+      malformed: await mailbox.insertInbound('<MSG>'),
+      ok: await mailbox.insertInbound(wire({ TYPE: 'TEST', SEQN: 3 })),
+    };
+    await drainPoller(ctx);
+    await drainPump(ctx);
+  });
+  afterAll(() => pg.drop());
+
+  const status = async (id: number) =>
+    (await pg.db.query<{ status: string; error_class: string | null; attempts: number; identity_key: string | null }>(
+      `SELECT status, error_class, attempts, identity_key FROM proc_state WHERE msg_id = $1`,
+      [id],
+    )).rows[0]!;
+
+  it('a dry run lists what would move, refuses non-replayable classes with a reason, and warns about order', async () => {
+    const r = await replayMessages(pg.db, { ids: [ids.exhausted!, ids.protocol!, ids.malformed!, ids.ok!, 999999], dryRun: true }, 'tester', clock.now());
+    expect(r.moved).toEqual([{ msgId: ids.exhausted, status: 'DEAD', errorClass: 'EXHAUSTED' }]);
+    expect(r.refused).toEqual([
+      { msgId: ids.protocol, reason: 'PROTOCOL is not replayable (fix the message instead)' },
+      { msgId: ids.malformed, reason: 'MALFORMED is not replayable (fix the message instead)' },
+      { msgId: ids.ok, reason: 'status is SUCCEEDED' },
+      { msgId: 999999, reason: 'no such message' },
+    ]);
+    expect(r.warnings[0]).toMatch(/1 newer message\(s\) already succeeded/);
+    expect((await status(ids.exhausted!)).status).toBe('DEAD');
+  });
+
+  it('replays by class: back to PENDING with attempts reset, identity kept, audited, then processed again', async () => {
+    const before = await status(ids.exhausted!);
+    const r = await replayMessages(pg.db, { errorClass: 'EXHAUSTED', dryRun: false }, 'tester', clock.now());
+    expect(r.moved.map((m) => m.msgId)).toEqual([ids.exhausted]);
+    const after = await status(ids.exhausted!);
+    expect(after).toMatchObject({ status: 'PENDING', attempts: 0, error_class: null, identity_key: before.identity_key });
+    const audit = await pg.db.query<{ actor: string; action: string; detail: { moved: number[] } }>(
+      `SELECT actor, action, detail FROM audit_log WHERE action = 'replay.proc'`,
+    );
+    expect(audit.rows).toEqual([{ actor: 'tester', action: 'replay.proc', detail: expect.objectContaining({ moved: [ids.exhausted] }) }]);
+    // The attempt history of the first life is kept; the new attempt is appended.
+    const ctx = makeContext({ db: pg.db, mailbox: new PgMailbox(pg.db), clock, registry: testRegistry(), env: { MSGX_MAX_ATTEMPTS: '1' } });
+    await drainPump(ctx);
+    const attempts = await pg.db.query(`SELECT attempt FROM proc_attempt WHERE msg_id = $1 ORDER BY id`, [ids.exhausted]);
+    expect(attempts.rows).toEqual([{ attempt: 1 }, { attempt: 1 }]);
+  });
+});
