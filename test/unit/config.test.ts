@@ -1,0 +1,53 @@
+import { describe, expect, it } from 'vitest';
+import { loadConfig } from '../../lib/config/config.ts';
+import { parseDuration } from '../../lib/config/parse.ts';
+import { ConfigError } from '../../lib/shared/errors.ts';
+
+describe('configuration', () => {
+  it('runs on embedded defaults with nothing set', () => {
+    const c = loadConfig({});
+    expect(c.runtime).toBe('twin');
+    expect(c.http.port).toBe(8080);
+    expect(c.timezone).toBe('Asia/Shanghai');
+    expect(c.pipeline).toMatchObject({ pollIntervalMs: 1000, claimBatch: 50, maxAttempts: 5, backoffInitialMs: 1000, backoffMaxMs: 60_000, headDeadlineMs: 600_000 });
+    expect(c.outbox).toMatchObject({ topicMsg: 'msgx.msg', topicSchd: 'msgx.schd', topicPartitions: 6, maxRetryCount: 10, initialBackoffMs: 5000, maxBackoffMs: 300_000 });
+    expect(c.txmsg.redeliveryScheduleMs).toEqual([0, 60_000, 240_000, 600_000, 1_800_000, 3_600_000]);
+    expect(c.txmsg.checkMax).toBe(15);
+  });
+
+  it.each([
+    [{ MSGX_HTTP_PORT: 'eighty' }, /MSGX_HTTP_PORT/],
+    [{ MSGX_POLL_INTERVAL_MS: '0' }, /MSGX_POLL_INTERVAL_MS/],
+    [{ MSGX_TIMEZONE: 'Mars/Olympus' }, /MSGX_TIMEZONE: must be an IANA time zone/],
+    [{ MSGX_MAILBOX_URL: 'postgres://x' }, /MSGX_MAILBOX_URL: must be a mysql:\/\/ URL/],
+    [{ MSGX_BACKOFF_INITIAL: '2m', MSGX_BACKOFF_MAX: '1m' }, /MSGX_BACKOFF_INITIAL: must not exceed MSGX_BACKOFF_MAX/],
+    [{ MSGX_TX_REDELIVERY_SCHEDULE: '0s,soon' }, /MSGX_TX_REDELIVERY_SCHEDULE: "soon" is not a duration/],
+    [{ MSGX_DELIVERY_LEASE: '1s', MSGX_DELIVERY_PUBLISH_TIMEOUT: '3s' }, /MSGX_DELIVERY_LEASE/],
+  ])('refuses %o with a message naming the variable', (env, message) => {
+    expect(() => loadConfig(env)).toThrow(ConfigError);
+    expect(() => loadConfig(env)).toThrow(message);
+  });
+
+  it('refuses the embedded database and the file sink in the cloud', () => {
+    expect(() => loadConfig({ AWS_LAMBDA_FUNCTION_NAME: 'msgx-pump' })).toThrow(
+      /MSGX_PG_URL: required in the cloud[\s\S]*MSGX_KAFKA_BROKERS: required in the cloud/,
+    );
+    const ok = loadConfig({
+      MSGX_RUNTIME: 'lambda',
+      MSGX_PG_URL: 'postgres://u@db/msgx',
+      MSGX_MAILBOX_URL: 'mysql://u@mb/box',
+      MSGX_KAFKA_BROKERS: 'b1:9098,b2:9098',
+    });
+    expect(ok.kafka.brokers).toEqual(['b1:9098', 'b2:9098']);
+  });
+
+  it('shadow mode publishes to .shadow topics', () => {
+    const c = loadConfig({ MSGX_SHADOW: '1' });
+    expect([c.shadow, c.outbox.topicMsg, c.outbox.topicSchd]).toEqual([true, 'msgx.msg.shadow', 'msgx.schd.shadow']);
+  });
+
+  it('parses durations in ms, s, m and h', () => {
+    expect(['500ms', '30s', '4m', '1h', '250'].map(parseDuration)).toEqual([500, 30_000, 240_000, 3_600_000, 250]);
+    expect(() => parseDuration('1 day')).toThrow(/not a duration/);
+  });
+});
