@@ -77,9 +77,9 @@ export async function closeRequest(
 export async function expireOverdue(q: Queryable, now: Date, timeoutMs: number): Promise<ReqRow[]> {
   const r = await q.query<ReqRow>(
     `UPDATE req_track SET status = 'EXPIRED', closed_at = $1, close_reason = 'timeout'
-     WHERE ${OPEN} AND coalesce(sent_at, registered_at) <= $1 - make_interval(secs => $2::double precision / 1000)
+     WHERE ${OPEN} AND coalesce(sent_at, registered_at) <= $2
      RETURNING *`,
-    [now, timeoutMs],
+    [now, new Date(now.getTime() - timeoutMs)],
   );
   return r.rows;
 }
