@@ -44,14 +44,16 @@ export async function txmsgDeadHook(tx: Queryable, dead: SettledEvent[], now: Da
     const row = await lockMessage(tx, e.sourceId!);
     if (!row) continue;
     if (row.status === 'COMMITTED' && row.in_flight_event_id === e.eventId) {
-      const reason = `delivery failed: ${e.error ?? 'the relay gave the event up'}`;
+      // The relay's hook reports no error text; it wrote it on the event in this same transaction.
+      const error = e.error ?? (await tx.query<{ last_error: string | null }>(`SELECT last_error FROM msg_event WHERE event_id = $1`, [e.eventId])).rows[0]?.last_error;
+      const reason = `delivery failed: ${error ?? 'the relay gave the event up'}`;
       await move(tx, row, 'delivery-failed', now, {
         in_flight_event_id: null,
         next_delivery_at: null,
         dead_phase: 'delivery',
         dead_reason: reason,
-        last_error: e.error ?? null,
-      }, { detail: { eventId: e.eventId, error: e.error ?? null } });
+        last_error: error ?? null,
+      }, { detail: { eventId: e.eventId, error: error ?? null } });
     } else {
       await appendTrace(tx, row.id, now, 'delivery-failed', row.status, { eventId: e.eventId, error: e.error ?? null, note: 'status unchanged' });
     }
