@@ -62,15 +62,15 @@ export class NetworkStack extends Stack {
     });
     endpointSg.addIngressRule(ec2.Peer.ipv4(settings.vpcCidr), ec2.Port.tcp(443), 'HTTPS from inside the VPC');
     const subnets = { subnetType: ec2.SubnetType.PRIVATE_WITH_EGRESS };
+    // The calls msgx makes on every cold start or every loop stay inside the VPC.
     const interfaces: Record<string, ec2.InterfaceVpcEndpointAwsService> = {
       SecretsManager: ec2.InterfaceVpcEndpointAwsService.SECRETS_MANAGER,
       Lambda: ec2.InterfaceVpcEndpointAwsService.LAMBDA,
       Scheduler: new ec2.InterfaceVpcEndpointAwsService('scheduler'),
       Logs: ec2.InterfaceVpcEndpointAwsService.CLOUDWATCH_LOGS,
-      Monitoring: ec2.InterfaceVpcEndpointAwsService.CLOUDWATCH_MONITORING,
       Sts: ec2.InterfaceVpcEndpointAwsService.STS,
-      XRay: ec2.InterfaceVpcEndpointAwsService.XRAY,
     };
+    // Everything else (X-Ray, the Kafka control plane, webhooks) leaves through the NAT gateway.
     for (const [name, service] of Object.entries(interfaces)) {
       this.vpc.addInterfaceEndpoint(name, { service, subnets, securityGroups: [endpointSg], privateDnsEnabled: true, open: false });
     }
