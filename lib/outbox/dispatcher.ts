@@ -137,27 +137,11 @@ interface ClaimedRow {
   newest_id?: number;
 }
 
-// The head run: open events in event_id order, cut before the first one that is leased by
-// someone else or not due (bool_and over the running window). A head that failed before is
-// retried alone, so a poison event is isolated and innocent followers are not charged for it.
-const CLAIM_SQL = `
-WITH open AS (
-  SELECT event_id, attempts, status, lock_until, next_attempt_at FROM msg_event
-  WHERE target = $1 AND status IN ('PENDING', 'DELIVERING')
-  ORDER BY event_id LIMIT $2
-), run AS (
-  SELECT event_id,
-         bool_and((status = 'PENDING' OR lock_until <= $3) AND next_attempt_at <= $3) OVER w AS ok,
-         row_number() OVER w AS rn,
-         first_value(attempts) OVER w AS head_attempts
-  FROM open WINDOW w AS (ORDER BY event_id)
-)
-UPDATE msg_event e SET status = 'DELIVERING', lock_until = $4, locked_by = $5
-FROM run
-WHERE e.event_id = run.event_id AND run.ok AND (run.head_attempts = 0 OR run.rn = 1)
-  AND (e.status = 'PENDING' OR e.lock_until <= $3)
-RETURNING e.event_id, e.partition_key, e.event_type, e.value, e.headers, e.attempts, e.source_kind, e.source_id,
-  (SELECT array_agg(d.publisher) FROM event_delivery d WHERE d.event_id = e.event_id AND d.outcome = 'ok') AS delivered_to`;
+// The head run of an ordinary target: msgx_outbox_claim (migration 004) takes the target's
+// advisory lock, then leases the open events in event_id order, cut before the first one that is
+// leased by someone else or not due. A head that failed before is retried alone, so a poison
+// event is isolated and innocent followers are not charged for it. One round trip.
+const CLAIM_SQL = `SELECT * FROM msgx_outbox_claim($1, $2, $3, $4, $5)`;
 
 // schd: group the open events per FLID, take the newest state_version of each group whose newest
 // is due and which nobody else holds, oldest groups first, at most the flush limit; lease every
@@ -191,34 +175,8 @@ WITH flush_due AS (
 SELECT c.*, (SELECT array_agg(d.publisher) FROM event_delivery d WHERE d.event_id = c.event_id AND d.outcome = 'ok') AS delivered_to
 FROM claimed c`;
 
-// One statement records a whole batch: every row's new state and every publisher outcome.
-const MARK_SQL = `
-WITH u AS (
-  SELECT * FROM unnest($1::bigint[], $2::text[], $3::int[], $4::timestamptz[], $5::text[], $6::bigint[])
-    AS u(id, status, attempts, next_at, error, sent_as)
-), upd AS (
-  UPDATE msg_event e SET
-    status = u.status,
-    attempts = u.attempts,
-    next_attempt_at = coalesce(u.next_at, e.next_attempt_at),
-    last_error = coalesce(u.error, e.last_error),
-    sent_at = CASE WHEN u.status = 'SENT' THEN $7::timestamptz ELSE e.sent_at END,
-    dead_at = CASE WHEN u.status = 'DEAD' THEN $7::timestamptz ELSE e.dead_at END,
-    sent_as = coalesce(u.sent_as, e.sent_as),
-    lock_until = NULL
-  FROM u
-  WHERE e.event_id = u.id AND e.status = 'DELIVERING' AND e.locked_by = $8
-  RETURNING e.event_id, e.status, e.source_kind, e.source_id
-), outcomes AS (
-  INSERT INTO event_delivery (event_id, publisher, outcome, partition, "offset", at, error)
-  SELECT o.id, o.publisher, o.outcome, o.part, o.off, $7::timestamptz, o.error
-  FROM unnest($9::bigint[], $10::text[], $11::text[], $12::int[], $13::bigint[], $14::text[])
-    AS o(id, publisher, outcome, part, off, error)
-  ON CONFLICT (event_id, publisher) DO UPDATE SET
-    outcome = EXCLUDED.outcome, partition = EXCLUDED.partition, "offset" = EXCLUDED."offset",
-    at = EXCLUDED.at, error = EXCLUDED.error, tries = event_delivery.tries + 1
-)
-SELECT event_id, status, source_kind, source_id FROM upd`;
+// One call records a whole batch: every row's new state and every publisher outcome (migration 004).
+const MARK_SQL = `SELECT * FROM msgx_outbox_mark($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`;
 
 interface RowUpdate {
   id: number;
@@ -313,12 +271,13 @@ async function deliverTarget(
   // Claim.
   const t0 = performance.now();
   const lockUntil = new Date(nowMs + ctx.config.outbox.leaseMs);
-  const claimed = await ctx.db.tx(async (tx) => {
-    const lock = await tx.query<{ ok: boolean }>(`SELECT pg_try_advisory_xact_lock(hashtext($1)) AS ok`, [
-      `msgx:target:${head.target}`,
-    ]);
-    if (!lock.rows[0]?.ok) return null;
-    if (isSchd) {
+  let claimed: ClaimedRow[] | null;
+  if (isSchd) {
+    claimed = await ctx.db.tx(async (tx) => {
+      const lock = await tx.query<{ ok: boolean }>(`SELECT pg_try_advisory_xact_lock(hashtext($1)) AS ok`, [
+        `msgx:target:${head.target}`,
+      ]);
+      if (!lock.rows[0]?.ok) return null;
       const periodStart = new Date(nowMs - ctx.config.outbox.schdFlushPeriodMs);
       return (
         await tx.query<ClaimedRow>(CLAIM_SCHD_SQL, [
@@ -330,9 +289,11 @@ async function deliverTarget(
           periodStart,
         ])
       ).rows;
-    }
-    return (await tx.query<ClaimedRow>(CLAIM_SQL, [head.target, settings.batchSize, now, lockUntil, me])).rows;
-  });
+    });
+  } else {
+    const rows = (await ctx.db.query<ClaimedRow & { locked: boolean }>(CLAIM_SQL, [head.target, settings.batchSize, now, lockUntil, me])).rows;
+    claimed = rows.length === 1 && rows[0]!.locked ? null : rows;
+  }
   report.claimMs = round(performance.now() - t0);
   if (claimed === null) {
     report.skipped = 'locked';

@@ -293,7 +293,7 @@ describe('leases', () => {
     const flaky = {
       kind: db.kind,
       query: (async (sql: string, params?: unknown[]) => {
-        if (failMark && sql.includes('INSERT INTO event_delivery')) throw new Error('connection terminated');
+        if (failMark && sql.includes('msgx_outbox_mark')) throw new Error('connection terminated');
         return db.query(sql, params);
       }) as Db['query'],
       tx: db.tx.bind(db),
