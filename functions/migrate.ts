@@ -1,10 +1,12 @@
 import { migrate } from '../lib/db/migrate.ts';
 import { lambdaContext } from '../lib/jobs/coldStart.ts';
+import { ensureTopics } from '../lib/outbox/topics.ts';
 
-/** Deploy-time trigger: apply pending migrations (and create topics) before traffic arrives. */
-export async function handler(): Promise<{ applied: string[]; alreadyApplied: number }> {
+/** Deploy-time trigger: apply pending migrations and create the topics before traffic arrives. */
+export async function handler(): Promise<{ applied: string[]; alreadyApplied: number; topicsCreated: string[] }> {
   const ctx = await lambdaContext();
   const result = await migrate(ctx.db, { onProgress: (name, i, n) => ctx.log.info(`migration ${i}/${n} applied`, { name }) });
-  ctx.log.info('migrations done', { ...result });
-  return result;
+  const topics = await ensureTopics(ctx.config, [], { log: ctx.log });
+  ctx.log.info('deploy-time setup done', { ...result, topics });
+  return { ...result, topicsCreated: topics.created };
 }

@@ -1,9 +1,12 @@
+import { flightRoutes } from '../flights/index.ts';
 import { pipelineRoutes } from '../pipeline/routes.ts';
+import { requestRoutes } from '../requests/index.ts';
+import { txmsgRoutes } from '../txmsg/index.ts';
 import { adminRoutes } from './adminRoutes.ts';
 import { type HealthCheck, healthRoute } from './health.ts';
 import { Router } from './router.ts';
 
 /** The whole HTTP API, the same behind API Gateway and in the twin. */
 export function buildRouter(healthChecks: Record<string, HealthCheck> = {}): Router {
-  return new Router([healthRoute(healthChecks), ...pipelineRoutes, ...adminRoutes]);
+  return new Router([healthRoute(healthChecks), ...pipelineRoutes, ...flightRoutes, ...txmsgRoutes, ...requestRoutes, ...adminRoutes]);
 }

@@ -1,8 +1,15 @@
+import { archiveProcState } from '../flights/index.ts';
+import { historySweepIfDue } from '../flights/history.ts';
+import { dispatchOnce, type DispatchOptions } from '../outbox/dispatcher.ts';
+import { OUTBOX_CHANNEL } from '../outbox/enqueue.ts';
+import type { Publisher } from '../outbox/types.ts';
 import { backfillSweep, reconcileBackfill } from '../pipeline/backfill.ts';
 import { pollOnce } from '../pipeline/poller.ts';
 import { INBOX_CHANNEL } from '../pipeline/procState.ts';
 import { pumpOnce } from '../pipeline/pump.ts';
+import { expireRequests } from '../requests/index.ts';
 import type { AppContext } from '../shared/context.ts';
+import { archiveConsumed, checkBackOnce, redeliverOnce, txmsgDeadHook, txmsgSentHook } from '../txmsg/index.ts';
 import type { StepResult, WorkerOptions } from './worker.ts';
 
 /** One step per role; runWorker loops them under the role's lock. */
@@ -32,22 +39,48 @@ export function pollerRole(ctx: AppContext): RoleSpec {
   };
 }
 
+/** The relay: delivery rounds over every target; txmsg hears about its events in the same tx. */
+export function dispatcherRole(ctx: AppContext, publishers: Publisher[], options: DispatchOptions = {}): RoleSpec {
+  return {
+    role: 'dispatcher',
+    wakeOn: [OUTBOX_CHANNEL],
+    async step() {
+      const r = await dispatchOnce(ctx, publishers, { onSent: txmsgSentHook, onDead: txmsgDeadHook, ...options });
+      // schd flushes on its own period: come back for it even when nothing else is pending.
+      return { busy: r.more, restMs: Math.min(ctx.config.outbox.pollIntervalMs, ctx.config.outbox.schdFlushPeriodMs) };
+    },
+  };
+}
+
 export type SweepTask = { name: string; everyMs: number; run: (ctx: AppContext) => Promise<unknown> };
 
-/** Maintenance: never on the message path, each task at its own cadence, bounded per run. */
-export function sweepRole(ctx: AppContext, extra: SweepTask[] = []): RoleSpec {
-  const tasks: SweepTask[] = [
+/** Maintenance tasks: never on the message path, each at its own cadence, each bounded per run. */
+export function defaultSweepTasks(ctx: AppContext): SweepTask[] {
+  const { lifecycle } = ctx.config;
+  return [
     { name: 'backfill', everyMs: 1000, run: (c) => backfillSweep(c) },
     { name: 'backfill-reconcile', everyMs: 30_000, run: (c) => reconcileBackfill(c) },
-    ...extra,
+    { name: 'tx-check-back', everyMs: 1000, run: (c) => checkBackOnce(c) },
+    { name: 'tx-redelivery', everyMs: 1000, run: (c) => redeliverOnce(c) },
+    { name: 'request-expiry', everyMs: 10_000, run: (c) => expireRequests(c) },
+    { name: 'flight-history', everyMs: 60_000, run: (c) => historySweepIfDue(c) },
+    {
+      name: 'proc-archive',
+      everyMs: 3_600_000,
+      run: (c) => archiveProcState(c.db, { now: c.clock.now(), retentionDays: lifecycle.procRetentionDays }),
+    },
+    { name: 'tx-archive', everyMs: 3_600_000, run: (c) => archiveConsumed(c) },
   ];
+}
+
+export function sweepRole(ctx: AppContext, tasks: SweepTask[] = defaultSweepTasks(ctx)): RoleSpec {
   const lastRun = new Map<string, number>();
   return {
     role: 'sweep',
     async step() {
       const now = ctx.clock.now().getTime();
       for (const t of tasks) {
-        if (now - (lastRun.get(t.name) ?? 0) < t.everyMs) continue;
+        if (now - (lastRun.get(t.name) ?? Number.NEGATIVE_INFINITY) < t.everyMs) continue;
         lastRun.set(t.name, now);
         try {
           await t.run(ctx);
@@ -55,7 +88,7 @@ export function sweepRole(ctx: AppContext, extra: SweepTask[] = []): RoleSpec {
           ctx.log.error('sweep task failed', { task: t.name, error: err as Error });
         }
       }
-      return { busy: false };
+      return { busy: false, restMs: Math.min(...tasks.map((t) => t.everyMs)) };
     },
   };
 }

@@ -1,7 +1,7 @@
+import { registerFlightProcessors } from '../flights/index.ts';
 import { ProcessorRegistry } from '../pipeline/processor.ts';
 
 /** Every business processor msgx runs, by message kind. */
 export function defaultRegistry(): ProcessorRegistry {
-  const registry = new ProcessorRegistry();
-  return registry;
+  return registerFlightProcessors(new ProcessorRegistry());
 }

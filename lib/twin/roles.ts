@@ -1,6 +1,9 @@
 import type { HealthCheck } from '../http/health.ts';
-import { pollerRole, pumpRole, type RoleSpec, sweepRole } from '../jobs/roles.ts';
+import { dispatcherRole, pollerRole, pumpRole, type RoleSpec, sweepRole } from '../jobs/roles.ts';
 import { runWorker } from '../jobs/worker.ts';
+import { createKafka } from '../outbox/kafkaClient.ts';
+import { buildPublishers, closePublishers } from '../outbox/publishers/index.ts';
+import { ensureTopics } from '../outbox/topics.ts';
 import type { AppContext } from '../shared/context.ts';
 
 /**
@@ -11,9 +14,29 @@ export async function startRoles(
   ctx: AppContext,
   signal: AbortSignal,
 ): Promise<{ done: Promise<unknown>; close: () => Promise<void>; healthChecks: Record<string, HealthCheck> }> {
-  const specs: RoleSpec[] = [pollerRole(ctx), pumpRole(ctx), sweepRole(ctx)];
+  const topics = await ensureTopics(ctx.config, [], { log: ctx.log });
+  if (topics.created.length) ctx.log.info('topics created', { topics: topics.created });
+  for (const w of topics.warnings) ctx.log.warn(w);
+  const publishers = buildPublishers(ctx.config, { log: ctx.log, clock: ctx.clock });
+  const specs: RoleSpec[] = [pollerRole(ctx), pumpRole(ctx), dispatcherRole(ctx, publishers), sweepRole(ctx)];
   const done = Promise.all(specs.map((spec) => runForever(ctx, spec, signal)));
-  return { done, close: async () => {}, healthChecks: {} };
+  return { done, close: () => closePublishers(publishers), healthChecks: kafkaHealth(ctx) };
+}
+
+function kafkaHealth(ctx: AppContext): Record<string, HealthCheck> {
+  if (ctx.config.kafka.brokers.length === 0) return {};
+  const admin = createKafka(ctx.config.kafka, { clientId: 'msgx-health' }).admin();
+  let connected: Promise<void> | undefined;
+  return {
+    kafka: async () => {
+      connected ??= admin.connect().catch((err) => {
+        connected = undefined;
+        throw err;
+      });
+      await connected;
+      await admin.describeCluster();
+    },
+  };
 }
 
 async function runForever(ctx: AppContext, spec: RoleSpec, signal: AbortSignal): Promise<void> {
