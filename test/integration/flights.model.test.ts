@@ -1,0 +1,129 @@
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { decode } from '../../lib/codec/decode.ts';
+import { RESOURCE_KINDS } from '../../lib/codec/vocabulary.ts';
+import { flopProcessor } from '../../lib/flights/flop.ts';
+import { flightJson } from '../../lib/flights/json.ts';
+import { scheduleProcessor } from '../../lib/flights/schedule.ts';
+import { readFlightsOfDay } from '../../lib/flights/store.ts';
+import { flight, flop, schd } from '../fixtures/messages/build.ts';
+import { testConfig } from '../fixtures/messages/run.ts';
+import { freshPg, type TestPg } from '../helpers/services.ts';
+
+/**
+ * A day plan of 2,000 flights, then 20,000 random FLOPs, applied in groups of 100 per transaction
+ * (as the pump's group commit does), must give exactly the state an independent in-memory model
+ * computes by hand; and the newest msgx.schd event per flight must hold exactly that state.
+ */
+let pg: TestPg;
+beforeAll(async () => (pg = await freshPg()));
+afterAll(async () => pg?.drop());
+
+const FLIGHTS = 2000;
+const FLOPS = 20000;
+const DAY = '20261129';
+
+function rng(seed: number) {
+  return () => {
+    seed |= 0;
+    seed = (seed + 0x6d2b79f5) | 0;
+    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+type Fields = Record<string, string | Record<string, string>[]>;
+interface ModelFlight {
+  json: Record<string, unknown>;
+  version: number;
+}
+
+it('2,000 flights and 20,000 FLOPs match the in-memory model, and schd events hold the latest state', async () => {
+  const config = testConfig();
+  const rand = rng(42);
+  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rand() * xs.length)]!;
+  const model = new Map<string, ModelFlight>();
+  const flids = Array.from({ length: FLIGHTS }, (_, i) => String(100000 + i));
+
+  // The plan.
+  const planFlights = flids.map((id) => ({ FLID: id, OPDY: DAY, AWCD: 'CZ', FLNO: id.slice(-4), STAT: 'SCH' }) as Fields);
+  for (const f of planFlights) {
+    const json: Record<string, unknown> = { ...f, ...Object.fromEntries(RESOURCE_KINDS.map((k) => [k, []])), status: 'ACTIVE' };
+    model.set(f.FLID as string, { json, version: 1 });
+  }
+  const planMsg = decode(schd('DNLD', { seqn: 1, dttm: '20261129050000', opdy: DAY, flights: planFlights.map(flight) }), { timezone: config.timezone });
+  await pg.db.tx((tx) => scheduleProcessor({ tx, msgId: 1, message: planMsg, now: new Date('2026-11-29T00:00:00Z'), config }));
+
+  // The FLOPs, from small value domains so that many change nothing.
+  const times = ['20261129100000', '20261129101500', '20261129103000', ''];
+  const codes = ['A1', 'A2', 'B7', 'C3'];
+  const gen: Record<string, () => Fields> = {
+    ETOT: () => ({ ETOT: pick(times) }),
+    ATOT: () => ({ ATOT: pick(times) }),
+    ELDT: () => ({ ELDT: pick(times) }),
+    STAT: () => ({ STAT: pick(['SCH', 'BOR', 'DEP', 'DLY']) }),
+    CANX: () => ({ CANX: pick(['Y', 'N']), STAT: 'CNL' }),
+    GATE: () => ({ GATE: rand() < 0.2 ? [] : [{ CODE: pick(codes), BEG: pick(times), END: pick(times) }] }),
+    STND: () => ({ STND: [{ CODE: pick(['201', '202']), BEG: pick(times), END: '' }] }),
+    CHKC: () => ({ CHKC: rand() < 0.5 ? [{ CODE: 'K1', BEG: '', END: '' }, { CODE: 'K2', BEG: '', END: '' }] : [{ CODE: pick(['K1', 'K3']), BEG: '', END: '' }] }),
+    DLAY: () => ({ DLAY: [{ CODE: pick(['81', '93']), MIN: pick(['005', '010']) }] }),
+    ROUT: () => ({ ROUT: [{ SEQ: '1', APCD: 'CAN' }, { SEQ: '2', APCD: pick(['PEK', 'SHA']) }] }),
+    UPDT: () => ({ XREM: pick(['a', 'b']), TERM: pick(['T1', 'T2']) }),
+  };
+  const styps = Object.keys(gen);
+  const messages = [];
+  for (let i = 0; i < FLOPS; i++) {
+    const flid = pick(flids);
+    const styp = pick(styps);
+    const fields = gen[styp]!();
+    messages.push(decode(flop(styp, { seqn: 1000 + i }, flight({ FLID: flid, ...fields })), { timezone: config.timezone }));
+    // The model, by hand: scalars present are set, a collection present replaces, then bump if changed.
+    const m = model.get(flid)!;
+    const next = { ...m.json, ...fields };
+    if (JSON.stringify(next) !== JSON.stringify(m.json)) {
+      m.json = next;
+      m.version++;
+    }
+  }
+
+  const now = new Date('2026-11-29T02:00:00Z');
+  for (let g = 0; g < messages.length; g += 100) {
+    await pg.db.tx(async (tx) => {
+      for (let i = g; i < Math.min(g + 100, messages.length); i++) {
+        await tx.query('SAVEPOINT m');
+        await flopProcessor({ tx, msgId: 1000 + i, message: messages[i]!, now, config });
+        await tx.query('RELEASE SAVEPOINT m');
+      }
+    });
+  }
+
+  const stored = await readFlightsOfDay(pg.db, DAY);
+  expect(stored.length).toBe(FLIGHTS);
+  const mismatches: string[] = [];
+  for (const f of stored) {
+    const { updatedAt: _u, stateVersion, ...json } = flightJson(f);
+    const m = model.get(f.flid)!;
+    if (JSON.stringify(sortKeys(json)) !== JSON.stringify(sortKeys(m.json)) || stateVersion !== m.version)
+      mismatches.push(`${f.flid}: stored v${stateVersion} ${JSON.stringify(json)} model v${m.version} ${JSON.stringify(m.json)}`);
+  }
+  expect(mismatches.slice(0, 3)).toEqual([]);
+
+  // msgx.schd: one upsert per version, and the newest per flight is exactly the stored state.
+  const ev = await pg.db.query<{ flid: string; n: number; last: string; max_version: number }>(
+    `SELECT flid, count(*)::int AS n, max(state_version) AS max_version,
+            (array_agg(value ORDER BY event_id DESC))[1] AS last
+     FROM msg_event WHERE target = 'schd' GROUP BY flid`,
+  );
+  expect(ev.rows.length).toBe(FLIGHTS);
+  const byFlid = new Map(stored.map((f) => [f.flid, f]));
+  for (const row of ev.rows) {
+    const f = byFlid.get(row.flid)!;
+    expect(row.n).toBe(f.stateVersion);
+    expect(row.max_version).toBe(f.stateVersion);
+    expect(JSON.parse(row.last)).toEqual({ v: 1, ...flightJson(f) });
+  }
+}, 300_000);
+
+function sortKeys(o: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(o).sort(([a], [b]) => a.localeCompare(b)));
+}
