@@ -1,0 +1,435 @@
+import { spawn } from 'node:child_process';
+import { createServer, type Server } from 'node:net';
+import { createServer as createHttpServer } from 'node:http';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import kafkajs from 'kafkajs';
+import { loadConfig, type Config } from '../../lib/config/config.ts';
+import { dispatchOnce, runDispatcher, type DispatchContext } from '../../lib/outbox/dispatcher.ts';
+import { enqueueEvents, type NewEvent } from '../../lib/outbox/enqueue.ts';
+import { KafkaPublisher } from '../../lib/outbox/publishers/kafka.ts';
+import { signBody, WebhookPublisher } from '../../lib/outbox/publishers/webhook.ts';
+import { ensureTopics } from '../../lib/outbox/topics.ts';
+import type { Publisher } from '../../lib/outbox/types.ts';
+import { silentLog } from '../../lib/observability/logger.ts';
+import { systemClock } from '../../lib/shared/clock.ts';
+import { freshPg, serviceUrls, waitFor, type TestPg } from '../helpers/services.ts';
+import { randomTopic, readTopic, type ReadRecord } from '../helpers/kafka.ts';
+
+// Integration: real PostgreSQL (own database), the real Kafka broker (own random topics), real
+// time with short backoffs. Unavailability is simulated with publishers pointed at a dead port;
+// the shared broker is never stopped.
+
+const { kafkaBrokers } = serviceUrls();
+let pg: TestPg;
+beforeAll(async () => {
+  pg = await freshPg();
+});
+afterAll(async () => {
+  await pg?.drop();
+});
+
+function setup(env: Record<string, string> = {}) {
+  const topicMsg = randomTopic('msgx-msg');
+  const topicSchd = randomTopic('msgx-schd');
+  const config: Config = loadConfig({
+    MSGX_KAFKA_BROKERS: kafkaBrokers.join(','),
+    MSGX_TOPIC_MSG: topicMsg,
+    MSGX_TOPIC_SCHD: topicSchd,
+    MSGX_TOPIC_PARTITIONS: '3',
+    MSGX_DELIVERY_INITIAL_BACKOFF: '100ms',
+    MSGX_DELIVERY_MAX_BACKOFF: '1s',
+    MSGX_DELIVERY_MAX_RETRY_COUNT: '20',
+    MSGX_DELIVERY_PUBLISH_TIMEOUT: '2s',
+    MSGX_DELIVERY_LEASE: '5s',
+    MSGX_DELIVERY_POLL_INTERVAL: '50ms',
+    MSGX_SCHD_FLUSH_PERIOD: '200ms',
+    ...env,
+  });
+  const ctx: DispatchContext = { db: pg.db, config, clock: systemClock, log: silentLog };
+  return { config, ctx, topicMsg, topicSchd };
+}
+
+/** A port nothing listens on: bound, then closed again. */
+async function deadPort(): Promise<number> {
+  const srv: Server = createServer();
+  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', () => r()));
+  const port = (srv.address() as { port: number }).port;
+  await new Promise<void>((r) => srv.close(() => r()));
+  return port;
+}
+
+async function openCount(target?: string): Promise<number> {
+  const r = await pg.db.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM msg_event WHERE status IN ('PENDING', 'DELIVERING') AND ($1::text IS NULL OR target = $1)`,
+    [target ?? null],
+  );
+  return r.rows[0]!.n;
+}
+
+/**
+ * Per partition and key, the event ids in the order a consumer sees them, after dropping repeated
+ * msgx-event-ids (the consumer's dedupe): they must rise.
+ */
+function assertKeyOrder(records: ReadRecord[]): void {
+  const seen = new Set<string>();
+  const last = new Map<string, number>();
+  for (const r of records) {
+    const id = r.headers['msgx-event-id']!;
+    if (seen.has(id)) continue;
+    seen.add(id);
+    const k = `${r.partition}/${r.key}`;
+    const n = Number(id);
+    const prev = last.get(k) ?? 0;
+    if (n <= prev) throw new Error(`key ${k}: event ${n} after ${prev}`);
+    last.set(k, n);
+  }
+}
+
+describe('topics', () => {
+  test('ensureTopics creates msg and a compacted schd with the configured partitions, idempotently', async () => {
+    const { config, topicMsg, topicSchd } = setup();
+    const extra = randomTopic('msgx-tx');
+    const first = await ensureTopics(config, [extra]);
+    expect(first.created.sort()).toEqual([topicMsg, topicSchd, extra].sort());
+    const second = await ensureTopics(config, [extra]);
+    expect(second.created).toEqual([]);
+    expect(second.warnings).toEqual([]);
+
+    const admin = new kafkajs.Kafka({ brokers: kafkaBrokers, logLevel: kafkajs.logLevel.NOTHING }).admin();
+    await admin.connect();
+    const meta = await admin.fetchTopicMetadata({ topics: [topicSchd] });
+    expect(meta.topics[0]!.partitions).toHaveLength(3);
+    const cfg = await admin.describeConfigs({
+      includeSynonyms: false,
+      resources: [{ type: kafkajs.ConfigResourceTypes.TOPIC, name: topicSchd, configNames: ['cleanup.policy'] }],
+    });
+    expect(cfg.resources[0]!.configEntries[0]!.configValue).toBe('compact');
+    await admin.disconnect();
+  });
+
+  test('without brokers it is a no-op (file sink)', async () => {
+    const config = loadConfig({});
+    expect(await ensureTopics(config)).toMatchObject({ fileSink: true, created: [] });
+  });
+});
+
+describe('delivery to Kafka', () => {
+  test('records carry the headers, keys keep their order, and the recorded offsets are the real ones', async () => {
+    const { config, ctx, topicMsg } = setup({ MSGX_DELIVERY_BATCH_SIZE: '50' });
+    await ensureTopics(config);
+    const events: NewEvent[] = Array.from({ length: 300 }, (_, i) => ({
+      target: 'msg',
+      key: `F${i % 7}`,
+      type: 'FLIGHT_UPDATED',
+      value: { i },
+      headers: { 'x-trace': `t${i}` },
+    }));
+    const ids = await enqueueEvents(pg.db, events);
+    const kafka = new KafkaPublisher(config.kafka, { publishTimeoutMs: 2000 });
+    try {
+      while ((await openCount('msg')) > 0) await dispatchOnce(ctx, [kafka], { targets: ['msg'] });
+    } finally {
+      await kafka.close();
+    }
+    const got = await readTopic(kafkaBrokers, topicMsg, 300);
+    expect(got).toHaveLength(300);
+    assertKeyOrder(got);
+    const first = got.find((r) => r.headers['msgx-event-id'] === String(ids[0]))!;
+    expect(first).toMatchObject({ key: 'F0', value: '{"i":0}' });
+    expect(first.headers).toMatchObject({ 'msgx-event-type': 'FLIGHT_UPDATED', 'x-trace': 't0' });
+
+    const recorded = await pg.db.query<{ event_id: number; partition: number; offset: number }>(
+      `SELECT event_id, partition, "offset" FROM event_delivery WHERE event_id = ANY($1) AND publisher = 'kafka'`,
+      [ids],
+    );
+    const where = new Map(recorded.rows.map((r) => [String(r.event_id), `${r.partition}:${r.offset}`]));
+    for (const r of got) expect(where.get(r.headers['msgx-event-id']!)).toBe(`${r.partition}:${r.offset}`);
+  });
+
+  test('Kafka unavailable: events wait with backoff, then drain in order when it is back', async () => {
+    const { config, ctx, topicMsg } = setup();
+    await ensureTopics(config);
+    const down = new KafkaPublisher({ ...config.kafka, brokers: [`127.0.0.1:${await deadPort()}`] }, { publishTimeoutMs: 2000 });
+    const up = new KafkaPublisher(config.kafka, { publishTimeoutMs: 2000 });
+    let current: Publisher = down;
+    const ids = await enqueueEvents(
+      pg.db,
+      Array.from({ length: 200 }, (_, i) => ({ target: 'msg', key: `F${i % 5}`, type: 'T', value: { i } })),
+    );
+    const stop = new AbortController();
+    const loop = runDispatcher(ctx, () => [current], { signal: stop.signal, targets: ['msg'] });
+    try {
+      await waitFor(async () => {
+        const r = await pg.db.query<{ attempts: number }>(`SELECT attempts FROM msg_event WHERE event_id = $1`, [ids[0]]);
+        return r.rows[0]!.attempts >= 2;
+      }, { what: 'failed attempts while Kafka is down' });
+      const r = await pg.db.query<{ status: string; last_error: string }>(`SELECT status, last_error FROM msg_event WHERE event_id = $1`, [ids[0]]);
+      expect(r.rows[0]!.status).toMatch(/PENDING|DELIVERING/);
+      expect(await openCount('msg')).toBe(200);
+
+      current = up;
+      await waitFor(async () => (await openCount('msg')) === 0, { timeoutMs: 20_000, what: 'drain after recovery' });
+    } finally {
+      stop.abort();
+      await loop;
+      await down.close();
+      await up.close();
+    }
+    const got = await readTopic(kafkaBrokers, topicMsg, 200);
+    assertKeyOrder(got);
+    expect(new Set(got.map((r) => r.headers['msgx-event-id'])).size).toBe(200);
+  });
+
+  test('two dispatchers at once never deliver a target out of order', async () => {
+    const { config, ctx, topicMsg } = setup({ MSGX_DELIVERY_BATCH_SIZE: '20' });
+    const txTopic = randomTopic('msgx-tx');
+    await ensureTopics(config, [txTopic]);
+    const events: NewEvent[] = [];
+    for (let i = 0; i < 2000; i++) events.push({ target: i % 2 ? 'msg' : `tx:${txTopic}`, key: `K${i % 11}`, type: 'T', value: { i } });
+    const a = new KafkaPublisher(config.kafka, { publishTimeoutMs: 2000, name: 'kafka' });
+    const b = new KafkaPublisher(config.kafka, { publishTimeoutMs: 2000, name: 'kafka' });
+    const stop = new AbortController();
+    const loops = [
+      runDispatcher(ctx, [a], { signal: stop.signal, dispatcherId: 'A', targets: ['msg', `tx:${txTopic}`] }),
+      runDispatcher(ctx, [b], { signal: stop.signal, dispatcherId: 'B', targets: ['msg', `tx:${txTopic}`] }),
+    ];
+    try {
+      // Enqueue while both run, in several transactions.
+      for (let i = 0; i < events.length; i += 250) await enqueueEvents(pg.db, events.slice(i, i + 250));
+      await waitFor(async () => (await openCount()) === 0, { timeoutMs: 30_000, what: 'both dispatchers drained' });
+    } finally {
+      stop.abort();
+      await Promise.all(loops);
+      await a.close();
+      await b.close();
+    }
+    const byWho = await pg.db.query<{ locked_by: string; n: number }>(
+      `SELECT locked_by, count(*)::int AS n FROM msg_event WHERE locked_by IN ('A', 'B') AND status = 'SENT' GROUP BY locked_by`,
+    );
+    expect(byWho.rows.reduce((n, r) => n + r.n, 0)).toBe(2000);
+    const msg = await readTopic(kafkaBrokers, topicMsg, 1000);
+    const tx = await readTopic(kafkaBrokers, txTopic, 1000);
+    assertKeyOrder(msg);
+    assertKeyOrder(tx);
+    // Nothing was delivered twice: a claim never overlapped another one.
+    expect(msg).toHaveLength(1000);
+    expect(tx).toHaveLength(1000);
+  });
+
+  test('a dispatcher killed mid-batch: its lease expires and another one delivers the batch again, in order', async () => {
+    const { config, ctx, topicMsg } = setup({ MSGX_DELIVERY_LEASE: '3s', MSGX_DELIVERY_PUBLISH_TIMEOUT: '1s' });
+    await ensureTopics(config);
+    const ids = await enqueueEvents(
+      pg.db,
+      Array.from({ length: 30 }, (_, i) => ({ target: 'msg', key: `F${i % 3}`, type: 'T', value: { i } })),
+    );
+    // A child process claims and publishes the batch to Kafka, then freezes before it can mark it,
+    // and is killed there.
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', '--input-type=module', '-e', CHILD_SCRIPT],
+      {
+        cwd: process.cwd(),
+        env: { ...process.env, CHILD_PG_URL: pg.url, CHILD_BROKERS: kafkaBrokers.join(','), CHILD_TOPIC: topicMsg },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (d) => (out += d));
+    child.stderr.on('data', (d) => (err += d));
+    await waitFor(() => out.includes('published'), { timeoutMs: 30_000, what: `child to publish (${err.slice(-500)})` });
+    child.kill('SIGKILL');
+    await new Promise((r) => child.once('exit', r));
+
+    const leased = await pg.db.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM msg_event WHERE status = 'DELIVERING' AND locked_by = 'child'`,
+    );
+    expect(leased.rows[0]!.n).toBe(30);
+    const kafka = new KafkaPublisher(config.kafka, { publishTimeoutMs: 1000 });
+    try {
+      // Before the lease runs out nobody touches the batch …
+      const early = await dispatchOnce(ctx, [kafka], { targets: ['msg'] });
+      expect(early.targets[0]!.skipped).toBe('leased');
+      // … after it, the batch is delivered again with the same event ids.
+      await waitFor(async () => {
+        await dispatchOnce(ctx, [kafka], { targets: ['msg'] });
+        return (await openCount('msg')) === 0;
+      }, { timeoutMs: 15_000, what: 'redelivery after lease expiry' });
+    } finally {
+      await kafka.close();
+    }
+    const got = await readTopic(kafkaBrokers, topicMsg, 60);
+    expect(got).toHaveLength(60);
+    assertKeyOrder(got);
+    expect(new Set(got.map((r) => r.headers['msgx-event-id']))).toEqual(new Set(ids.map(String)));
+  });
+});
+
+// Runs in the child: claim one batch as dispatcher 'child', publish it for real, then hang in the
+// mark (the parent kills the process there).
+const CHILD_SCRIPT = `
+import { PgDb } from './lib/db/pg.ts';
+import { loadConfig } from './lib/config/config.ts';
+import { dispatchOnce } from './lib/outbox/dispatcher.ts';
+import { KafkaPublisher } from './lib/outbox/publishers/kafka.ts';
+import { silentLog } from './lib/observability/logger.ts';
+import { systemClock } from './lib/shared/clock.ts';
+const db = new PgDb(process.env.CHILD_PG_URL);
+const config = loadConfig({ MSGX_KAFKA_BROKERS: process.env.CHILD_BROKERS, MSGX_TOPIC_MSG: process.env.CHILD_TOPIC,
+  MSGX_DELIVERY_LEASE: '3s', MSGX_DELIVERY_PUBLISH_TIMEOUT: '1s' });
+const kafka = new KafkaPublisher(config.kafka, { publishTimeoutMs: 1000 });
+const frozen = { kind: 'pg', tx: db.tx.bind(db), listen: db.listen.bind(db), session: db.session.bind(db), close: async () => {},
+  query: (sql, params) => sql.includes('msgx_outbox_mark') ? (console.log('published'), new Promise(() => {})) : db.query(sql, params) };
+await dispatchOnce({ db: frozen, config, clock: systemClock, log: silentLog }, [kafka], { dispatcherId: 'child', targets: ['msg'] });
+`;
+
+describe('the 20,000-event run with a broker outage in the middle', () => {
+  test('every event reaches Kafka, per-FLID order holds, schd ends with the latest state, nothing DEAD', async () => {
+    const { config, ctx, topicMsg, topicSchd } = setup({ MSGX_DELIVERY_MAX_RETRY_COUNT: '10', MSGX_DELIVERY_MAX_BACKOFF: '500ms' });
+    await ensureTopics(config);
+    const down = new KafkaPublisher({ ...config.kafka, brokers: [`127.0.0.1:${await deadPort()}`] }, { publishTimeoutMs: 2000 });
+    const up = new KafkaPublisher(config.kafka, { publishTimeoutMs: 2000 });
+    let current: Publisher = up;
+    const flights = 200;
+    const versions = 50; // 200 × 50 changes = 10,000 msg events + 10,000 schd events
+    const stop = new AbortController();
+    const loop = runDispatcher(ctx, () => [current], { signal: stop.signal });
+    let msgIds: number[] = [];
+    try {
+      for (let v = 1; v <= versions; v++) {
+        const batch: NewEvent[] = [];
+        for (let f = 0; f < flights; f++) {
+          const flid = `FL${f}`;
+          batch.push({ target: 'msg', key: flid, flid, stateVersion: v, type: 'FLIGHT_UPDATED', value: { flid, v } });
+          batch.push({ target: 'schd', key: flid, flid, stateVersion: v, type: 'UPSERT', value: { FLID: flid, stateVersion: v } });
+        }
+        msgIds = msgIds.concat(await enqueueEvents(pg.db, batch));
+        if (v === 15) current = down; // the broker "goes away" …
+        if (v === 30) {
+          // … for as long as it takes to fail a few attempts, then comes back.
+          await waitFor(async () => {
+            const r = await pg.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM msg_event WHERE attempts >= 2 AND status <> 'SENT'`);
+            return r.rows[0]!.n > 0;
+          }, { timeoutMs: 20_000, what: 'failures during the outage' });
+          current = up;
+        }
+      }
+      await waitFor(async () => (await openCount()) === 0, { timeoutMs: 120_000, what: 'everything delivered' });
+    } finally {
+      stop.abort();
+      await loop;
+      await down.close();
+      await up.close();
+    }
+    const dead = await pg.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM msg_event WHERE status = 'DEAD'`);
+    expect(dead.rows[0]!.n).toBe(0);
+
+    const msg = await readTopic(kafkaBrokers, topicMsg, flights * versions, { timeoutMs: 60_000 });
+    assertKeyOrder(msg);
+    const delivered = new Set(msg.map((r) => r.headers['msgx-event-id']));
+    expect(delivered.size).toBe(flights * versions);
+    // Per FLID the versions arrive 1, 2, 3 … in order.
+    const lastV = new Map<string, number>();
+    const seen = new Set<string>();
+    for (const r of msg) {
+      if (seen.has(r.headers['msgx-event-id']!)) continue;
+      seen.add(r.headers['msgx-event-id']!);
+      const { v } = JSON.parse(r.value!) as { v: number };
+      expect(v).toBe((lastV.get(r.key!) ?? 0) + 1);
+      lastV.set(r.key!, v);
+    }
+
+    // schd: the last record per FLID (what compaction keeps) is the latest whole state.
+    const schd = await readAll(topicSchd);
+    const latest = new Map<string, number>();
+    for (const r of schd) latest.set(r.key!, (JSON.parse(r.value!) as { stateVersion: number }).stateVersion);
+    expect(latest.size).toBe(flights);
+    for (const v of latest.values()) expect(v).toBe(versions);
+    // Aggregation sent far fewer records than versions.
+    expect(schd.length).toBeLessThan(flights * versions);
+  }, 240_000);
+});
+
+/** Everything currently in a topic (up to its end offsets), however many records that is. */
+async function readAll(topic: string): Promise<ReadRecord[]> {
+  const admin = new kafkajs.Kafka({ brokers: kafkaBrokers, logLevel: kafkajs.logLevel.NOTHING }).admin();
+  await admin.connect();
+  const offsets = await admin.fetchTopicOffsets(topic);
+  await admin.disconnect();
+  const total = offsets.reduce((n, o) => n + Number(o.high) - Number(o.low), 0);
+  return readTopic(kafkaBrokers, topic, total, { timeoutMs: 60_000 });
+}
+
+describe('webhooks', () => {
+  test('signed JSON posts; a webhook that is down holds the event, which is sent once it is back', async () => {
+    const { config, ctx } = setup({ MSGX_SIGNING_SECRET: 's3cret' });
+    const received: { body: string; sig: string; id: string }[] = [];
+    let healthy = false;
+    const srv = createHttpServer((req, res) => {
+      let body = '';
+      req.on('data', (d) => (body += d));
+      req.on('end', () => {
+        if (!healthy) {
+          res.writeHead(503).end();
+          return;
+        }
+        received.push({ body, sig: String(req.headers['msgx-signature']), id: String(req.headers['msgx-event-id']) });
+        res.writeHead(204).end();
+      });
+    });
+    await new Promise<void>((r) => srv.listen(0, '127.0.0.1', () => r()));
+    const url = `http://127.0.0.1:${(srv.address() as { port: number }).port}/hook`;
+    const hook = new WebhookPublisher({ url, signingSecret: config.signingSecret, timeoutMs: 1000 });
+    try {
+      const ids = await enqueueEvents(pg.db, [
+        { target: 'tx:hooks', key: 'k', type: 'T1', value: { a: 1 } },
+        { target: 'tx:hooks', key: 'k', type: 'T2', value: null },
+      ]);
+      await dispatchOnce(ctx, [hook], { targets: ['tx:hooks'] });
+      const r = await pg.db.query<{ attempts: number; last_error: string }>(`SELECT attempts, last_error FROM msg_event WHERE event_id = $1`, [ids[0]]);
+      expect(r.rows[0]!.attempts).toBe(1);
+      expect(r.rows[0]!.last_error).toMatch(/HTTP 503/);
+
+      healthy = true;
+      await waitFor(async () => {
+        await dispatchOnce(ctx, [hook], { targets: ['tx:hooks'] });
+        return (await openCount('tx:hooks')) === 0;
+      }, { what: 'webhook delivery' });
+      expect(received.map((x) => x.id)).toEqual(ids.map(String));
+      for (const x of received) expect(x.sig).toBe(signBody('s3cret', x.body));
+      expect(JSON.parse(received[0]!.body)).toEqual({
+        eventId: ids[0],
+        type: 'T1',
+        key: 'k',
+        value: '{"a":1}',
+        headers: { 'msgx-event-id': String(ids[0]), 'msgx-event-type': 'T1' },
+      });
+      expect(JSON.parse(received[1]!.body).value).toBeNull();
+    } finally {
+      srv.close();
+    }
+  });
+
+  test('a webhook that never answers is cut at the publish deadline', async () => {
+    const { ctx } = setup({ MSGX_DELIVERY_PUBLISH_TIMEOUT: '300ms', MSGX_DELIVERY_LEASE: '5s' });
+    const srv = createHttpServer(() => {
+      /* never answers */
+    });
+    await new Promise<void>((r) => srv.listen(0, '127.0.0.1', () => r()));
+    const url = `http://127.0.0.1:${(srv.address() as { port: number }).port}/hook`;
+    const hook = new WebhookPublisher({ url, timeoutMs: 10_000 });
+    try {
+      const [id] = await enqueueEvents(pg.db, [{ target: 'tx:slow', type: 'T', value: 'x' }]);
+      const t = Date.now();
+      await dispatchOnce(ctx, [hook], { targets: ['tx:slow'] });
+      expect(Date.now() - t).toBeLessThan(3000);
+      const r = await pg.db.query<{ attempts: number; last_error: string }>(`SELECT attempts, last_error FROM msg_event WHERE event_id = $1`, [id]);
+      expect(r.rows[0]!.attempts).toBe(1);
+      expect(r.rows[0]!.last_error).toMatch(/timeout/);
+    } finally {
+      srv.closeAllConnections();
+      srv.close();
+    }
+  });
+});
