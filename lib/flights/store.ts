@@ -72,8 +72,9 @@ export async function readFlightsOfDay(q: Queryable, day: string): Promise<Fligh
 }
 
 export interface FlightWrite {
+  /** The next state; its flight_schd row is always written (new version, last message). */
   state: FlightState;
-  /** Whether the flight_schd row changed (else only details changed; the row still gets its new version). */
+  /** The collections that changed: only their detail rows are touched. */
   kinds: ResourceKind[];
 }
 

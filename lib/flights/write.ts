@@ -83,7 +83,8 @@ export async function applyFlightOps(ctx: ProcessContext, ops: FlightOp[]): Prom
       createdAt: prev ? prev.createdAt : ctx.now,
       updatedAt: ctx.now,
     };
-    // A resurrected flight (put over DELETED) must also clear the collections it no longer has.
+    // diff.kinds is against the stored state, so a flight brought back from DELETED also clears
+    // the collections it no longer has.
     writes.push({ state: next, kinds: diff.kinds });
     const created = !prev || (prev.status === 'DELETED' && next.status === 'ACTIVE');
     const deleted = next.status === 'DELETED';

@@ -71,7 +71,7 @@ it('2,000 flights and 20,000 FLOPs match the in-memory model, and schd events ho
     UPDT: () => ({ XREM: pick(['a', 'b']), TERM: pick(['T1', 'T2']) }),
   };
   const styps = Object.keys(gen);
-  const messages = [];
+  const messages: ReturnType<typeof decode>[] = [];
   for (let i = 0; i < FLOPS; i++) {
     const flid = pick(flids);
     const styp = pick(styps);
