@@ -33,8 +33,10 @@ ALTER TABLE msg_event ADD COLUMN dead_at timestamptz;
 -- Claims the head run of an ordinary target (see CLAIM in dispatcher.ts). The advisory lock comes
 -- first; because this function is VOLATILE, the claim statement after it takes a fresh snapshot
 -- and sees every claim that committed before we got the lock. Returns no rows and locked = true
--- when another dispatcher is claiming from this target right now.
-CREATE FUNCTION msgx_outbox_claim(p_target text, p_limit integer, p_now timestamptz, p_lock_until timestamptz, p_me text)
+-- when another dispatcher is claiming from this target right now. p_after > 0 claims the run that
+-- follows a batch the caller already holds (pipelining): the rows up to p_after are its own lease.
+CREATE FUNCTION msgx_outbox_claim(p_target text, p_limit integer, p_now timestamptz, p_lock_until timestamptz, p_me text,
+                                  p_after bigint)
 RETURNS TABLE (locked boolean, event_id bigint, partition_key text, event_type text, value text, headers jsonb,
                attempts integer, source_kind text, source_id text, delivered_to text[])
 LANGUAGE plpgsql VOLATILE AS $$
@@ -47,7 +49,7 @@ BEGIN
   RETURN QUERY
   WITH open AS (
     SELECT m.event_id, m.attempts, m.status, m.lock_until, m.next_attempt_at FROM msg_event m
-    WHERE m.target = p_target AND m.status IN ('PENDING', 'DELIVERING')
+    WHERE m.target = p_target AND m.status IN ('PENDING', 'DELIVERING') AND m.event_id > p_after
     ORDER BY m.event_id LIMIT p_limit
   ), run AS (
     -- Cut before the first row leased by someone else or not due; a head that failed before goes alone.

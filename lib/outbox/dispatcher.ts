@@ -49,6 +49,11 @@ export interface DispatchOptions {
   metrics?: OutboxMetrics;
   /** Only these targets this round (default: every target with open events). */
   targets?: string[];
+  /**
+   * Batches per target per round while batches come back full (default 1). A loop passes more:
+   * the following claims skip discovery, which keeps the database round trips per batch at two.
+   */
+  maxBatches?: number;
 }
 
 export interface TargetReport {
@@ -62,6 +67,8 @@ export interface TargetReport {
   retried: number;
   dead: number;
   released: number;
+  /** The last batch was full: more may be waiting. */
+  full?: boolean;
   /** Rows whose lease we had lost by the time we marked them (someone else delivers them). */
   lostLease: number;
   oldestPendingSeconds: number;
@@ -141,7 +148,7 @@ interface ClaimedRow {
 // advisory lock, then leases the open events in event_id order, cut before the first one that is
 // leased by someone else or not due. A head that failed before is retried alone, so a poison
 // event is isolated and innocent followers are not charged for it. One round trip.
-const CLAIM_SQL = `SELECT * FROM msgx_outbox_claim($1, $2, $3, $4, $5)`;
+const CLAIM_SQL = `SELECT * FROM msgx_outbox_claim($1, $2, $3, $4, $5, $6)`;
 
 // schd: group the open events per FLID, take the newest state_version of each group whose newest
 // is due and which nobody else holds, oldest groups first, at most the flush limit; lease every
@@ -229,7 +236,7 @@ export async function dispatchOnce(
     sent: sum(reports, 'sent'),
     retried: sum(reports, 'retried'),
     dead: sum(reports, 'dead'),
-    more: reports.some((r) => r.target !== 'schd' && r.claimed > 0 && r.claimed >= settingsOf(ctx, r.target).batchSize),
+    more: reports.some((r) => r.target !== 'schd' && !!r.full),
     discoverMs: round(discoverMs),
     totalMs: round(performance.now() - started),
   };
@@ -268,6 +275,63 @@ async function deliverTarget(
     }
   }
 
+  // One batch at a time per target, pipelined: while batch N is being published, the run after it
+  // is claimed (it is ours by lease, nobody can overtake), and batch N's marks are written while
+  // batch N+1 is being published. N+1 is only published after N was taken by every publisher;
+  // if N fails, N+1 goes back to PENDING unpublished.
+  const maxBatches = isSchd ? 1 : Math.max(1, options.maxBatches ?? 1);
+  const first = await claimRun(ctx, head.target, settings, now, me, 0, report);
+  if (first === null) {
+    report.skipped = 'locked';
+    return report;
+  }
+  let cur = first;
+  let at = now;
+  let batches = 0;
+  let marking: Promise<unknown> | null = null;
+  try {
+    while (cur.length > 0) {
+      batches++;
+      const wantMore =
+        cur.length >= settings.batchSize &&
+        batches < maxBatches &&
+        ctx.clock.now().getTime() - nowMs < ctx.config.outbox.leaseMs / 2;
+      const last = cur[cur.length - 1]!.event_id;
+      const [sent, next] = await Promise.all([
+        publishRun(ctx, pubs, head.target, settings, cur, report),
+        wantMore ? claimRun(ctx, head.target, settings, ctx.clock.now(), me, last, report) : Promise.resolve(null),
+      ]);
+      if (marking) await marking;
+      const { updates, outcomes } = decide(pubs, settings, at, cur, sent.rows, sent.results, isSchd);
+      const failed = updates.some((u) => u.status !== 'SENT');
+      if (failed && next?.length)
+        for (const r of next)
+          updates.push({ id: r.event_id, status: 'PENDING', attempts: r.attempts, nextAt: null, error: null, sentAs: null });
+      report.full = !failed && cur.length >= settings.batchSize;
+      marking = markRun(ctx, head.target, updates, outcomes, at, me, options, report);
+      marking.catch(() => {});
+      if (failed || !next?.length) break;
+      cur = next;
+      at = ctx.clock.now();
+    }
+  } finally {
+    if (marking) await marking;
+  }
+  return report;
+}
+
+/** Leases the head run of a target (after = 0) or the run after the caller's own batch; null = locked. */
+async function claimRun(
+  ctx: DispatchContext,
+  target: string,
+  settings: DeliverySettings,
+  now: Date,
+  me: string,
+  after: number,
+  report: TargetReport,
+): Promise<ClaimedRow[] | null> {
+  const isSchd = target === 'schd';
+  const nowMs = now.getTime();
   // Claim.
   const t0 = performance.now();
   const lockUntil = new Date(nowMs + ctx.config.outbox.leaseMs);
@@ -275,13 +339,13 @@ async function deliverTarget(
   if (isSchd) {
     claimed = await ctx.db.tx(async (tx) => {
       const lock = await tx.query<{ ok: boolean }>(`SELECT pg_try_advisory_xact_lock(hashtext($1)) AS ok`, [
-        `msgx:target:${head.target}`,
+        `msgx:target:${target}`,
       ]);
       if (!lock.rows[0]?.ok) return null;
       const periodStart = new Date(nowMs - ctx.config.outbox.schdFlushPeriodMs);
       return (
         await tx.query<ClaimedRow>(CLAIM_SCHD_SQL, [
-          head.target,
+          target,
           ctx.config.outbox.schdFlushLimit,
           now,
           lockUntil,
@@ -291,25 +355,45 @@ async function deliverTarget(
       ).rows;
     });
   } else {
-    const rows = (await ctx.db.query<ClaimedRow & { locked: boolean }>(CLAIM_SQL, [head.target, settings.batchSize, now, lockUntil, me])).rows;
+    const rows = (await ctx.db.query<ClaimedRow & { locked: boolean }>(CLAIM_SQL, [target, settings.batchSize, now, lockUntil, me, after])).rows;
     claimed = rows.length === 1 && rows[0]!.locked ? null : rows;
   }
-  report.claimMs = round(performance.now() - t0);
-  if (claimed === null) {
-    report.skipped = 'locked';
-    return report;
-  }
-  if (claimed.length === 0) return report;
+  report.claimMs = round(report.claimMs + performance.now() - t0);
+  if (claimed === null) return null;
   claimed.sort((a, b) => a.event_id - b.event_id);
-  report.claimed = claimed.length;
+  report.claimed += claimed.length;
+  return claimed;
+}
 
-  // Publish: outside any transaction, every publisher at once, each under the deadline.
-  const topic = topicForTarget(ctx.config, head.target);
-  const sendRows = isSchd ? claimed.filter((r) => r.event_id === r.newest_id) : claimed;
-  const records = sendRows.map((r) => toRecord(r, head.target, topic ?? ''));
-  report.published = records.length;
+/** Publishes a claimed run to every publisher (schd: only the newest version of each FLID). */
+async function publishRun(
+  ctx: DispatchContext,
+  pubs: Publisher[],
+  target: string,
+  settings: DeliverySettings,
+  claimed: ClaimedRow[],
+  report: TargetReport,
+): Promise<{ rows: ClaimedRow[]; results: PublishResult[][] }> {
+  // Outside any transaction, every publisher at once, each under the deadline.
+  const topic = topicForTarget(ctx.config, target);
+  const sendRows = target === 'schd' ? claimed.filter((r) => r.event_id === r.newest_id) : claimed;
+  const records = sendRows.map((r) => toRecord(r, target, topic ?? ''));
+  report.published += records.length;
   const results = await publishAll(ctx, pubs, sendRows, records, settings, topic, report);
+  return { rows: sendRows, results };
+}
 
+/** The next state of every claimed row, and the per-publisher outcomes to record. */
+function decide(
+  pubs: Publisher[],
+  settings: DeliverySettings,
+  now: Date,
+  claimed: ClaimedRow[],
+  sendRows: ClaimedRow[],
+  results: PublishResult[][],
+  isSchd: boolean,
+): { updates: RowUpdate[]; outcomes: Outcome[] } {
+  const nowMs = now.getTime();
   // Decide every row's next state.
   const updates: RowUpdate[] = [];
   const outcomes: Outcome[] = [];
@@ -381,11 +465,25 @@ async function deliverTarget(
     }
   }
 
+  return { updates, outcomes };
+}
+
+async function markRun(
+  ctx: DispatchContext,
+  target: string,
+  updates: RowUpdate[],
+  outcomes: Outcome[],
+  now: Date,
+  me: string,
+  options: DispatchOptions,
+  report: TargetReport,
+): Promise<void> {
   // Mark.
   const t2 = performance.now();
   const marked = await mark(ctx, updates, outcomes, now, me, options);
-  report.markMs = round(performance.now() - t2);
-  report.lostLease = updates.length - marked.length;
+  report.markMs = round(report.markMs + performance.now() - t2);
+  const lost = updates.length - marked.length;
+  report.lostLease += lost;
   const byId = new Map(updates.map((u) => [u.id, u]));
   for (const m of marked) {
     if (m.status === 'SENT') report.sent++;
@@ -395,20 +493,18 @@ async function deliverTarget(
   }
   for (const u of updates) {
     if (u.status === 'DEAD' && !u.sentAs)
-      ctx.log.error({ message: 'outbox_event_dead', target: head.target, eventId: u.id, attempts: u.attempts, error: u.error });
+      ctx.log.error({ message: 'outbox_event_dead', target: target, eventId: u.id, attempts: u.attempts, error: u.error });
     else if (u.status === 'PENDING' && u.error)
       ctx.log.warn({
         message: 'outbox_event_retry',
-        target: head.target,
+        target: target,
         eventId: u.id,
         attempts: u.attempts,
         nextAttemptAt: u.nextAt?.toISOString(),
         error: u.error,
       });
   }
-  if (report.lostLease > 0)
-    ctx.log.warn({ message: 'outbox_lease_lost', target: head.target, rows: report.lostLease });
-  return report;
+  if (lost > 0) ctx.log.warn({ message: 'outbox_lease_lost', target: target, rows: lost });
 }
 
 async function publishAll(
@@ -441,7 +537,7 @@ async function publishAll(
         const error = err instanceof Error ? err.message : String(err);
         return idx.map(() => ({ ok: false as const, error }));
       });
-      report.publishMs[p.name] = round(performance.now() - t);
+      report.publishMs[p.name] = round((report.publishMs[p.name] ?? 0) + performance.now() - t);
       for (let k = 0; k < idx.length; k++) {
         out[idx[k]!] = got[k] ?? { ok: false, error: `${p.name} returned ${got.length} results for ${idx.length} records` };
       }
@@ -623,7 +719,7 @@ export async function runDispatcher(
     while (!options.signal?.aborted && ctx.clock.now().getTime() < deadline) {
       let more = false;
       try {
-        const r = await dispatchOnce(ctx, publishers, options);
+        const r = await dispatchOnce(ctx, publishers, { maxBatches: 10, ...options });
         totals.rounds++;
         totals.sent += r.sent;
         totals.dead += r.dead;

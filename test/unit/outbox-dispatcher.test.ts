@@ -101,6 +101,37 @@ describe('ordinary targets', () => {
     expect(seen).toEqual([...seen].sort((a, b) => a - b));
   });
 
+  test('maxBatches lets one round go on while batches come back full', async () => {
+    const { clock, ctx } = setup({ MSGX_DELIVERY_BATCH_SIZE: '10' });
+    await enqueue(clock, Array.from({ length: 35 }, (_, i) => ev('msg', i)));
+    const pub = new FakePublisher();
+    const r = await dispatchOnce(ctx, [pub], { maxBatches: 3 });
+    expect(r.sent).toBe(30);
+    expect(r.more).toBe(true);
+    expect(pub.calls.map((c) => c.length)).toEqual([10, 10, 10]);
+    const r2 = await dispatchOnce(ctx, [pub], { maxBatches: 3 });
+    expect(r2.sent).toBe(5);
+    expect(r2.more).toBe(false);
+  });
+
+  test('pipelined batches: when batch N fails, the pre-claimed batch N+1 goes back unpublished', async () => {
+    const { clock, ctx } = setup({ MSGX_DELIVERY_BATCH_SIZE: '2' });
+    const ids = await enqueue(clock, Array.from({ length: 5 }, (_, i) => ev('msg', i)));
+    const pub = new FakePublisher();
+    pub.failIds.add(ids[2]!);
+    const r = await dispatchOnce(ctx, [pub], { maxBatches: 5 });
+    expect(pub.calls.map((c) => c.map((x) => x.eventId))).toEqual([ids.slice(0, 2), ids.slice(2, 4)]);
+    expect(r.sent).toBe(2);
+    expect(r.more).toBe(false);
+    expect(await statusOf(ids)).toEqual({
+      [ids[0]!]: { status: 'SENT', attempts: 0 },
+      [ids[1]!]: { status: 'SENT', attempts: 0 },
+      [ids[2]!]: { status: 'PENDING', attempts: 1 },
+      [ids[3]!]: { status: 'PENDING', attempts: 0 },
+      [ids[4]!]: { status: 'PENDING', attempts: 0 },
+    });
+  });
+
   test('a failing head holds its target back until its backoff is due; other targets go on', async () => {
     const { clock, ctx, log } = setup();
     const ids = await enqueue(clock, [ev('msg', 1), ev('msg', 2), ev('msg', 3), ev('tx:other', 4)]);
