@@ -1,0 +1,94 @@
+import { mkdtemp, readFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, test } from 'vitest';
+import { loadConfig } from '../../lib/config/config.ts';
+import { buildPublishers, FileSinkPublisher, KafkaPublisher, WebhookPublisher, ENFORCED_PRODUCER } from '../../lib/outbox/publishers/index.ts';
+import { backoffMs, deliverySettingsFor } from '../../lib/outbox/settings.ts';
+import { topicForTarget } from '../../lib/outbox/dispatcher.ts';
+import { FakeClock } from '../../lib/shared/clock.ts';
+
+describe('delivery settings', () => {
+  test('defaults follow seed 001: 100 per batch, 3 s deadline, 10 attempts, 5 s doubling to 5 min', () => {
+    const c = loadConfig({});
+    expect(deliverySettingsFor(c.outbox, 'msg')).toEqual({
+      batchSize: 100,
+      publishTimeoutMs: 3000,
+      maxRetryCount: 10,
+      initialBackoffMs: 5000,
+      maxBackoffMs: 300_000,
+      retryStrategy: 'exponential_backoff',
+    });
+    expect(c.outbox.pollIntervalMs).toBe(1000);
+    const waits = Array.from({ length: 10 }, (_, i) => backoffMs(deliverySettingsFor(c.outbox, 'msg'), i + 1) / 1000);
+    expect(waits).toEqual([5, 10, 20, 40, 80, 160, 300, 300, 300, 300]);
+  });
+
+  test('per-target overrides apply to their target only', () => {
+    const c = loadConfig({ MSGX_DELIVERY_TARGET_OVERRIDES: '{"tx:orders":{"maxRetryCount":3,"initialBackoff":"1s","batchSize":10}}' });
+    expect(deliverySettingsFor(c.outbox, 'tx:orders')).toMatchObject({ maxRetryCount: 3, initialBackoffMs: 1000, batchSize: 10, maxBackoffMs: 300_000 });
+    expect(deliverySettingsFor(c.outbox, 'msg').maxRetryCount).toBe(10);
+  });
+
+  test.each([
+    [{ MSGX_DELIVERY_BATCH_SIZE: '0' }, /MSGX_DELIVERY_BATCH_SIZE/],
+    [{ MSGX_DELIVERY_MAX_RETRY_COUNT: '-1' }, /MSGX_DELIVERY_MAX_RETRY_COUNT/],
+    [{ MSGX_DELIVERY_INITIAL_BACKOFF: '10m' }, /MSGX_DELIVERY_INITIAL_BACKOFF: must not exceed MSGX_DELIVERY_MAX_BACKOFF/],
+    [{ MSGX_DELIVERY_PUBLISH_TIMEOUT: '1m' }, /MSGX_DELIVERY_LEASE/],
+    [{ MSGX_DELIVERY_RETRY_STRATEGY: 'linear' }, /MSGX_DELIVERY_RETRY_STRATEGY/],
+    [{ MSGX_DELIVERY_POLL_INTERVAL: 'soon' }, /MSGX_DELIVERY_POLL_INTERVAL/],
+    [{ MSGX_DELIVERY_TARGET_OVERRIDES: '{oops' }, /MSGX_DELIVERY_TARGET_OVERRIDES: must be JSON/],
+    [{ MSGX_DELIVERY_TARGET_OVERRIDES: '{"msg":{"batchSize":0}}' }, /MSGX_DELIVERY_TARGET_OVERRIDES: msg.batchSize/],
+    [{ MSGX_DELIVERY_TARGET_OVERRIDES: '{"msg":{"acks":0}}' }, /MSGX_DELIVERY_TARGET_OVERRIDES/],
+    [{ MSGX_DELIVERY_TARGET_OVERRIDES: '{"msg":{"initialBackoff":"10m"}}' }, /MSGX_DELIVERY_TARGET_OVERRIDES.msg.initialBackoff: must not exceed maxBackoff/],
+    [{ MSGX_DELIVERY_TARGET_OVERRIDES: '{"msg":{"publishTimeout":"1m"}}' }, /MSGX_DELIVERY_TARGET_OVERRIDES.msg.publishTimeout/],
+  ])('refuses %j naming the setting', (env, message) => {
+    expect(() => loadConfig(env)).toThrow(message);
+  });
+});
+
+describe('publishers', () => {
+  test('the producer safety settings are constants, not configuration', () => {
+    expect(ENFORCED_PRODUCER).toEqual({ idempotent: true, maxInFlightRequests: 1, acks: -1 });
+    expect(Object.isFrozen(ENFORCED_PRODUCER)).toBe(true);
+  });
+
+  test('buildPublishers: the file sink without brokers, Kafka with them, plus one webhook per fan-out URL', async () => {
+    const file = buildPublishers(loadConfig({ MSGX_FANOUT_WEBHOOKS: 'http://a.test/h,https://b.test/x' }));
+    expect(file.map((p) => p.constructor)).toEqual([FileSinkPublisher, WebhookPublisher, WebhookPublisher]);
+    expect(file.map((p) => p.name)).toEqual(['file', 'webhook:http://a.test/h', 'webhook:https://b.test/x']);
+    const kafka = buildPublishers(loadConfig({ MSGX_KAFKA_BROKERS: '127.0.0.1:9' }));
+    expect(kafka[0]).toBeInstanceOf(KafkaPublisher);
+    await Promise.all([...file, ...kafka].map((p) => p.close()));
+  });
+
+  test('targets map to topics; shadow mode suffixes transactional topics too', () => {
+    const c = loadConfig({ MSGX_SHADOW: '1' });
+    expect(topicForTarget(c, 'msg')).toBe('msgx.msg.shadow');
+    expect(topicForTarget(c, 'schd')).toBe('msgx.schd.shadow');
+    expect(topicForTarget(c, 'tx:orders')).toBe('orders.shadow');
+    expect(topicForTarget(c, 'nope')).toBeNull();
+  });
+
+  test('the file sink appends one JSON line per record, null for a tombstone', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'msgx-sink-'));
+    const clock = new FakeClock('2026-11-29T08:00:00Z');
+    const sink = new FileSinkPublisher({ dir, clock });
+    const rec = (eventId: number, value: string | null) => ({
+      eventId,
+      target: 'schd',
+      topic: 'msgx.schd',
+      key: 'F1',
+      value,
+      type: value === null ? 'TOMBSTONE' : 'UPSERT',
+      headers: { 'msgx-event-id': String(eventId), 'msgx-event-type': 'UPSERT' },
+    });
+    const ac = new AbortController();
+    expect(await sink.publish([rec(1, '{"FLID":"F1"}'), rec(2, null)], ac.signal)).toEqual([{ ok: true }, { ok: true }]);
+    await sink.publish([rec(3, '{}')], ac.signal);
+    const lines = (await readFile(join(dir, 'msgx.schd.jsonl'), 'utf8')).trim().split('\n').map((l) => JSON.parse(l));
+    expect(lines).toHaveLength(3);
+    expect(lines[0]).toEqual({ topic: 'msgx.schd', key: 'F1', value: '{"FLID":"F1"}', headers: rec(1, '').headers, at: '2026-11-29T08:00:00.000Z' });
+    expect(lines[1].value).toBeNull();
+  });
+});
