@@ -92,3 +92,44 @@ describe('publishers', () => {
     expect(lines[1].value).toBeNull();
   });
 });
+
+describe('EMF metrics', () => {
+  test('counters and the per-target oldest-pending gauge, at most once per interval', async () => {
+    const { createEmfMetrics } = await import('../../lib/outbox/metrics.ts');
+    const { vi } = await import('vitest');
+    const lines: string[] = [];
+    const spy = vi.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
+      lines.push(String(chunk));
+      return true;
+    });
+    try {
+      const clock = new FakeClock();
+      const m = createEmfMetrics({ clock, intervalMs: 60_000 });
+      const round = (sent: number, dead: number, oldest: number) => ({
+        targets: [{ target: 'msg', oldestPendingSeconds: oldest }] as never,
+        sent,
+        retried: 1,
+        dead,
+        more: false,
+        discoverMs: 0,
+        totalMs: 0,
+      });
+      clock.advance(60_000);
+      m.recordRound(round(5, 0, 7)); // first one emits
+      m.recordRound(round(3, 1, 2)); // buffered
+      const emitted = lines.join('');
+      expect(emitted).toContain('"EventsSent":5');
+      expect(emitted).not.toContain('"EventsSent":3');
+      lines.length = 0;
+      m.flush();
+      const docs = lines.join('').trim().split('\n').map((l) => JSON.parse(l));
+      const find = (name: string) => docs.find((d) => name in d);
+      expect(find('EventsSent').EventsSent).toBe(3);
+      expect(find('DeadCount')).toMatchObject({ DeadCount: 1, kind: 'event' });
+      expect(find('OldestPendingEventSeconds')).toMatchObject({ OldestPendingEventSeconds: 2, target: 'msg' });
+      expect(find('DeadCount')._aws.CloudWatchMetrics[0].Namespace).toBe('msgx');
+    } finally {
+      spy.mockRestore();
+    }
+  });
+});
