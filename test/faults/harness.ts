@@ -1,0 +1,531 @@
+/**
+ * Shared machinery of the fault runs: a fresh PostgreSQL database, MariaDB mailbox and pair of
+ * Kafka topics per run; the real roles as child processes that can be SIGKILLed and restarted; a
+ * flight workload whose every outcome is known in advance; and the invariant checker that reads
+ * PostgreSQL, the mailbox and both topics back.
+ */
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { closeSync, mkdirSync, openSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import kafkajs from 'kafkajs';
+import mysql from 'mysql2/promise';
+import { loadConfig } from '../../lib/config/config.ts';
+import { flightJson } from '../../lib/flights/json.ts';
+import { readFlightsOfDay } from '../../lib/flights/store.ts';
+import { ensureTopics } from '../../lib/outbox/topics.ts';
+import { backfillSweep, reconcileBackfill } from '../../lib/pipeline/backfill.ts';
+import { systemClock } from '../../lib/shared/clock.ts';
+import { flight, flop, schd } from '../fixtures/messages/build.ts';
+import { makeContext } from '../helpers/pipeline.ts';
+import { freshMysql, freshPg, serviceUrls, type TestMysql, type TestPg } from '../helpers/services.ts';
+
+const { Kafka, logLevel } = kafkajs;
+const run = promisify(execFile);
+
+export const DAY = '20261129';
+export type RoleName = 'pump' | 'poller' | 'dispatcher' | 'sweep';
+
+/** Settings every fault run uses: short leases and periods so a 5-minute budget covers 50+ kills. */
+export const FAULT_ENV: Record<string, string> = {
+  MSGX_LOG_LEVEL: 'WARN',
+  MSGX_POLL_INTERVAL_MS: '200',
+  MSGX_TOPIC_PARTITIONS: '3',
+  // A killed dispatcher's lease expires after this: its rows are re-sent (duplicates, same event id).
+  MSGX_DELIVERY_LEASE: '4s',
+  MSGX_DELIVERY_PUBLISH_TIMEOUT: '2s',
+  MSGX_DELIVERY_POLL_INTERVAL: '200ms',
+  MSGX_SCHD_FLUSH_PERIOD: '500ms',
+};
+
+export interface FaultRun {
+  pg: TestPg;
+  my: TestMysql;
+  brokers: string[];
+  topicMsg: string;
+  topicSchd: string;
+  env: Record<string, string>;
+  logDir: string;
+  drop(): Promise<void>;
+}
+
+export async function setupRun(name: string, extraEnv: Record<string, string> = {}): Promise<FaultRun> {
+  const pg = await freshPg();
+  const my = await freshMysql();
+  const { kafkaBrokers } = serviceUrls();
+  const tag = `${Date.now().toString(36)}.${randomBytes(3).toString('hex')}`;
+  const topicMsg = `msgx-faults.${name}.msg.${tag}`;
+  const topicSchd = `msgx-faults.${name}.schd.${tag}`;
+  const env: Record<string, string> = {
+    ...FAULT_ENV,
+    MSGX_PG_URL: pg.url,
+    MSGX_MAILBOX_URL: my.url,
+    MSGX_KAFKA_BROKERS: kafkaBrokers.join(','),
+    MSGX_TOPIC_MSG: topicMsg,
+    MSGX_TOPIC_SCHD: topicSchd,
+    ...extraEnv,
+  };
+  const config = loadConfig({ ...env, MSGX_RUNTIME: 'twin' });
+  await ensureTopics(config);
+  const logDir = join(tmpdir(), `msgx-faults-${name}-${tag}`);
+  mkdirSync(logDir, { recursive: true });
+  return {
+    pg,
+    my,
+    brokers: kafkaBrokers,
+    topicMsg,
+    topicSchd,
+    env,
+    logDir,
+    async drop() {
+      await my.drop().catch(() => {});
+      await pg.drop().catch(() => {});
+    },
+  };
+}
+
+// ---- Roles in child processes ---------------------------------------------------------------
+
+interface Child {
+  role: RoleName;
+  proc: ChildProcess;
+  exited: Promise<void>;
+}
+
+/** Keeps one child process per role running; kill() SIGKILLs one and starts its successor. */
+export class RoleProcesses {
+  readonly #run: FaultRun;
+  readonly #children = new Map<RoleName, Child>();
+  #spawned = 0;
+  kills: { role: RoleName; at: number }[] = [];
+
+  constructor(run: FaultRun) {
+    this.#run = run;
+  }
+
+  /** Starts the role; resolves once the child printed its `started` line. */
+  async start(role: RoleName): Promise<void> {
+    const log = openSync(join(this.#run.logDir, `${role}.${++this.#spawned}.log`), 'a');
+    const proc = spawn(process.execPath, ['--import', 'tsx', 'test/faults/roleChild.ts', role], {
+      env: { ...process.env, ...this.#run.env },
+      stdio: ['ignore', 'pipe', log],
+    });
+    closeSync(log);
+    const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
+    this.#children.set(role, { role, proc, exited });
+    await new Promise<void>((resolve, reject) => {
+      let out = '';
+      const onData = (chunk: Buffer) => {
+        out += chunk.toString();
+        if (out.includes('started')) {
+          proc.stdout!.off('data', onData);
+          proc.stdout!.resume();
+          resolve();
+        }
+      };
+      proc.stdout!.on('data', onData);
+      void exited.then(() => reject(new Error(`${role} child exited before starting (logs in ${this.#run.logDir})`)));
+    });
+  }
+
+  /** SIGKILL, wait for the exit, start a successor (as a schedule would invoke the function again). */
+  async kill(role: RoleName, restart = true): Promise<void> {
+    const c = this.#children.get(role);
+    if (c) {
+      c.proc.kill('SIGKILL');
+      await c.exited;
+      this.#children.delete(role);
+      this.kills.push({ role, at: Date.now() });
+    }
+    if (restart) await this.start(role);
+  }
+
+  async stopAll(): Promise<void> {
+    const all = [...this.#children.values()];
+    this.#children.clear();
+    for (const c of all) c.proc.kill('SIGKILL');
+    await Promise.all(all.map((c) => c.exited));
+  }
+
+  get logDir(): string {
+    return this.#run.logDir;
+  }
+}
+
+// ---- The workload -------------------------------------------------------------------------------
+
+/** Deterministic PRNG (mulberry32), so a failing run can be replayed with its seed. */
+export function rng(seed: number): () => number {
+  return () => {
+    seed |= 0;
+    seed = (seed + 0x6d2b79f5) | 0;
+    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const pad = (n: number, w: number) => String(n).padStart(w, '0');
+/** A wire time on DAY, `i` seconds after 06:00 (unique per i below 18 hours). */
+const timeAt = (i: number) => {
+  const s = 6 * 3600 + (i % 64_800);
+  return `${DAY}${pad(Math.floor(s / 3600), 2)}${pad(Math.floor(s / 60) % 60, 2)}${pad(s % 60, 2)}`;
+};
+
+/**
+ * A day plan and FLOPs whose outcomes are all known: every FLOP carries a value never seen before
+ * (a unique time or remark), so each one changes its flight and bumps its state version by exactly
+ * one. The model records, per FLID, the mailbox ID of each version's message in mailbox order.
+ */
+export class FlightWorkload {
+  readonly flids: string[];
+  readonly #rand: () => number;
+  #seqn = 0;
+  #n = 0;
+  /** FLID → mailbox IDs of the messages that made versions 1..n, in order. */
+  readonly versions = new Map<string, number[]>();
+  readonly ids: number[] = [];
+
+  constructor(flights: number, seed: number, readonly prefix = 'F') {
+    this.flids = Array.from({ length: flights }, (_, i) => `${prefix}${pad(i + 1, 4)}`);
+    this.#rand = rng(seed);
+  }
+
+  planText(): string {
+    return schd('DNLD', {
+      seqn: `${this.prefix}plan`,
+      dttm: `${DAY}050000`,
+      opdy: DAY,
+      flights: this.flids.map((id) => flight({ FLID: id, OPDY: DAY, AWCD: 'CZ', FLNO: id.slice(-4), STAT: 'SCH' })),
+    });
+  }
+
+  nextFlop(): { flid: string; text: string } {
+    const i = this.#n++;
+    const flid = this.flids[Math.floor(this.#rand() * this.flids.length)]!;
+    const seqn = `${this.prefix}${++this.#seqn}`;
+    const kind = Math.floor(this.#rand() * 4);
+    const o = { seqn, dttm: timeAt(i) };
+    let text: string;
+    if (kind === 0) text = flop('ETOT', o, flight({ FLID: flid, ETOT: timeAt(i) }));
+    else if (kind === 1) text = flop('GATE', o, flight({ FLID: flid, GATE: [{ CODE: `G${i % 40}`, BEG: timeAt(i), END: timeAt(i + 900) }] }));
+    else if (kind === 2) text = flop('UPDT', o, flight({ FLID: flid, XREM: `remark ${i}` }));
+    else text = flop('STND', o, flight({ FLID: flid, STND: [{ CODE: `S${i}`, BEG: timeAt(i), END: '' }] }));
+    return { flid, text };
+  }
+
+  /** Writes the plan into the mailbox as another system would (a plain INSERT). */
+  async insertPlan(my: TestMysql): Promise<void> {
+    const id = await my.mailbox.insertInbound(this.planText());
+    this.ids.push(id);
+    for (const f of this.flids) this.versions.set(f, [id]);
+  }
+
+  async insertFlops(my: TestMysql, n: number): Promise<void> {
+    for (let k = 0; k < n; k++) {
+      const { flid, text } = this.nextFlop();
+      const id = await my.mailbox.insertInbound(text);
+      this.ids.push(id);
+      this.versions.get(flid)!.push(id);
+    }
+  }
+
+  get messageCount(): number {
+    return this.ids.length;
+  }
+  get msgEventCount(): number {
+    let n = 0;
+    for (const v of this.versions.values()) n += v.length;
+    return n;
+  }
+}
+
+/**
+ * Inserts `total` FLOPs in chunks at a steady pace (`ratePerSec`), as upstream systems would, until
+ * done or stopped. Returns a handle whose `done` resolves when everything is in the mailbox.
+ */
+export function feed(w: FlightWorkload, my: TestMysql, total: number, ratePerSec: number, chunk = 25): { done: Promise<void> } {
+  const started = Date.now();
+  const done = (async () => {
+    let sent = 0;
+    while (sent < total) {
+      const n = Math.min(chunk, total - sent);
+      await w.insertFlops(my, n);
+      sent += n;
+      const due = started + (sent / ratePerSec) * 1000;
+      const wait = due - Date.now();
+      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    }
+  })();
+  return { done };
+}
+
+// ---- Progress and invariants --------------------------------------------------------------------
+
+export interface Progress {
+  enqueued: number;
+  open: number;
+  terminal: number;
+  eventsOpen: number;
+  eventsDead: number;
+}
+
+export async function progress(run: FaultRun): Promise<Progress> {
+  const r = await run.pg.db.query<Progress>(
+    `SELECT (SELECT count(*)::int FROM proc_state) AS enqueued,
+            (SELECT count(*)::int FROM proc_state WHERE status IN ('PENDING', 'FAILED')) AS open,
+            (SELECT count(*)::int FROM proc_state WHERE status IN ('SUCCEEDED', 'SKIPPED', 'DEAD')) AS terminal,
+            (SELECT count(*)::int FROM msg_event WHERE status IN ('PENDING', 'DELIVERING')) AS "eventsOpen",
+            (SELECT count(*)::int FROM msg_event WHERE status = 'DEAD') AS "eventsDead"`,
+  );
+  return r.rows[0]!;
+}
+
+/** True when every message of the workload is terminal and every event left the outbox. */
+export async function drained(run: FaultRun, w: FlightWorkload): Promise<boolean> {
+  const p = await progress(run);
+  return p.terminal === w.messageCount && p.open === 0 && p.eventsOpen === 0;
+}
+
+/** Sessions of the run's database left idle in a transaction for longer than `olderThanMs`. */
+export async function idleInTransaction(run: FaultRun, olderThanMs = 0): Promise<{ pid: number; app: string; query: string }[]> {
+  const r = await run.pg.db.query<{ pid: number; app: string; query: string }>(
+    `SELECT pid, application_name AS app, left(query, 200) AS query FROM pg_stat_activity
+     WHERE datname = current_database() AND pid <> pg_backend_pid()
+       AND state LIKE 'idle in transaction%' AND now() - state_change > make_interval(secs => $1::float8 / 1000)`,
+    [olderThanMs],
+  );
+  return r.rows;
+}
+
+export interface TopicRecord {
+  partition: number;
+  offset: number;
+  key: string | null;
+  value: string | null;
+  eventId: string;
+  eventType: string;
+}
+
+/** Reads a topic from the beginning up to its current end (high watermarks), every partition. */
+export async function readWholeTopic(brokers: string[], topic: string, timeoutMs = 60_000): Promise<TopicRecord[]> {
+  const kafka = new Kafka({ clientId: 'msgx-faults-reader', brokers, logLevel: logLevel.NOTHING });
+  const admin = kafka.admin();
+  await admin.connect();
+  const ends = await admin.fetchTopicOffsets(topic).finally(() => admin.disconnect());
+  const want = new Map(ends.map((e) => [e.partition, Number(e.high)]));
+  const remaining = new Set(ends.filter((e) => Number(e.high) > 0).map((e) => e.partition));
+  const got: TopicRecord[] = [];
+  if (remaining.size === 0) return got;
+  const consumer = kafka.consumer({ groupId: `msgx-faults-${randomBytes(6).toString('hex')}`, maxWaitTimeInMs: 200 });
+  await consumer.connect();
+  try {
+    await consumer.subscribe({ topic, fromBeginning: true });
+    let done!: () => void;
+    const finished = new Promise<void>((r) => (done = r));
+    await consumer.run({
+      eachBatchAutoResolve: true,
+      eachBatch: async ({ batch }) => {
+        for (const m of batch.messages) {
+          const h = m.headers ?? {};
+          got.push({
+            partition: batch.partition,
+            offset: Number(m.offset),
+            key: m.key === null ? null : m.key.toString(),
+            value: m.value === null ? null : m.value.toString(),
+            eventId: String(h['msgx-event-id'] ?? ''),
+            eventType: String(h['msgx-event-type'] ?? ''),
+          });
+          if (Number(m.offset) >= want.get(batch.partition)! - 1) remaining.delete(batch.partition);
+        }
+        if (remaining.size === 0) done();
+      },
+    });
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      finished,
+      new Promise<void>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`reading ${topic}: ${got.length} records after ${timeoutMs}ms`)), timeoutMs);
+      }),
+    ]).finally(() => clearTimeout(timer));
+  } finally {
+    await consumer.disconnect().catch(() => {});
+  }
+  return got.sort((a, b) => a.partition - b.partition || a.offset - b.offset);
+}
+
+export interface InvariantReport {
+  violations: string[];
+  stats: Record<string, number>;
+}
+
+/**
+ * Every invariant of the issue, checked once the run drained:
+ * - every message of the workload is terminal and SUCCEEDED, exactly once (one proc_state row, one
+ *   flight version, one msg event per message);
+ * - per FLID, the msg events (PostgreSQL) and the msgx.msg records (Kafka, duplicates dropped by
+ *   msgx-event-id) carry state versions 1..n in order, each made by the expected mailbox message;
+ * - per FLID, msgx.schd versions only rise, and the last record is the flight's final state;
+ * - no event DEAD or open; every mailbox row back-filled SUCCEEDED (after one sweep round, which
+ *   is what heals a pump killed between its commit and its mailbox write);
+ * - no session idle in a transaction.
+ */
+export async function checkInvariants(run: FaultRun, w: FlightWorkload): Promise<InvariantReport> {
+  const v: string[] = [];
+  const stats: Record<string, number> = {};
+  const db = run.pg.db;
+  const push = (msg: string) => {
+    if (v.length < 40) v.push(msg);
+  };
+
+  // Processing: one terminal SUCCEEDED row per message, nothing else.
+  const proc = await db.query<{ msg_id: number; status: string; error_class: string | null; note: string | null }>(
+    `SELECT msg_id, status, error_class, note FROM proc_state ORDER BY msg_id`,
+  );
+  stats.messages = proc.rowCount;
+  const expectedIds = new Set(w.ids);
+  if (proc.rowCount !== w.messageCount) push(`proc_state has ${proc.rowCount} rows, ${w.messageCount} messages were written`);
+  for (const r of proc.rows) {
+    if (!expectedIds.has(r.msg_id)) push(`proc_state row ${r.msg_id} is not a message of the workload`);
+    if (r.status !== 'SUCCEEDED' || r.note === 'unchanged')
+      push(`message ${r.msg_id} is ${r.status}${r.error_class ? `(${r.error_class})` : ''}${r.note ? ` ${r.note}` : ''}`);
+  }
+  const attempts = await db.query<{ n: number }>(`SELECT coalesce(max(attempts), 0)::int AS n FROM proc_state`);
+  stats.maxAttempts = attempts.rows[0]!.n;
+
+  // Flights: final version = number of messages that touched it.
+  const flights = await readFlightsOfDay(db, DAY);
+  const byFlid = new Map(flights.map((f) => [f.flid, f]));
+  for (const [flid, ids] of w.versions) {
+    const f = byFlid.get(flid);
+    if (!f) push(`flight ${flid} missing`);
+    else if (f.stateVersion !== ids.length) push(`flight ${flid} at v${f.stateVersion}, ${ids.length} messages changed it`);
+    else if (f.lastMsgId !== null && f.lastMsgId !== ids[ids.length - 1]) push(`flight ${flid} last changed by ${f.lastMsgId}, expected ${ids.at(-1)}`);
+  }
+
+  // Outbox rows in PostgreSQL.
+  const ev = await db.query<{ target: string; status: string; n: number }>(
+    `SELECT target, status, count(*)::int AS n FROM msg_event GROUP BY target, status ORDER BY 1, 2`,
+  );
+  for (const r of ev.rows) {
+    stats[`events.${r.target}.${r.status}`] = r.n;
+    if (r.status !== 'SENT') push(`${r.n} ${r.target} events ${r.status}`);
+  }
+  const msgRows = await db.query<{ flid: string; versions: number[]; sources: string[] }>(
+    `SELECT flid, array_agg(state_version ORDER BY event_id) AS versions, array_agg(source_id ORDER BY event_id) AS sources
+     FROM msg_event WHERE target = 'msg' GROUP BY flid`,
+  );
+  for (const r of msgRows.rows) {
+    const ids = w.versions.get(r.flid);
+    if (!ids) {
+      push(`msg events for unknown flight ${r.flid}`);
+      continue;
+    }
+    const want = ids.map((_, i) => i + 1);
+    if (r.versions.join() !== want.join()) push(`msg_event ${r.flid}: versions ${short(r.versions)}, expected 1..${ids.length}`);
+    if (r.sources.join() !== ids.join()) push(`msg_event ${r.flid}: made by ${short(r.sources)}, expected ${short(ids)}`);
+  }
+  if (msgRows.rowCount !== w.versions.size) push(`msg events for ${msgRows.rowCount} flights, ${w.versions.size} expected`);
+
+  // msgx.msg on Kafka: duplicates dropped by event id, per FLID 1..n in partition order.
+  const msg = await readWholeTopic(run.brokers, run.topicMsg);
+  stats.msgRecords = msg.length;
+  const seen = new Set<string>();
+  const perFlid = new Map<string, { version: number; msgId: number }[]>();
+  const partitionOf = new Map<string, number>();
+  for (const r of msg) {
+    if (!r.eventId) push(`msgx.msg record at ${r.partition}/${r.offset} without msgx-event-id`);
+    if (seen.has(r.eventId)) continue;
+    seen.add(r.eventId);
+    const val = JSON.parse(r.value ?? 'null') as { flid: string; stateVersion: number; source: { msgId: number } };
+    if (r.key !== val.flid) push(`msgx.msg record key ${r.key} ≠ flid ${val.flid}`);
+    const p = partitionOf.get(val.flid);
+    if (p !== undefined && p !== r.partition) push(`flight ${val.flid} on partitions ${p} and ${r.partition}`);
+    partitionOf.set(val.flid, r.partition);
+    let list = perFlid.get(val.flid);
+    if (!list) perFlid.set(val.flid, (list = []));
+    list.push({ version: val.stateVersion, msgId: val.source.msgId });
+  }
+  stats.msgUnique = seen.size;
+  stats.msgDuplicates = msg.length - seen.size;
+  if (seen.size !== w.msgEventCount) push(`msgx.msg holds ${seen.size} distinct events, ${w.msgEventCount} expected`);
+  for (const [flid, ids] of w.versions) {
+    const got = perFlid.get(flid) ?? [];
+    const versions = got.map((g) => g.version);
+    if (versions.join() !== ids.map((_, i) => i + 1).join()) push(`msgx.msg ${flid}: versions ${short(versions)} (deduplicated), expected 1..${ids.length}`);
+    else if (got.map((g) => g.msgId).join() !== ids.join()) push(`msgx.msg ${flid}: sources ${short(got.map((g) => g.msgId))}, expected ${short(ids)}`);
+  }
+
+  // msgx.schd on Kafka: versions only rise per FLID; the last record is the final state.
+  const schdRecs = await readWholeTopic(run.brokers, run.topicSchd);
+  stats.schdRecords = schdRecs.length;
+  const seenSchd = new Set<string>();
+  const lastSchd = new Map<string, { version: number; value: Record<string, unknown> }>();
+  for (const r of schdRecs) {
+    if (seenSchd.has(r.eventId)) continue;
+    seenSchd.add(r.eventId);
+    if (r.value === null) {
+      push(`unexpected tombstone for ${r.key}`);
+      continue;
+    }
+    const val = JSON.parse(r.value) as Record<string, unknown> & { stateVersion: number };
+    const prev = lastSchd.get(r.key!);
+    if (prev && prev.version >= val.stateVersion) push(`msgx.schd ${r.key}: v${val.stateVersion} after v${prev.version}`);
+    lastSchd.set(r.key!, { version: val.stateVersion, value: val });
+  }
+  stats.schdUnique = seenSchd.size;
+  for (const f of flights) {
+    const last = lastSchd.get(f.flid);
+    const want = { v: 1, ...flightJson(f) };
+    if (!last) push(`msgx.schd has nothing for ${f.flid}`);
+    else if (JSON.stringify(last.value) !== JSON.stringify(want))
+      push(`msgx.schd ${f.flid}: last v${last.version} ≠ final state v${f.stateVersion}`);
+  }
+
+  // The mailbox: every row back-filled, after one sweep round for rows whose pump died post-commit.
+  const ctx = makeContext({ db, mailbox: run.my.mailbox, clock: systemClock, env: { MSGX_LOG_LEVEL: 'SILENT' } });
+  stats.backfillTodosLeft = (await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM backfill_todo`)).rows[0]!.n;
+  await reconcileBackfill(ctx, 10_000);
+  while ((await backfillSweep(ctx, 1000)) > 0);
+  const mb = await run.my.query<{ s: string | null; n: number }[]>(
+    `SELECT PROC_STATUS AS s, COUNT(*) AS n FROM CMINMSGS GROUP BY PROC_STATUS`,
+  );
+  for (const r of mb) if (r.s !== 'SUCCEEDED') push(`${r.n} mailbox rows with PROC_STATUS ${r.s}`);
+
+  const idle = await idleInTransaction(run);
+  if (idle.length) push(`idle in transaction: ${JSON.stringify(idle)}`);
+  return { violations: v, stats };
+}
+
+const short = (xs: unknown[]) => (xs.length > 12 ? `${xs.slice(0, 12).join(',')},…(${xs.length})` : xs.join(','));
+
+// ---- Services ---------------------------------------------------------------------------------
+
+export async function services(...args: string[]): Promise<void> {
+  await run(process.execPath, ['scripts/services.mjs', ...args], { timeout: 180_000 });
+}
+
+export async function mariadbStop(): Promise<void> {
+  await run('mysqladmin', ['-uroot', 'shutdown'], { timeout: 60_000 });
+}
+
+export async function mariadbStart(): Promise<void> {
+  await run('start-stop-daemon', ['--start', '--oknodo', '--background', '--exec', '/usr/sbin/mariadbd'], { timeout: 30_000 });
+  const { mailboxUrl } = serviceUrls();
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    try {
+      const c = await mysql.createConnection({ uri: mailboxUrl, connectTimeout: 1000 });
+      await c.query('SELECT 1');
+      await c.end();
+      return;
+    } catch (err) {
+      if (Date.now() > deadline) throw err;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+}
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

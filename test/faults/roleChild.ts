@@ -1,0 +1,49 @@
+/**
+ * ONE real msgx role in a child process, so the fault tests can SIGKILL it at any instruction:
+ * `node --import tsx test/faults/roleChild.ts <pump|poller|dispatcher|sweep>`.
+ *
+ * Everything comes from the environment, exactly as a deployed function gets it: MSGX_PG_URL,
+ * MSGX_MAILBOX_URL, MSGX_KAFKA_BROKERS, MSGX_TOPIC_MSG / MSGX_TOPIC_SCHD and the MSGX_* tuning the
+ * test chooses. The context is the production one (buildContext: real flight processors from
+ * defaultRegistry, PostgreSQL through pg, the mailbox through mysql2, Kafka through kafkajs).
+ *
+ * Like the twin's runForever, the role is restarted after it stops (lock lost because its session
+ * was terminated, lock held by a dying predecessor, an unexpected error): a scheduled function
+ * would be invoked again by its schedule. Prints `started <role> <pid>` once its context is built.
+ */
+import { loadConfig } from '../../lib/config/config.ts';
+import { dispatcherRole, pollerRole, pumpRole, type RoleSpec, sweepRole } from '../../lib/jobs/roles.ts';
+import { runWorker } from '../../lib/jobs/worker.ts';
+import { buildPublishers } from '../../lib/outbox/publishers/index.ts';
+import { buildContext } from '../../lib/shared/buildContext.ts';
+
+const role = process.argv[2];
+if (!['pump', 'poller', 'dispatcher', 'sweep'].includes(role ?? '')) {
+  process.stderr.write(`usage: roleChild.ts <pump|poller|dispatcher|sweep>\n`);
+  process.exit(2);
+}
+
+const config = loadConfig({ ...process.env, MSGX_RUNTIME: 'twin' });
+const ctx = await buildContext(config, { poolSize: 4, statementTimeoutMs: 30_000 });
+
+let spec: RoleSpec;
+if (role === 'pump') spec = pumpRole(ctx);
+else if (role === 'poller') spec = pollerRole(ctx);
+else if (role === 'sweep') spec = sweepRole(ctx);
+else spec = dispatcherRole(ctx, buildPublishers(config, { log: ctx.log, clock: ctx.clock }));
+
+process.on('unhandledRejection', (err) => ctx.log.error('unhandled rejection', { role, error: err as Error }));
+process.stdout.write(`started ${role} ${process.pid}\n`);
+
+const stop = new AbortController();
+process.on('SIGTERM', () => stop.abort());
+while (!stop.signal.aborted) {
+  try {
+    const s = await runWorker(ctx, { ...spec, signal: stop.signal });
+    if (s.stoppedBy !== 'not-acquired') ctx.log.warn('role stopped; restarting', { role, stoppedBy: s.stoppedBy });
+  } catch (err) {
+    ctx.log.error('role failed; restarting', { role, error: err as Error });
+  }
+  if (!stop.signal.aborted) await ctx.clock.sleep(Math.min(200, config.pipeline.pollIntervalMs), stop.signal);
+}
+process.exit(0);
