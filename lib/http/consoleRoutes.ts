@@ -1,0 +1,125 @@
+import { timingSafeEqual } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
+import { eventsBySource, readMessageTrace } from '../observability/trace.ts';
+import { readThroughput } from '../observability/throughput.ts';
+import type { AppContext } from '../shared/context.ts';
+import { RequestError } from '../shared/errors.ts';
+import { json } from './router.ts';
+import type { HttpRequest, HttpResponse, Route } from './types.ts';
+
+/**
+ * The operations console (`GET /console`, plain files under lib/http/console, no build step) and
+ * the read routes it needs beyond the existing admin API: the inbound message trace, the
+ * per-minute throughput for the overview chart, and events by source (for the deliveries of a
+ * transactional message).
+ *
+ * The console's files are operator-only like the admin routes. A browser cannot add a bearer
+ * header to a page load, so in the twin with MSGX_ADMIN_TOKEN set the console also accepts that
+ * same token from a `msgx_admin_token` cookie (set by its small sign-in page); its script sends
+ * the token as `Authorization: Bearer` on every admin call. In the cloud the gateway's IAM guards
+ * `/console` like `/admin`.
+ */
+
+const CONSOLE_DIR = fileURLToPath(new URL('./console/', import.meta.url));
+
+/** The console's files: a fixed list, so no request path ever reaches the file system. */
+const ASSETS: Record<string, string> = {
+  'index.html': 'text/html; charset=utf-8',
+  'app.js': 'text/javascript; charset=utf-8',
+  'style.css': 'text/css; charset=utf-8',
+  'login.html': 'text/html; charset=utf-8',
+};
+
+const SECURITY_HEADERS = {
+  'cache-control': 'no-store',
+  'x-content-type-options': 'nosniff',
+  'x-frame-options': 'DENY',
+  'referrer-policy': 'no-referrer',
+};
+
+const PAGE_CSP = "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'";
+
+async function asset(name: string, extra: Record<string, string> = {}, status = 200): Promise<HttpResponse> {
+  const type = ASSETS[name];
+  if (!type) throw new RequestError(404, 'not_found', `no console asset ${name}`);
+  const body = await readFile(CONSOLE_DIR + name, 'utf8');
+  return { status, headers: { 'content-type': type, ...SECURITY_HEADERS, ...extra }, body };
+}
+
+function cookie(req: HttpRequest, name: string): string | undefined {
+  for (const part of (req.headers.cookie ?? '').split(';')) {
+    const i = part.indexOf('=');
+    if (i > 0 && part.slice(0, i).trim() === name) return decodeURIComponent(part.slice(i + 1).trim());
+  }
+  return undefined;
+}
+
+/** An operator: the router's verdict, or (twin with a token) the same token from the console's cookie. */
+export function consoleAdmin(req: HttpRequest, ctx: Pick<AppContext, 'config'>): boolean {
+  if (req.isAdmin) return true;
+  const token = ctx.config.http.adminToken;
+  const given = cookie(req, 'msgx_admin_token');
+  if (!token || !given) return false;
+  const a = Buffer.from(given);
+  const b = Buffer.from(token);
+  return a.length === b.length && timingSafeEqual(a, b);
+}
+
+async function guarded(req: HttpRequest, ctx: AppContext, name: string): Promise<HttpResponse> {
+  if (consoleAdmin(req, ctx)) return asset(name, name.endsWith('.html') ? { 'content-security-policy': PAGE_CSP } : {});
+  // A page load with a token configured gets the sign-in page; everything else the admin routes' 403.
+  if (ctx.config.http.adminToken && name === 'index.html') return asset('login.html', {}, 401);
+  throw new RequestError(403, 'forbidden', 'admin route: operator credentials required');
+}
+
+export const consoleRoutes: Route[] = [
+  { method: 'GET', path: '/console', handle: (req, ctx) => guarded(req, ctx, 'index.html') },
+  {
+    method: 'GET',
+    path: '/console/{asset}',
+    handle: (req, ctx) => {
+      const name = req.params.asset!;
+      if (!(name in ASSETS) || name === 'login.html') throw new RequestError(404, 'not_found', `no console asset ${name}`);
+      return guarded(req, ctx, name);
+    },
+  },
+  {
+    method: 'GET',
+    path: '/admin/trace/{msgId}',
+    admin: true,
+    async handle(req, ctx) {
+      const raw = req.params.msgId!;
+      const id = Number(raw);
+      if (!/^\d+$/.test(raw) || !Number.isSafeInteger(id) || id <= 0)
+        throw new RequestError(400, 'invalid_request', `msgId: must be a positive mailbox ID (got ${raw})`);
+      const trace = await readMessageTrace(ctx.db, id, { mailbox: ctx.mailbox });
+      if (!trace) throw new RequestError(404, 'not_found', `no message ${raw} (never enqueued, or past retention)`);
+      return json(200, trace);
+    },
+  },
+  {
+    method: 'GET',
+    path: '/admin/throughput',
+    admin: true,
+    async handle(req, ctx) {
+      const minutes = req.query.minutes === undefined ? 60 : Number(req.query.minutes);
+      if (!Number.isInteger(minutes) || minutes < 1 || minutes > 1440)
+        throw new RequestError(400, 'invalid_request', 'minutes: must be an integer from 1 to 1440');
+      return json(200, await readThroughput(ctx.db, ctx.clock.now(), minutes));
+    },
+  },
+  {
+    method: 'GET',
+    path: '/admin/events',
+    admin: true,
+    async handle(req, ctx) {
+      const { sourceKind, sourceId } = req.query;
+      if (!sourceKind || !sourceId) throw new RequestError(400, 'invalid_request', 'sourceKind and sourceId are required');
+      if (!['proc', 'txmsg', 'external'].includes(sourceKind))
+        throw new RequestError(400, 'invalid_request', `sourceKind: must be proc, txmsg or external (got ${sourceKind})`);
+      const items = (await eventsBySource(ctx.db, sourceKind, sourceId)).map(({ value: _v, ...e }) => e);
+      return json(200, { sourceKind, sourceId, items });
+    },
+  },
+];
