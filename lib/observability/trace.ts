@@ -343,7 +343,7 @@ export function buildTimeline(t: MessageTrace): TimelineEntry[] {
       detail: { flid: c.flid, change: c.change, version: c.fromVersion ? `${c.fromVersion} → ${c.toVersion}` : String(c.toVersion), fields: c.fields },
     });
   for (const e of t.events) {
-    out.push({ at: e.createdAt, kind: 'event', status: 'PENDING', detail: { eventId: e.eventId, target: e.target, type: e.type, key: e.key } });
+    out.push({ at: e.createdAt, kind: 'event', status: null, detail: { eventId: e.eventId, target: e.target, type: e.type, key: e.key } });
     for (const d of e.deliveries)
       out.push({
         at: d.at,

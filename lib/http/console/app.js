@@ -306,11 +306,13 @@ function throughputChart(tp) {
   pts.forEach((p) => p && svg.append(s('circle', { class: 'lat-dot', cx: p[0], cy: p[1], r: 2.2 })));
   return svg;
 }
+/** A round axis maximum that splits into four round steps (counts stay whole numbers). */
 function niceMax(v) {
-  if (v <= 1) return 1;
-  const p = 10 ** Math.floor(Math.log10(v));
-  for (const m of [1, 2, 2.5, 5, 10]) if (m * p >= v) return m * p;
-  return 10 * p;
+  if (v <= 4) return 4;
+  const step = v / 4;
+  const p = 10 ** Math.floor(Math.log10(step));
+  for (const m of [1, 2, 5, 10]) if (m * p >= step) return 4 * m * p;
+  return 40 * p;
 }
 const fmtCount = (v) => (v >= 1000 ? `${(v / 1000).toFixed(v % 1000 ? 1 : 0)}k` : String(Math.round(v * 10) / 10));
 

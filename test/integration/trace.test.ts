@@ -1,0 +1,245 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildRouter } from '../../lib/http/app.ts';
+import type { HttpRequest } from '../../lib/http/types.ts';
+import { registerFlightProcessors } from '../../lib/flights/index.ts';
+import { PgMailbox } from '../../lib/mailbox/pg.ts';
+import type { MessageTrace } from '../../lib/observability/trace.ts';
+import type { Throughput } from '../../lib/observability/throughput.ts';
+import { dispatchOnce } from '../../lib/outbox/dispatcher.ts';
+import type { OutRecord, Publisher, PublishResult } from '../../lib/outbox/types.ts';
+import { ProcessorRegistry } from '../../lib/pipeline/processor.ts';
+import { FakeClock } from '../../lib/shared/clock.ts';
+import type { AppContext } from '../../lib/shared/context.ts';
+import { drainPoller, drainPump, makeContext, wire } from '../helpers/pipeline.ts';
+import { freshPg, type TestPg } from '../helpers/services.ts';
+
+/** A Kafka-like publisher that answers a partition and an offset per record, as kafkajs does. */
+class FakeKafka implements Publisher {
+  readonly name = 'kafka';
+  offsets = new Map<string, number>();
+  async publish(records: OutRecord[]): Promise<PublishResult[]> {
+    return records.map((r) => {
+      const partition = r.key ? Number(r.key) % 6 : 0;
+      const k = `${r.topic}:${partition}`;
+      const offset = this.offsets.get(k) ?? 0;
+      this.offsets.set(k, offset + 1);
+      return { ok: true, partition, offset };
+    });
+  }
+  async close() {}
+}
+
+/** A webhook that fails its first call, so one event shows a failed outcome then a retried ok. */
+class FlakyWebhook implements Publisher {
+  readonly name = 'webhook:https://hooks.example/x';
+  calls = 0;
+  async publish(records: OutRecord[]): Promise<PublishResult[]> {
+    this.calls++;
+    return records.map(() => (this.calls === 1 ? { ok: false, error: 'HTTP 503' } : { ok: true }));
+  }
+  async close() {}
+}
+
+const flight = (flid: string, extra = '') =>
+  `<FLIGHT><FLID>${flid}</FLID><OPDY>20261129</OPDY><AWCD>CZ</AWCD><FLNO>${flid}</FLNO><SOBT>20261129101500</SOBT><STAT>SCH</STAT>${extra}</FLIGHT>`;
+
+describe('trace of an inbound message, throughput, console routes', () => {
+  let pg: TestPg;
+  let ctx: AppContext;
+  const clock = new FakeClock('2026-11-29T08:00:00Z');
+  const router = buildRouter();
+  const ids: Record<string, number> = {};
+  const kafka = new FakeKafka();
+  const webhook = new FlakyWebhook();
+
+  const get = async (path: string, o: { admin?: boolean; headers?: Record<string, string> } = {}) => {
+    const url = new URL(path, 'http://x');
+    const req: HttpRequest = {
+      method: 'GET',
+      path: url.pathname,
+      headers: o.headers ?? {},
+      query: Object.fromEntries(url.searchParams),
+      body: '',
+      params: {},
+      isAdmin: o.admin ?? true,
+    };
+    return router.handle(req, ctx);
+  };
+  const trace = async (id: number) => (await get(`/admin/trace/${id}`)).body as MessageTrace;
+  const deliverAll = async () => {
+    for (let i = 0; i < 5; i++) {
+      await dispatchOnce(ctx, (target) => (target === 'msg' ? [kafka, webhook] : [kafka]));
+      clock.advance(60_000);
+    }
+  };
+
+  beforeAll(async () => {
+    pg = await freshPg();
+    const mailbox = new PgMailbox(pg.db);
+    await mailbox.ensureTables();
+    ctx = makeContext({
+      db: pg.db,
+      mailbox,
+      clock,
+      registry: registerFlightProcessors(new ProcessorRegistry()),
+      env: { MSGX_MAX_ATTEMPTS: '1', MSGX_DELIVERY_INITIAL_BACKOFF: '1s' },
+    });
+    ids.plan = await mailbox.insertInbound(
+      wire({ TYPE: 'SCHD', STYP: 'DNLD', SEQN: 1 }, `<SCHD><OPDY>20261129</OPDY><CNT>2</CNT>${flight('1001')}${flight('1002')}</SCHD>`),
+    );
+    ids.gate = await mailbox.insertInbound(
+      wire(
+        { TYPE: 'FLOP', STYP: 'GATE', SEQN: 2, DTTM: '20261129090000' },
+        '<FLOP><FLIGHT><FLID>1001</FLID><GATE><ITEM><CODE>B14</CODE><BEG>20261129093000</BEG><END>20261129101500</END></ITEM></GATE></FLIGHT></FLOP>',
+      ),
+    );
+    ids.unsupported = await mailbox.insertInbound(wire({ TYPE: 'FLOP', STYP: 'WXYZ', SEQN: 3 }, '<FLOP><FLIGHT><FLID>1001</FLID></FLIGHT></FLOP>'));
+    ids.unknownFlight = await mailbox.insertInbound(wire({ TYPE: 'FLOP', STYP: 'ETOT', SEQN: 4 }, '<FLOP><FLIGHT><FLID>9999</FLID><ETOT>20261129100000</ETOT></FLIGHT></FLOP>'));
+    await drainPoller(ctx);
+    clock.advance(1500); // every message waited 1.5 s in proc_state before the pump took it
+    await drainPump(ctx);
+    // The backfill of these ran right after commit; one more message is left with its backfill pending.
+    await deliverAll();
+  });
+  afterAll(() => pg.drop());
+
+  it('a flight change: attempts, versions, events with partition/offset per publisher, backfill, timeline', async () => {
+    const t = await trace(ids.gate!);
+    expect(t.message).toMatchObject({ msgId: ids.gate, status: 'SUCCEEDED', identity: 'FIMS|FLOP|GATE|2', type: 'FLOP', subtype: 'GATE', attempts: 1, latencyMs: 1500 });
+    expect(t.attempts).toEqual([expect.objectContaining({ attempt: 1, outcome: 'SUCCEEDED', errorClass: null })]);
+    expect(t.flightChanges).toEqual([
+      expect.objectContaining({ flid: '1001', opdy: '20261129', change: 'updated', fromVersion: 1, toVersion: 2, fields: ['GATE'] }),
+    ]);
+    const msg = t.events.find((e) => e.target === 'msg')!;
+    expect(msg).toMatchObject({ type: 'FLIGHT_UPDATED', key: '1001', stateVersion: 2, status: 'SENT' });
+    const byPublisher = Object.fromEntries(msg.deliveries.map((d) => [d.publisher, d]));
+    expect(byPublisher.kafka).toMatchObject({ outcome: 'ok', partition: 1001 % 6 });
+    expect(byPublisher.kafka!.offset).toMatch(/^\d+$/);
+    expect(byPublisher['webhook:https://hooks.example/x']).toMatchObject({ outcome: 'ok' });
+    const schd = t.events.find((e) => e.target === 'schd')!;
+    expect(schd).toMatchObject({ type: 'UPSERT', stateVersion: 2, status: 'SENT' });
+    expect(t.mailbox).toMatchObject({ id: ids.gate, present: true, processed: true });
+    expect(t.mailbox.rawText).toContain('<STYP>GATE</STYP>');
+    expect(t.backfill).toMatchObject({ state: 'done', procStatus: 'SUCCEEDED' });
+    const kinds = t.timeline.map((e) => e.kind);
+    // (received_at is the mailbox's own DATE_RECEIVED, on the database's clock, not the fake one)
+    expect(kinds).toContain('received');
+    expect(kinds.filter((k) => k !== 'received').slice(0, 3)).toEqual(['enqueued', 'attempt', 'flight-change']);
+    expect(kinds).toContain('published');
+    expect(kinds).toContain('sent');
+    expect(kinds).toContain('backfill');
+    expect(t.timeline.map((e) => e.seq)).toEqual(t.timeline.map((_, i) => i + 1));
+    for (let i = 1; i < t.timeline.length; i++) expect(Date.parse(t.timeline[i]!.at)).toBeGreaterThanOrEqual(Date.parse(t.timeline[i - 1]!.at));
+  });
+
+  it('a failed publisher attempt is kept with its error until the retry replaces it, and the plan shows its snapshot', async () => {
+    const t = await trace(ids.plan!);
+    expect(t.flightChanges.map((c) => [c.flid, c.change, c.fromVersion, c.toVersion])).toEqual([
+      ['1001', 'created', null, 1],
+      ['1002', 'created', null, 1],
+    ]);
+    expect(t.snapshot).toEqual([expect.objectContaining({ styp: 'DNLD', scope: '20261129', flights: 2, created: 2 })]);
+    // The webhook failed its first call (the plan's events went first): the event was retried and
+    // the webhook's outcome row counts both tries; kafka took it on the first and was not asked again.
+    const first = t.events.find((e) => e.target === 'msg')!;
+    const hook = first.deliveries.find((d) => d.publisher.startsWith('webhook:'))!;
+    expect(hook).toMatchObject({ outcome: 'ok', tries: 2, error: null });
+    expect(first.deliveries.find((d) => d.publisher === 'kafka')).toMatchObject({ outcome: 'ok', tries: 1 });
+    expect(first.attempts).toBeGreaterThanOrEqual(1);
+  });
+
+  it('a dead message: its error class per attempt, no flight change, no event; a replay shows as a second attempt', async () => {
+    let t = await trace(ids.unsupported!);
+    expect(t.message).toMatchObject({ status: 'DEAD', errorClass: 'EXHAUSTED' });
+    expect(t.attempts).toEqual([expect.objectContaining({ attempt: 1, outcome: 'DEAD', errorClass: 'EXHAUSTED' })]);
+    expect(t.attempts[0]!.errorDetail).toMatch(/^UNSUPPORTED: FLOP subtype "WXYZ" is not supported/);
+    expect(t.flightChanges).toEqual([]);
+    expect(t.events).toEqual([]);
+    expect(t.backfill).toMatchObject({ state: 'done', procStatus: 'DEAD' });
+    expect(t.backfill.procNote).toMatch(/^EXHAUSTED: UNSUPPORTED/);
+
+    const replay = await router.handle(
+      { method: 'POST', path: '/admin/replay', headers: { 'x-msgx-actor': 'console' }, query: {}, params: {}, isAdmin: true, body: JSON.stringify({ kind: 'proc', ids: [ids.unsupported] }) },
+      ctx,
+    );
+    expect(replay.status).toBe(200);
+    clock.advance(1000);
+    t = await trace(ids.unsupported!);
+    expect(t.message.status).toBe('PENDING');
+    expect(t.backfill.state).toBe('open');
+    expect(t.replays).toEqual([expect.objectContaining({ actor: 'console', action: 'replay.proc' })]);
+    await drainPump(ctx);
+    t = await trace(ids.unsupported!);
+    expect(t.attempts.map((a) => [a.attempt, a.outcome])).toEqual([
+      [1, 'DEAD'],
+      [1, 'DEAD'],
+    ]);
+    expect(t.timeline.filter((e) => ['attempt', 'replay'].includes(e.kind)).map((e) => e.kind)).toEqual(['attempt', 'replay', 'attempt']);
+  });
+
+  it('a skipped message carries its reason; a pending backfill shows its retries', async () => {
+    let t = await trace(ids.unknownFlight!);
+    expect(t.message).toMatchObject({ status: 'SKIPPED', note: 'no-such-flight' });
+    expect(t.backfill.state).toBe('done');
+    await pg.db.query(
+      `INSERT INTO backfill_todo (msg_id, proc_status, proc_note, processed_at, attempts, next_attempt_at, last_error)
+       VALUES ($1, 'SKIPPED', 'no-such-flight', $2, 2, $2, 'mailbox unreachable')`,
+      [ids.unknownFlight, clock.now()],
+    );
+    t = await trace(ids.unknownFlight!);
+    expect(t.backfill).toMatchObject({ state: 'pending', attempts: 2, lastError: 'mailbox unreachable', procNote: 'no-such-flight' });
+    expect(t.timeline.at(-1)?.kind === 'backfill-pending' || t.timeline.some((e) => e.kind === 'backfill-pending')).toBe(true);
+    await pg.db.query(`DELETE FROM backfill_todo WHERE msg_id = $1`, [ids.unknownFlight]);
+  });
+
+  it('answers 404 for an unknown message, 400 for a bad ID, 403 to a caller who is not an operator', async () => {
+    expect((await get('/admin/trace/987654')).status).toBe(404);
+    expect((await get('/admin/trace/abc')).status).toBe(400);
+    expect((await get(`/admin/trace/${ids.gate}`, { admin: false })).status).toBe(403);
+    expect((await get('/admin/throughput', { admin: false })).status).toBe(403);
+  });
+
+  it('throughput: one bucket a minute over the window, counts and latency from proc_state', async () => {
+    const r = await get('/admin/throughput?minutes=30');
+    expect(r.status).toBe(200);
+    const tp = r.body as Throughput;
+    expect(tp.buckets).toHaveLength(30);
+    const busy = tp.buckets.filter((b) => b.processed > 0);
+    expect(tp.totals.processed).toBe(busy.reduce((a, b) => a + b.processed, 0));
+    expect(tp.totals.processed).toBeGreaterThanOrEqual(4);
+    expect(tp.totals.dead).toBeGreaterThanOrEqual(1);
+    expect(busy.find((b) => b.latencyMaxMs === 1500)).toBeTruthy();
+    expect((await get('/admin/throughput?minutes=0')).status).toBe(400);
+  });
+
+  it('events by source: the deliveries of any producer, with the publishers', async () => {
+    const r = await get(`/admin/events?sourceKind=proc&sourceId=${ids.gate}`);
+    expect(r.status).toBe(200);
+    const items = (r.body as { items: { target: string; deliveries: unknown[] }[] }).items;
+    expect(items.map((i) => i.target)).toEqual(['msg', 'schd']);
+    expect((await get('/admin/events?sourceKind=nope&sourceId=1')).status).toBe(400);
+  });
+
+  it('serves the console files to operators only, with a sign-in page when a token is set', async () => {
+    const page = await get('/console');
+    expect(page.status).toBe(200);
+    expect(page.headers?.['content-type']).toMatch(/^text\/html/);
+    expect(String(page.body)).toContain('/console/app.js');
+    expect((await get('/console/app.js')).headers?.['content-type']).toMatch(/javascript/);
+    expect((await get('/console/style.css')).headers?.['content-type']).toMatch(/^text\/css/);
+    expect((await get('/console/../package.json')).status).toBe(404);
+    expect((await get('/console/login.html')).status).toBe(404);
+    expect((await get('/console', { admin: false })).status).toBe(403);
+
+    const withToken = { ...ctx, config: { ...ctx.config, http: { ...ctx.config.http, adminToken: 's3cret' } } };
+    const anon = (path: string, headers: Record<string, string> = {}) =>
+      router.handle({ method: 'GET', path, headers, query: {}, body: '', params: {}, isAdmin: false }, withToken);
+    const login = await anon('/console');
+    expect(login.status).toBe(401);
+    expect(String(login.body)).toContain('admin token');
+    expect((await anon('/console/app.js')).status).toBe(403);
+    expect((await anon('/console', { cookie: 'a=b; msgx_admin_token=wrong' })).status).toBe(401);
+    expect((await anon('/console', { cookie: 'a=b; msgx_admin_token=s3cret' })).status).toBe(200);
+    expect((await anon('/console/app.js', { cookie: 'msgx_admin_token=s3cret' })).status).toBe(200);
+  });
+});
