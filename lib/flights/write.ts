@@ -1,10 +1,10 @@
 import type { FlightPatch } from '../codec/message.ts';
-import { enqueueEvents, type NewEvent } from '../outbox/enqueue.ts';
+import type { NewEvent } from '../outbox/enqueue.ts';
 import type { ProcessContext } from '../pipeline/processor.ts';
 import { ProtocolError } from '../shared/errors.ts';
 import { flightEvents } from './events.ts';
 import { applyPatch, blankFlight, diffFlights, type FlightState } from './model.ts';
-import { type FlightWrite, loadFlightsForUpdate, writeFlights } from './store.ts';
+import { flightUnit } from './unit.ts';
 
 /**
  * An operation on one flight.
@@ -35,7 +35,10 @@ export interface ApplyResult {
  */
 export async function applyFlightOps(ctx: ProcessContext, ops: FlightOp[]): Promise<ApplyResult> {
   const flids = [...new Set(ops.map((o) => (o.op === 'delete' ? o.flid : o.patch.FLID)))].sort();
-  const before = await loadFlightsForUpdate(ctx.tx, flids);
+  // In the pump, reads and writes go through the group's unit of work (one read and one write
+  // per group); called on its own, a private unit is flushed before returning.
+  const { unit, standalone } = flightUnit(ctx);
+  const before = await unit.read(flids);
   const work = new Map(before);
   const sentAt = ctx.message.sentAt ?? null;
   const outcomes: OpOutcome[] = [];
@@ -66,8 +69,6 @@ export async function applyFlightOps(ctx: ProcessContext, ops: FlightOp[]): Prom
     }
   }
 
-  const writes: FlightWrite[] = [];
-  const events: NewEvent[] = [];
   const changed: ApplyResult['changed'] = [];
   for (const flid of flids) {
     const prev = before.get(flid);
@@ -85,10 +86,10 @@ export async function applyFlightOps(ctx: ProcessContext, ops: FlightOp[]): Prom
     };
     // diff.kinds is against the stored state, so a flight brought back from DELETED also clears
     // the collections it no longer has.
-    writes.push({ state: next, kinds: diff.kinds });
     const created = !prev || (prev.status === 'DELETED' && next.status === 'ACTIVE');
     const deleted = next.status === 'DELETED';
-    events.push(...flightEvents(ctx, next, { created, deleted, fields: diff.fields }));
+    const events: NewEvent[] = flightEvents(ctx, next, { created, deleted, fields: diff.fields });
+    unit.stage(next, diff.kinds, events);
     changed.push({ flid, created, deleted, stateVersion: next.stateVersion });
   }
   // Outcomes said 'changed' optimistically; correct those whose flight ended up unchanged.
@@ -98,7 +99,6 @@ export async function applyFlightOps(ctx: ProcessContext, ops: FlightOp[]): Prom
     if ((outcomes[i] === 'changed' || outcomes[i] === 'created') && !changedSet.has(flid)) outcomes[i] = 'unchanged';
   });
 
-  await writeFlights(ctx.tx, writes, ctx.config.timezone);
-  await enqueueEvents(ctx.tx, events, { now: ctx.now });
+  if (standalone) await unit.flush();
   return { outcomes, changed };
 }

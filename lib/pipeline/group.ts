@@ -3,6 +3,7 @@ import type { BackfillMark } from '../mailbox/mailbox.ts';
 import type { AppContext } from '../shared/context.ts';
 import { asMsgxError, type ErrorClass } from '../shared/errors.ts';
 import type { Prepared } from './attempt.ts';
+import { GroupScope } from './groupScope.ts';
 import { insertTodos, noteFor } from './backfill.ts';
 import { backoffMs } from './backoff.ts';
 import { type AttemptRecord, identityHolders, lockOpen, type OpenRow, writeAttempts } from './procState.ts';
@@ -38,6 +39,10 @@ export async function applyGroup(ctx: AppContext, tx: Queryable, group: Prepared
     group.flatMap((g) => (g.decoded ? [g.decoded.identity] : [])),
   );
   const boundHere = new Map<string, number>();
+  const scope = new GroupScope(
+    tx,
+    group.flatMap((g) => (g.decoded ? [g.decoded] : [])),
+  );
   const records: AttemptRecord[] = [];
   let stopped = false;
 
@@ -64,7 +69,7 @@ export async function applyGroup(ctx: AppContext, tx: Queryable, group: Prepared
         identity = msg.identity;
         boundHere.set(msg.identity, row.msg_id);
       }
-      outcome = await runProcessor(ctx, tx, item, now);
+      outcome = await runProcessor(ctx, tx, item, now, scope);
     }
 
     const rec = record(row, outcome, identity, item, startedAt, now, config);
@@ -75,6 +80,8 @@ export async function applyGroup(ctx: AppContext, tx: Queryable, group: Prepared
     }
   }
 
+  // Deferred domain writes (one statement per module) go in before the states that report them.
+  await scope.flush();
   await writeAttempts(tx, records);
   const marks = records
     .filter((r) => r.status !== 'FAILED' && r.status !== 'PENDING')
@@ -84,25 +91,52 @@ export async function applyGroup(ctx: AppContext, tx: Queryable, group: Prepared
   return { records, marks: config.shadow ? [] : marks, stopped };
 }
 
-async function runProcessor(ctx: AppContext, tx: Queryable, item: Prepared & { decoded: object }, now: Date): Promise<Outcome> {
+async function runProcessor(ctx: AppContext, tx: Queryable, item: Prepared, now: Date, scope: GroupScope): Promise<Outcome> {
   const msg = item.decoded!;
   if (IGNORED_TYPES.has(msg.type)) return { status: 'SKIPPED', note: `ignored-type:${msg.type}` };
   const processor = ctx.registry.resolve(msg);
   if (!processor)
     return { status: 'FAILED', errorClass: 'UNSUPPORTED', detail: `no processor for ${msg.type}${msg.subtype ? `/${msg.subtype}` : ''}` };
-  await tx.query('SAVEPOINT msgx_msg');
+  // The savepoint is taken lazily, at the processor's first statement: a message that only works
+  // through the group's unit of work (the common FLOP) costs no round trip at all.
+  const savepoint = lazySavepoint(tx);
+  scope.begin();
   try {
-    const r = await processor({ tx, msgId: item.msgId, message: msg, now, config: ctx.config });
-    await tx.query('RELEASE SAVEPOINT msgx_msg');
+    const r = await processor({ tx: savepoint.tx, msgId: item.msgId, message: msg, now, config: ctx.config, group: scope });
+    await savepoint.release();
+    scope.commit();
     return { status: r.status, note: r.note ?? null };
   } catch (err) {
-    // Roll back only this message's writes; the group's earlier messages stay applied.
-    await tx.query('ROLLBACK TO SAVEPOINT msgx_msg');
+    // Roll back only this message's writes, in SQL and in the group's unit of work; the group's
+    // earlier messages stay applied.
+    scope.rollback();
+    await savepoint.rollback();
     const e = asMsgxError(err);
     return e.retriable
       ? { status: 'FAILED', errorClass: e.errorClass, detail: e.message }
       : { status: 'DEAD', errorClass: e.errorClass, detail: e.message };
   }
+}
+
+function lazySavepoint(tx: Queryable) {
+  let taken = false;
+  return {
+    tx: {
+      async query<T>(sql: string, params?: unknown[]) {
+        if (!taken) {
+          await tx.query('SAVEPOINT msgx_msg');
+          taken = true;
+        }
+        return tx.query<T>(sql, params);
+      },
+    } as Queryable,
+    release: async () => {
+      if (taken) await tx.query('RELEASE SAVEPOINT msgx_msg');
+    },
+    rollback: async () => {
+      if (taken) await tx.query('ROLLBACK TO SAVEPOINT msgx_msg');
+    },
+  };
 }
 
 /** Turns an outcome into the row update, applying the attempt limit and the head deadline. */

@@ -1,6 +1,7 @@
 import type { DecodedMessage } from '../codec/message.ts';
 import type { Config } from '../config/config.ts';
 import type { Queryable } from '../db/db.ts';
+import type { GroupScope } from './groupScope.ts';
 
 /**
  * A processor applies one decoded message inside the pump's transaction (under a savepoint).
@@ -15,6 +16,8 @@ export interface ProcessContext {
   message: DecodedMessage;
   now: Date;
   config: Config;
+  /** The pump's group (absent when a processor is called on its own): a place for deferred work. */
+  group?: GroupScope;
 }
 
 export type ProcessOutcome = { status: 'SUCCEEDED'; note?: string } | { status: 'SKIPPED'; note: string };

@@ -3,6 +3,19 @@
  * zone. Converting with Intl keeps daylight-saving rules right for any configured zone.
  */
 export function localTimeToDate(text: string, timeZone: string): Date {
+  // Wire times repeat a lot (schedules, DTTM of a burst): remember recent conversions.
+  const key = `${timeZone}|${text}`;
+  const hit = recent.get(key);
+  if (hit !== undefined) return new Date(hit);
+  const at = convert(text, timeZone);
+  if (recent.size >= 10_000) recent.clear();
+  recent.set(key, at.getTime());
+  return at;
+}
+
+const recent = new Map<string, number>();
+
+function convert(text: string, timeZone: string): Date {
   const m = /^(\d{4})(\d{2})(\d{2})(?:(\d{2})(\d{2})(\d{2})?)?$/.exec(text);
   if (!m) throw new Error(`"${text}" is not yyyyMMddHHmmss`);
   const [y, mo, d, h = '0', mi = '0', s = '0'] = m.slice(1).map((v) => v ?? '0') as string[];
@@ -16,17 +29,28 @@ export function localTimeToDate(text: string, timeZone: string): Date {
   return new Date(guess);
 }
 
+// Building an Intl.DateTimeFormat costs far more than using one: keep one per zone.
+const formatters = new Map<string, Intl.DateTimeFormat>();
+function wallClock(timeZone: string): Intl.DateTimeFormat {
+  let f = formatters.get(timeZone);
+  if (!f) {
+    f = new Intl.DateTimeFormat('en-US', {
+      timeZone,
+      hourCycle: 'h23',
+      year: 'numeric',
+      month: '2-digit',
+      day: '2-digit',
+      hour: '2-digit',
+      minute: '2-digit',
+      second: '2-digit',
+    });
+    formatters.set(timeZone, f);
+  }
+  return f;
+}
+
 function offsetMs(utcMs: number, timeZone: string): number {
-  const parts = new Intl.DateTimeFormat('en-US', {
-    timeZone,
-    hourCycle: 'h23',
-    year: 'numeric',
-    month: '2-digit',
-    day: '2-digit',
-    hour: '2-digit',
-    minute: '2-digit',
-    second: '2-digit',
-  }).formatToParts(new Date(utcMs));
+  const parts = wallClock(timeZone).formatToParts(new Date(utcMs));
   const get = (t: string) => Number(parts.find((p) => p.type === t)?.value);
   const wall = Date.UTC(get('year'), get('month') - 1, get('day'), get('hour'), get('minute'), get('second'));
   return wall - Math.floor(utcMs / 1000) * 1000;
@@ -40,16 +64,7 @@ export function localDay(at: Date, timeZone: string): string {
 
 /** `yyyyMMddHHmmss` in airport local time (outbound messages). */
 export function formatLocalTime(at: Date, timeZone: string): string {
-  const parts = new Intl.DateTimeFormat('en-US', {
-    timeZone,
-    hourCycle: 'h23',
-    year: 'numeric',
-    month: '2-digit',
-    day: '2-digit',
-    hour: '2-digit',
-    minute: '2-digit',
-    second: '2-digit',
-  }).formatToParts(at);
+  const parts = wallClock(timeZone).formatToParts(at);
   const get = (t: string) => parts.find((p) => p.type === t)?.value ?? '00';
   return `${get('year')}${get('month')}${get('day')}${get('hour')}${get('minute')}${get('second')}`;
 }
