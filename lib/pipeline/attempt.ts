@@ -10,9 +10,15 @@ export type Prepared =
   | { msgId: number; rawText: string; decoded: DecodedMessage; error?: undefined }
   | { msgId: number; rawText: string | null; decoded?: undefined; error: MsgxError };
 
+export const NUL_REASON = 'the character U+0000 is not allowed in XML';
+
 export function prepare(msgId: number, rawText: string | undefined | null, timezone: string, maxBytes: number): Prepared {
   if (rawText === undefined || rawText === null)
     return { msgId, rawText: null, error: new MalformedError('raw text missing: the mailbox row has no MSG_TEXT') };
+  // U+0000 is not XML, and PostgreSQL text cannot hold it: refuse it here, alone, with a copy that
+  // PostgreSQL can store. Otherwise the group's transaction fails and its innocent head is charged.
+  if (rawText.includes('\u0000'))
+    return { msgId, rawText: rawText.replaceAll('\u0000', '\uFFFD'), error: new MalformedError(NUL_REASON) };
   try {
     return { msgId, rawText, decoded: decode(rawText, { timezone, limits: { maxBytes } }) };
   } catch (err) {
