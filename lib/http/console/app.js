@@ -465,7 +465,7 @@ async function deadPage(kind, query) {
     proc: [
       { label: '', render: check },
       { label: 'message', render: (r) => h('a', { href: `#/trace/proc/${r.msg_id}`, 'data-test': 'trace-link' }, `#${r.msg_id}`) },
-      { label: 'type', render: (r) => [r.msg_type ?? '?', r.msg_subtype ? `/${r.msg_subtype}` : ''].join('') },
+      { label: 'type', render: (r) => (r.msg_type ? `${r.msg_type}${r.msg_subtype ? `/${r.msg_subtype}` : ''}` : h('span', { class: 'muted' }, '—')) },
       { label: 'state', render: (r) => badge(r.status) },
       { label: 'class', render: (r) => h('code', null, r.error_class ?? '') },
       { label: 'reason', wrap: true, render: (r) => h('span', { class: 'err' }, r.error_detail ?? '') },

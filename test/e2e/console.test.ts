@@ -1,0 +1,307 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import { createServer as createNetServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { type BrowserContext, chromium, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freshPg, type TestPg } from '../helpers/services.ts';
+
+/**
+ * The operations console end to end: the real twin in a child process (`node --import tsx
+ * lib/twin/main.ts`) on a fresh PostgreSQL database, with the file sink, and Debian's Chromium
+ * driven by playwright-core.
+ *
+ * The dead letter has to be one that can really succeed after a replay, so it fails for a cause
+ * an operator can remove, not for something wrong with the message: while flight 7001's row is
+ * unwritable (the test puts a trigger on flight_schd that refuses writes to it, as a database
+ * under maintenance would), a FLOP for 7001 fails with a database error. That is an INFRA
+ * failure, retriable; with MSGX_MAX_ATTEMPTS=1 it is DEAD(EXHAUSTED) at once. A later FLOP for
+ * flight 7002 succeeds meanwhile, so the replay preview carries the order warning of seed 000
+ * §6.1. Then the operator "fixes the database" (drops the trigger), replays from the console,
+ * and the message succeeds: attempt 2, flight 7001 version 1 → 2, its events sent.
+ *
+ * The transactional part does the same with a check-back endpoint that answers 503 until it is
+ * healed: the message dies unconfirmed, is resent from the console, is confirmed and delivered.
+ *
+ * Screenshots go to test/artifacts/ (gitignored).
+ */
+
+const ROOT = process.cwd();
+const ARTIFACTS = join(ROOT, 'test', 'artifacts');
+const CHROMIUM_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--no-first-run',
+  '--disable-quic',
+];
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createNetServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function until<T>(what: string, fn: () => Promise<T | undefined | null | false>, timeoutMs = 20_000): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  let last: unknown;
+  while (Date.now() < end) {
+    try {
+      const v = await fn();
+      if (v) return v;
+    } catch (err) {
+      last = err;
+    }
+    await sleep(150);
+  }
+  throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
+}
+
+const flight = (flid: string) =>
+  `<FLIGHT><FLID>${flid}</FLID><OPDY>20261129</OPDY><AWCD>CZ</AWCD><FLNO>${flid}</FLNO><SOBT>20261129101500</SOBT><STAT>SCH</STAT></FLIGHT>`;
+const msg = (seqn: number, type: string, styp: string, body: string) =>
+  `<MSG><META><SNDR>FIMS</SNDR><RCVR>MSGX</RCVR><SEQN>${seqn}</SEQN><DTTM>20261129083000</DTTM><TYPE>${type}</TYPE><STYP>${styp}</STYP></META>${body}</MSG>`;
+
+describe('console end to end in Chromium against the twin', () => {
+  let pg: TestPg;
+  let dataDir: string;
+  let twin: ChildProcess;
+  let twinLog = '';
+  let base: string;
+  let browser: BrowserContext;
+  let page: Page;
+  let checkServer: Server;
+  let checkAnswer: 'fail' | 'COMMIT' = 'fail';
+  const ids: Record<string, number> = {};
+  let txId = '';
+
+  const post = async (path: string, body: string, type = 'application/xml') => {
+    const r = await fetch(base + path, { method: 'POST', headers: { 'content-type': type }, body });
+    if (!r.ok) throw new Error(`${path}: ${r.status} ${await r.text()}`);
+    return r.text();
+  };
+  const admin = async <T>(path: string) => (await (await fetch(base + path)).json()) as T;
+  const shot = (name: string) => page.screenshot({ path: join(ARTIFACTS, `console-${name}.png`), fullPage: true });
+
+  beforeAll(async () => {
+    mkdirSync(ARTIFACTS, { recursive: true });
+    pg = await freshPg({ migrate: false }); // the twin migrates at start, as `npm start` does
+    dataDir = mkdtempSync(join(tmpdir(), 'msgx-e2e-'));
+
+    const checkPort = await freePort();
+    checkServer = createServer((_req, res) => {
+      if (checkAnswer === 'fail') res.writeHead(503).end('producer database down');
+      else res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ status: checkAnswer }));
+    });
+    await new Promise<void>((r) => checkServer.listen(checkPort, '127.0.0.1', r));
+
+    const port = await freePort();
+    base = `http://127.0.0.1:${port}`;
+    const env: NodeJS.ProcessEnv = { ...process.env };
+    for (const k of Object.keys(env)) if (k.startsWith('MSGX_')) delete env[k];
+    Object.assign(env, {
+      MSGX_PG_URL: pg.url,
+      MSGX_DATA_DIR: join(dataDir, '.msgx'),
+      MSGX_HTTP_PORT: String(port),
+      MSGX_HTTP_HOST: '127.0.0.1',
+      MSGX_MAX_ATTEMPTS: '1',
+      MSGX_POLL_INTERVAL_MS: '200',
+      MSGX_SCHD_FLUSH_PERIOD: '500ms',
+      MSGX_DELIVERY_POLL_INTERVAL: '200ms',
+      MSGX_TX_CHECK_ALLOWED_ORIGINS: `http://127.0.0.1:${checkPort}`,
+      MSGX_TX_CHECK_MAX: '1',
+      MSGX_TX_CHECK_INTERVAL: '1s',
+      MSGX_LOG_LEVEL: 'WARN',
+    });
+    twin = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'lib/twin/main.ts')], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    twin.stdout!.on('data', (d: Buffer) => (twinLog += d.toString()));
+    twin.stderr!.on('data', (d: Buffer) => (twinLog += d.toString()));
+    await until('the twin to answer /health', async () => {
+      if (twin.exitCode !== null) throw new Error(`the twin exited with ${twin.exitCode}`);
+      return (await fetch(`${base}/health`)).ok;
+    }, 40_000).catch((err) => {
+      throw new Error(`${(err as Error).message}\n${twinLog.slice(-3000)}`);
+    });
+
+    // The day plan: flights 7001 and 7002, version 1.
+    ids.plan = Number(await post('/cminmsgs/send', msg(1, 'SCHD', 'DNLD', `<SCHD><OPDY>20261129</OPDY><CNT>2</CNT>${flight('7001')}${flight('7002')}</SCHD>`)));
+    await until('the plan', async () => (await admin<{ message: { status: string } }>(`/admin/trace/${ids.plan}`)).message?.status === 'SUCCEEDED');
+
+    // The outage: writes to flight 7001 fail in the database (removed again before the replay).
+    await pg.db.query(`CREATE FUNCTION e2e_outage() RETURNS trigger LANGUAGE plpgsql AS $$
+                       BEGIN RAISE EXCEPTION 'flight store unavailable (maintenance)'; END $$`);
+    await pg.db.query(`CREATE TRIGGER e2e_outage BEFORE INSERT OR UPDATE ON flight_schd FOR EACH ROW
+                       WHEN (NEW.flid = '7001') EXECUTE FUNCTION e2e_outage()`);
+    ids.dead = Number(await post('/cminmsgs/send', msg(2, 'FLOP', 'ETOT', '<FLOP><FLIGHT><FLID>7001</FLID><ETOT>20261129102000</ETOT></FLIGHT></FLOP>')));
+    ids.newer = Number(await post('/cminmsgs/send', msg(3, 'FLOP', 'ETOT', '<FLOP><FLIGHT><FLID>7002</FLID><ETOT>20261129103000</ETOT></FLIGHT></FLOP>')));
+    await until('the dead letter and the newer success', async () => {
+      const [d, n] = await Promise.all([
+        admin<{ message: { status: string } }>(`/admin/trace/${ids.dead}`),
+        admin<{ message: { status: string } }>(`/admin/trace/${ids.newer}`),
+      ]);
+      return d.message?.status === 'DEAD' && n.message?.status === 'SUCCEEDED';
+    });
+
+    // A transactional message whose producer cannot answer its check-back: DEAD unconfirmed.
+    const tx = JSON.parse(
+      await post(
+        '/v1/tx-messages',
+        JSON.stringify({ topic: 'points', key: 'order-42', payload: { orderId: 42, points: 120 }, checkUrl: `http://127.0.0.1:${checkPort}/check`, checkAfterMs: 0 }),
+        'application/json',
+      ),
+    ) as { id: string };
+    txId = tx.id;
+    await until('the tx message to die unconfirmed', async () => (await admin<{ status: string }>(`/v1/tx-messages/${txId}`)).status === 'DEAD');
+
+    browser = await chromium.launchPersistentContext(mkdtempSync(join(tmpdir(), 'msgx-chromium-')), {
+      executablePath: '/usr/bin/chromium',
+      headless: true,
+      args: CHROMIUM_ARGS,
+      viewport: { width: 1360, height: 900 },
+    });
+    page = browser.pages()[0] ?? (await browser.newPage());
+    page.on('pageerror', (e) => {
+      twinLog += `\n[pageerror] ${e.message}`;
+    });
+  }, 120_000);
+
+  afterAll(async () => {
+    await browser?.close().catch(() => {});
+    if (twin && twin.exitCode === null) {
+      twin.kill('SIGTERM');
+      await Promise.race([new Promise((r) => twin.once('exit', r)), sleep(8000)]);
+      if (twin.exitCode === null) twin.kill('SIGKILL');
+    }
+    await new Promise((r) => checkServer?.close(r));
+    await pg?.drop().catch(() => {});
+    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+  }, 60_000);
+
+  it('overview: backlog, head, chart, events per target, dead counts, tx states, pipeline running', async () => {
+    await page.goto(`${base}/console`);
+    await page.waitForSelector('[data-test=throughput-chart]');
+    expect(await page.textContent('[data-test=pipeline-state]')).toBe('Running');
+    expect(await page.textContent('[data-test=backlog]')).toBe('0');
+    expect(await page.textContent('[data-test=dead-total]')).toBe('2'); // one message, one tx message
+    expect(await page.textContent('[data-test=dead-classes]')).toContain('EXHAUSTED');
+    expect(await page.textContent('[data-test=tx-states]')).toContain('DEAD');
+    expect(await page.textContent('[data-test=throughput-totals]')).toMatch(/^3 finished/);
+    expect(await page.locator('[data-test=throughput-chart] rect.bar').count()).toBeGreaterThan(0);
+    await shot('01-overview');
+  });
+
+  it('finds the dead message, opens its trace, replays it with the dry-run preview, and sees it succeed', async () => {
+    await page.click('a[data-nav=dead]');
+    const row = page.locator(`[data-test=dead-table] tr[data-id="${ids.dead}"]`);
+    await row.waitFor();
+    const text = await row.textContent();
+    expect(text).toContain('EXHAUSTED');
+    expect(text).toMatch(/INFRA: .*flight store unavailable \(maintenance\)/);
+    await shot('02-dead-letters');
+
+    await row.locator('[data-test=trace-link]').click();
+    await page.waitForSelector('[data-test=trace-title]');
+    expect(await page.textContent('[data-test=trace-title]')).toContain(`Message #${ids.dead}`);
+    expect(await page.textContent('[data-test=trace-status]')).toBe('DEAD');
+    expect(await page.textContent('[data-test=attempts]')).toContain('EXHAUSTED');
+    expect(await page.textContent('[data-test=flight-changes]')).toContain('No flight changed');
+    await shot('03-trace-dead');
+
+    // The operator fixes the cause, then replays from the trace page.
+    await pg.db.query(`DROP TRIGGER e2e_outage ON flight_schd`);
+    await page.click('[data-test=trace-replay]');
+    await page.waitForSelector('[data-test=replay-preview]');
+    expect(await page.textContent('[data-test=replay-preview]')).toContain(`#${ids.dead}`);
+    expect(await page.textContent('[data-test=replay-warning]')).toMatch(/1 newer message\(s\) already succeeded after #\d+: replaying may overwrite newer flight state/);
+    await shot('04-replay-preview');
+    // The dry run changed nothing.
+    expect((await admin<{ message: { status: string } }>(`/admin/trace/${ids.dead}`)).message.status).toBe('DEAD');
+
+    await page.click('[data-test=replay-confirm]');
+    await page.waitForSelector('dialog[open]', { state: 'detached' }).catch(() => {});
+    // Refresh the trace until the pump has processed it again and the relay has sent its events.
+    await until('the replayed message to succeed with its events sent', async () => {
+      await page.click('button:has-text("Refresh")');
+      await page.waitForSelector('[data-test=trace-status]');
+      const status = await page.textContent('[data-test=trace-status]');
+      const events = await page.textContent('[data-test=events]');
+      return status === 'SUCCEEDED' && (events?.match(/SENT/g) ?? []).length >= 2;
+    });
+    const attempts = await page.locator('[data-test=attempts] tbody tr').allTextContents();
+    expect(attempts).toHaveLength(2);
+    expect(attempts[0]).toContain('DEAD');
+    expect(attempts[1]).toContain('SUCCEEDED');
+    const changes = await page.textContent('[data-test=flight-changes]');
+    expect(changes).toContain('7001');
+    expect(changes).toContain('1 → 2');
+    expect(changes).toContain('ETOT');
+    expect(await page.textContent('[data-test=timeline]')).toContain('replay');
+    expect(await page.textContent('[data-test=backfill-state]')).toMatch(/done|pending/);
+    await shot('05-trace-succeeded');
+
+    // The state and the audit trail agree with the page.
+    const f = await admin<{ ETOT: string; stateVersion: number }>('/v1/flights/7001');
+    expect(f).toMatchObject({ ETOT: '20261129102000', stateVersion: 2 });
+    const audit = await pg.db.query<{ actor: string; action: string }>(`SELECT actor, action FROM audit_log WHERE action LIKE 'replay.proc%' ORDER BY id`);
+    expect(audit.rows).toEqual([
+      { actor: 'console', action: 'replay.proc.dry-run' },
+      { actor: 'console', action: 'replay.proc' },
+    ]);
+  });
+
+  it('resends a dead transactional message and follows it from prepare to delivery in the same trace view', async () => {
+    await page.goto(`${base}/console#/dead/txmsg`);
+    const row = page.locator(`[data-test=dead-table] tr[data-id="${txId}"]`);
+    await row.waitFor();
+    await row.locator('[data-test=trace-link]').click();
+    await page.waitForSelector('[data-test=trace-title]');
+    expect(await page.textContent('[data-test=trace-status]')).toBe('DEAD');
+    expect(await page.textContent('[data-test=timeline]')).toContain('check');
+
+    checkAnswer = 'COMMIT'; // the producer is back and says its local transaction committed
+    await page.click('[data-test=trace-resend]');
+    await page.click('[data-test=resend-confirm]');
+    await until('the resent message to be confirmed and delivered', async () => {
+      await page.click('button:has-text("Refresh")');
+      await page.waitForSelector('[data-test=trace-status]');
+      const status = await page.textContent('[data-test=trace-status]');
+      return status === 'DELIVERED' && (await page.textContent('[data-test=events]'))?.includes('SENT');
+    });
+    const tl = await page.textContent('[data-test=timeline]');
+    for (const k of ['prepare', 'check', 'dead', 'resend', 'commit', 'enqueue', 'sent']) expect(tl).toContain(k);
+    await shot('06-tx-trace');
+    const audit = await pg.db.query<{ actor: string }>(`SELECT actor FROM audit_log WHERE action = 'txmsg.resend'`);
+    expect(audit.rows).toEqual([{ actor: 'console' }]);
+  });
+
+  it('pauses and resumes the pipeline from the overview', async () => {
+    await page.goto(`${base}/console#/overview`);
+    await page.waitForSelector('[data-test=pause-toggle]');
+    await page.click('[data-test=pause-toggle]');
+    await page.click('[data-test=pause-confirm]');
+    await until('paused', async () => (await page.textContent('[data-test=pipeline-state]')) === 'Paused');
+    expect(await page.textContent('[data-test=pipeline-pill]')).toBe('Pipeline paused');
+    await shot('07-paused');
+    await page.click('[data-test=pause-toggle]');
+    await page.click('[data-test=pause-confirm]');
+    await until('running', async () => (await page.textContent('[data-test=pipeline-state]')) === 'Running');
+    const audit = await pg.db.query<{ actor: string; action: string }>(`SELECT actor, action FROM audit_log WHERE action LIKE 'pipeline.%' ORDER BY id`);
+    expect(audit.rows).toEqual([
+      { actor: 'console', action: 'pipeline.pause' },
+      { actor: 'console', action: 'pipeline.resume' },
+    ]);
+    expect(twinLog).not.toContain('[pageerror]');
+  });
+});
