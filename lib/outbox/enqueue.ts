@@ -30,14 +30,18 @@ export async function enqueueEvents(
 ): Promise<number[]> {
   if (events.length === 0) return [];
   const now = options.now ?? new Date();
+  // The NOTIFY rides in the same statement (delivered at commit): one round trip per batch.
   const r = await client.query<{ event_id: number }>(
-    `INSERT INTO msg_event (target, partition_key, event_type, value, headers, flid, state_version,
-                            source_kind, source_id, next_attempt_at, created_at)
-     SELECT t.target, t.key, t.type, t.value, t.headers::jsonb, t.flid, t.version, t.skind, t.sid, $10, $10
-     FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::int[], $8::text[], $9::text[])
-          WITH ORDINALITY AS t(target, key, type, value, headers, flid, version, skind, sid, ord)
-     ORDER BY t.ord
-     RETURNING event_id`,
+    `WITH ins AS (
+       INSERT INTO msg_event (target, partition_key, event_type, value, headers, flid, state_version,
+                              source_kind, source_id, next_attempt_at, created_at)
+       SELECT t.target, t.key, t.type, t.value, t.headers::jsonb, t.flid, t.version, t.skind, t.sid, $10, $10
+       FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::int[], $8::text[], $9::text[])
+            WITH ORDINALITY AS t(target, key, type, value, headers, flid, version, skind, sid, ord)
+       ORDER BY t.ord
+       RETURNING event_id),
+     wake AS (SELECT pg_notify($11, ''))
+     SELECT event_id FROM ins, wake`,
     [
       events.map((e) => e.target),
       events.map((e) => e.key ?? null),
@@ -49,8 +53,8 @@ export async function enqueueEvents(
       events.map((e) => e.sourceKind ?? 'external'),
       events.map((e) => e.sourceId ?? null),
       now,
+      OUTBOX_CHANNEL,
     ],
   );
-  await client.query(`SELECT pg_notify($1, '')`, [OUTBOX_CHANNEL]);
   return r.rows.map((row) => row.event_id).sort((a, b) => a - b);
 }

@@ -4,7 +4,7 @@ import type { AppContext } from '../shared/context.ts';
 import { asMsgxError, type ErrorClass } from '../shared/errors.ts';
 import type { Prepared } from './attempt.ts';
 import { GroupScope } from './groupScope.ts';
-import { insertTodos, noteFor } from './backfill.ts';
+import { noteFor } from './backfill.ts';
 import { backoffMs } from './backoff.ts';
 import { type AttemptRecord, identityHolders, lockOpen, type OpenRow, writeAttempts } from './procState.ts';
 import { IGNORED_TYPES } from './processor.ts';
@@ -82,13 +82,14 @@ export async function applyGroup(ctx: AppContext, tx: Queryable, group: Prepared
 
   // Deferred domain writes (one statement per module) go in before the states that report them.
   await scope.flush();
-  await writeAttempts(tx, records);
-  const marks = records
-    .filter((r) => r.status !== 'FAILED' && r.status !== 'PENDING')
-    .map((r) => ({ id: r.msgId, status: r.status, note: noteFor(r.status, r.errorClass, r.errorDetail, r.note), processedAt: now }));
   // Shadow mode never writes the shared mailbox, so it records no intent to.
-  if (!config.shadow) await insertTodos(tx, marks, now);
-  return { records, marks: config.shadow ? [] : marks, stopped };
+  const marks = config.shadow
+    ? []
+    : records
+        .filter((r) => r.status !== 'FAILED' && r.status !== 'PENDING')
+        .map((r) => ({ id: r.msgId, status: r.status, note: noteFor(r.status, r.errorClass, r.errorDetail, r.note), processedAt: now }));
+  await writeAttempts(tx, records, marks);
+  return { records, marks, stopped };
 }
 
 async function runProcessor(ctx: AppContext, tx: Queryable, item: Prepared, now: Date, scope: GroupScope): Promise<Outcome> {

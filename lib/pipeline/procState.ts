@@ -1,4 +1,5 @@
 import type { Queryable } from '../db/db.ts';
+import type { BackfillMark } from '../mailbox/mailbox.ts';
 import type { ErrorClass } from '../shared/errors.ts';
 import type { ProcStatus } from './states.ts';
 
@@ -38,14 +39,17 @@ export async function enqueueMessages(
   return r.rows.map((x) => x.msg_id);
 }
 
-/** The smallest open messages, head first. */
-export async function readHead(q: Queryable, limit: number): Promise<OpenRow[]> {
-  const r = await q.query<OpenRow>(
-    `SELECT msg_id, status, attempts, next_attempt_at, first_attempt_at, identity_key, raw_text, error_class, error_detail
-     FROM proc_state WHERE status IN ('PENDING', 'FAILED') ORDER BY msg_id LIMIT $1`,
+/** The smallest open messages, head first, and whether the pipeline is paused (one round trip). */
+export async function readHead(q: Queryable, limit: number): Promise<{ paused: boolean; rows: OpenRow[] }> {
+  const r = await q.query<OpenRow & { paused: boolean | null }>(
+    `WITH flag AS (SELECT COALESCE((SELECT (value->>'paused')::boolean FROM msgx_state WHERE key = 'pipeline.paused'), false) AS paused)
+     SELECT flag.paused, h.* FROM flag LEFT JOIN LATERAL (
+       SELECT msg_id, status, attempts, next_attempt_at, first_attempt_at, identity_key, raw_text, error_class, error_detail
+       FROM proc_state WHERE status IN ('PENDING', 'FAILED') ORDER BY msg_id LIMIT $1) h ON true`,
     [limit],
   );
-  return r.rows;
+  const paused = r.rows[0]?.paused === true;
+  return { paused, rows: r.rows.filter((row) => row.msg_id !== null).map(({ paused: _p, ...row }) => row as OpenRow) };
 }
 
 /** Locks the group's rows; returns those still open (a replay or another pump may have moved one). */
@@ -89,22 +93,38 @@ export interface AttemptRecord {
   subtype: string | null;
 }
 
-export async function writeAttempts(q: Queryable, recs: AttemptRecord[]): Promise<void> {
+/**
+ * Writes a group's outcomes in one statement: the proc_state rows, one proc_attempt row each, and
+ * the backfill intents of the terminal ones (so the intent commits with the state it reports).
+ */
+export async function writeAttempts(q: Queryable, recs: AttemptRecord[], todos: BackfillMark[] = []): Promise<void> {
   if (recs.length === 0) return;
   const col = <K extends keyof AttemptRecord>(k: K) => recs.map((r) => r[k]);
   const terminal = recs.map((r) => (r.status === 'PENDING' || r.status === 'FAILED' ? null : r.finishedAt));
   await q.query(
-    `UPDATE proc_state p SET
-       status = v.status, attempts = v.attempt, error_class = v.error_class, error_detail = v.error_detail,
-       note = v.note, first_attempt_at = COALESCE(p.first_attempt_at, v.first_at), next_attempt_at = v.next_at,
-       identity_key = COALESCE(p.identity_key, v.identity), raw_text = COALESCE(p.raw_text, v.raw_text),
-       msg_type = COALESCE(v.msg_type, p.msg_type), msg_subtype = COALESCE(v.msg_subtype, p.msg_subtype),
-       finished_at = v.finished_at, updated_at = v.updated_at
-     FROM unnest($1::bigint[], $2::text[], $3::int[], $4::text[], $5::text[], $6::text[], $7::timestamptz[],
-                 $8::timestamptz[], $9::text[], $10::text[], $11::text[], $12::text[], $13::timestamptz[], $14::timestamptz[])
-       AS v(msg_id, status, attempt, error_class, error_detail, note, first_at, next_at, identity, raw_text,
-            msg_type, msg_subtype, finished_at, updated_at)
-     WHERE p.msg_id = v.msg_id`,
+    `WITH v AS (
+       SELECT * FROM unnest($1::bigint[], $2::text[], $3::int[], $4::text[], $5::text[], $6::text[], $7::timestamptz[],
+                            $8::timestamptz[], $9::text[], $10::text[], $11::text[], $12::text[], $13::timestamptz[],
+                            $14::timestamptz[], $15::timestamptz[])
+         AS v(msg_id, status, attempt, error_class, error_detail, note, first_at, next_at, identity, raw_text,
+              msg_type, msg_subtype, finished_at, updated_at, started_at)),
+     upd AS (
+       UPDATE proc_state p SET
+         status = v.status, attempts = v.attempt, error_class = v.error_class, error_detail = v.error_detail,
+         note = v.note, first_attempt_at = COALESCE(p.first_attempt_at, v.first_at), next_attempt_at = v.next_at,
+         identity_key = COALESCE(p.identity_key, v.identity), raw_text = COALESCE(p.raw_text, v.raw_text),
+         msg_type = COALESCE(v.msg_type, p.msg_type), msg_subtype = COALESCE(v.msg_subtype, p.msg_subtype),
+         finished_at = v.finished_at, updated_at = v.updated_at
+       FROM v WHERE p.msg_id = v.msg_id),
+     att AS (
+       INSERT INTO proc_attempt (msg_id, attempt, started_at, finished_at, outcome, error_class, error_detail)
+       SELECT msg_id, attempt, started_at, updated_at, status, error_class, error_detail FROM v),
+     todo AS (
+       INSERT INTO backfill_todo (msg_id, proc_status, proc_note, processed_at, next_attempt_at)
+       SELECT t.id, t.status, t.note, t.at, t.at FROM unnest($16::bigint[], $17::text[], $18::text[], $19::timestamptz[]) AS t(id, status, note, at)
+       ON CONFLICT (msg_id) DO UPDATE SET proc_status = EXCLUDED.proc_status, proc_note = EXCLUDED.proc_note,
+         processed_at = EXCLUDED.processed_at, attempts = 0, next_attempt_at = EXCLUDED.next_attempt_at, last_error = NULL)
+     SELECT 1`,
     [
       col('msgId'),
       col('status'),
@@ -120,12 +140,12 @@ export async function writeAttempts(q: Queryable, recs: AttemptRecord[]): Promis
       col('subtype'),
       terminal,
       col('finishedAt'),
+      col('startedAt'),
+      todos.map((t) => t.id),
+      todos.map((t) => t.status),
+      todos.map((t) => t.note),
+      todos.map((t) => t.processedAt),
     ],
-  );
-  await q.query(
-    `INSERT INTO proc_attempt (msg_id, attempt, started_at, finished_at, outcome, error_class, error_detail)
-     SELECT * FROM unnest($1::bigint[], $2::int[], $3::timestamptz[], $4::timestamptz[], $5::text[], $6::text[], $7::text[])`,
-    [col('msgId'), col('attempt'), col('startedAt'), col('finishedAt'), col('status'), col('errorClass'), col('errorDetail')],
   );
 }
 

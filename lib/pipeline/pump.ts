@@ -1,9 +1,8 @@
 import type { AppContext } from '../shared/context.ts';
 import { asMsgxError } from '../shared/errors.ts';
 import { type Prepared, prepare } from './attempt.ts';
-import { backfillNow, insertTodos, noteFor } from './backfill.ts';
+import { backfillNow, noteFor } from './backfill.ts';
 import { applyGroup, record } from './group.ts';
-import { isPaused } from './pause.ts';
 import { type OpenRow, readHead, writeAttempts } from './procState.ts';
 
 export type PumpStep =
@@ -18,9 +17,9 @@ export type PumpStep =
  * are applied in one transaction. The caller holds the pump's advisory lock.
  */
 export async function pumpOnce(ctx: AppContext): Promise<PumpStep> {
-  if (await isPaused(ctx.db)) return { kind: 'paused' };
   const now = ctx.clock.now();
-  const rows = await readHead(ctx.db, ctx.config.pipeline.groupCommit);
+  const { paused, rows } = await readHead(ctx.db, ctx.config.pipeline.groupCommit);
+  if (paused) return { kind: 'paused' };
   const head = rows[0];
   if (!head) return { kind: 'idle' };
   if (head.status === 'FAILED' && head.next_attempt_at.getTime() > now.getTime())
@@ -71,9 +70,6 @@ async function failHead(ctx: AppContext, head: OpenRow, reason: string, now: Dat
     rec.status === 'DEAD' && !ctx.config.shadow
       ? [{ id: rec.msgId, status: rec.status, note: noteFor(rec.status, rec.errorClass, rec.errorDetail, null), processedAt: now }]
       : [];
-  await ctx.db.tx(async (tx) => {
-    await writeAttempts(tx, [rec]);
-    await insertTodos(tx, marks, now);
-  });
+  await writeAttempts(ctx.db, [rec], marks);
   await backfillNow(ctx, marks, now);
 }
