@@ -90,6 +90,7 @@ function ago(iso) {
   return iso ? `${fmtDuration(Date.now() - Date.parse(iso))} ago` : '';
 }
 const n = (v) => (v ?? 0).toLocaleString();
+const plural = (count, word) => `${n(count)} ${word}${count === 1 ? '' : 's'}`;
 
 const STATUS_TONE = {
   SUCCEEDED: 'ok', SENT: 'ok', CONSUMED: 'ok', DELIVERED: 'ok', ok: 'ok', done: 'ok',
@@ -303,7 +304,7 @@ function throughputChart(tp) {
     pen = true;
   }
   if (d) svg.append(s('path', { class: 'lat', d }));
-  pts.forEach((p) => p && svg.append(s('circle', { class: 'lat-dot', cx: p[0], cy: p[1], r: 2.2 })));
+  pts.forEach((p) => p && svg.append(s('circle', { class: 'lat-dot', cx: p[0], cy: p[1], r: 3.5 })));
   return svg;
 }
 /** A round axis maximum that splits into four round steps (counts stay whole numbers). */
@@ -368,7 +369,7 @@ async function overviewPage() {
     card(null, [
       h('div', { class: 'label' }, 'Dead letters'),
       h('div', { class: 'value', 'data-test': 'dead-total' }, n(deadProc + deadEvents + txDead)),
-      h('div', { class: 'sub' }, h('a', { href: '#/dead/proc' }, `${n(deadProc)} messages`), ' · ', h('a', { href: '#/dead/event' }, `${n(deadEvents)} events`), ' · ', h('a', { href: '#/dead/txmsg' }, `${n(txDead)} tx`)),
+      h('div', { class: 'sub' }, h('a', { href: '#/dead/proc' }, plural(deadProc, 'message')), ' · ', h('a', { href: '#/dead/event' }, plural(deadEvents, 'event')), ' · ', h('a', { href: '#/dead/txmsg' }, `${n(txDead)} tx`)),
     ], { attrs: { class: 'card kpi' } }),
   );
 
@@ -597,13 +598,14 @@ function timeline(entries) {
 }
 
 function eventsTable(events, empty) {
+  const versioned = events.some((e) => e.stateVersion !== null);
   return table(
     [
       { label: 'event', render: (e) => String(e.eventId) },
       { label: 'target', render: (e) => h('code', null, e.target) },
       { label: 'type', render: (e) => e.type },
       { label: 'key', render: (e) => e.key ?? '—' },
-      { label: 'version', num: true, render: (e) => e.stateVersion ?? '—' },
+      versioned ? { label: 'version', num: true, render: (e) => e.stateVersion ?? '—' } : null,
       { label: 'state', render: (e) => [badge(e.status), e.sentAs && e.sentAs !== e.eventId ? h('div', { class: 'muted small' }, `as event ${e.sentAs}`) : null] },
       {
         label: 'publishers',
@@ -616,7 +618,7 @@ function eventsTable(events, empty) {
       },
       { label: 'attempts', num: true, render: (e) => String(e.attempts) },
       { label: 'sent', render: (e) => timeEl(e.sentAt ?? e.deadAt) },
-    ],
+    ].filter(Boolean),
     events,
     { empty, attrs: { 'data-test': 'events' } },
   );
@@ -684,7 +686,7 @@ async function procTracePage(id) {
 
   const attempts = card('Processing attempts', table(
     [
-      { label: '#', render: (a) => String(a.attempt) },
+      { label: '#', render: (a) => String(t.attempts.indexOf(a) + 1) },
       { label: 'outcome', render: (a) => badge(a.outcome) },
       { label: 'class', render: (a) => (a.errorClass ? h('code', null, a.errorClass) : '—') },
       { label: 'reason', wrap: true, render: (a) => h('span', { class: 'err' }, a.errorDetail ?? '') },
