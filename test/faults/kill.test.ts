@@ -3,7 +3,6 @@ import { waitFor } from '../helpers/services.ts';
 import {
   checkInvariants,
   drained,
-  feed,
   type FaultRun,
   FlightWorkload,
   idleInTransaction,
@@ -27,7 +26,11 @@ const SEED = Number(process.env.FAULTS_SEED ?? Date.now() % 1_000_000);
 let run: FaultRun;
 let roles: RoleProcesses;
 beforeAll(async () => {
-  run = await setupRun('kill');
+  run = await setupRun('kill', {
+    MSGX_GROUP_COMMIT: '5',
+    MSGX_CLAIM_BATCH: '20',
+    MSGX_DELIVERY_BATCH_SIZE: '20',
+  });
   roles = new RoleProcesses(run);
 });
 afterAll(async () => {
@@ -43,28 +46,33 @@ it(`${MESSAGES} messages, ${MIN_KILLS}+ SIGKILLs of pump, poller and dispatcher:
   const all: RoleName[] = ['pump', 'poller', 'dispatcher'];
   await Promise.all(all.map((r) => roles.start(r)));
 
-  // Feed the FLOPs over about a minute so kills land while every role has work in hand.
-  const feeding = feed(w, run.my, MESSAGES - 1, 90);
-  let fed = false;
-  void feeding.done.then(() => (fed = true));
+  // Bursts of FLOPs, each followed by a kill a few hundred milliseconds later, so the kills land
+  // while the roles have work in hand (small groups and batches make many transactions per burst).
+  const rounds = Math.max(MIN_KILLS + 5, 60);
+  const perRound = Math.ceil((MESSAGES - 1) / rounds);
   const lingering: string[] = [];
-  while (roles.kills.length < MIN_KILLS || !fed) {
-    await sleep(200 + rand() * 1300);
-    const role = all[Math.floor(rand() * all.length)]!;
-    await roles.kill(role);
+  let midWork = 0;
+  while (w.messageCount < MESSAGES || roles.kills.length < MIN_KILLS) {
+    await w.insertFlops(run.my, Math.min(perRound, MESSAGES - w.messageCount));
+    await sleep(rand() * 500);
+    const p = await progress(run);
+    if (p.open > 0 || p.eventsOpen > 0 || p.enqueued < w.messageCount) midWork++;
+    await roles.kill(all[Math.floor(rand() * all.length)]!);
     // A killed worker's backend ends with its socket; a session idle in a transaction for seconds
     // would be a leak of the living ones.
     for (const s of await idleInTransaction(run, 5000)) lingering.push(`${s.app} ${s.pid}: ${s.query}`);
   }
-  await feeding.done;
   const killedAt = Date.now();
-  await waitFor(() => drained(run, w), { timeoutMs: 120_000, what: `the run to drain (${JSON.stringify(await progress(run))})` });
+  await waitFor(() => drained(run, w), { timeoutMs: 120_000, what: 'the run to drain' }).catch(async (err) => {
+    throw new Error(`${(err as Error).message}: ${JSON.stringify(await progress(run))}; logs in ${roles.logDir}`);
+  });
   const drainMs = Date.now() - killedAt;
 
   const report = await checkInvariants(run, w);
   const byRole = Object.fromEntries(all.map((r) => [r, roles.kills.filter((k) => k.role === r).length]));
   console.log(
-    `[faults:kill] seed ${SEED}: ${w.messageCount} messages, ${roles.kills.length} kills ${JSON.stringify(byRole)}, ` +
+    `[faults:kill] seed ${SEED}: ${w.messageCount} messages, ${roles.kills.length} kills ${JSON.stringify(byRole)} ` +
+      `(${midWork} with work in hand), ` +
       `drained ${drainMs} ms after the last kill, ${Math.round((Date.now() - started) / 1000)} s in all; ${JSON.stringify(report.stats)}`,
   );
   expect(lingering).toEqual([]);
