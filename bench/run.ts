@@ -6,11 +6,12 @@
  */
 import { execSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { cpus, totalmem } from 'node:os';
+import { cpus, loadavg, totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { renderChart } from './lib/chart.ts';
 import type { Figure, RunOptions, ScenarioResult } from './lib/result.ts';
+import { waitForQuiet } from './lib/quiet.ts';
 import { renderTable } from './lib/table.ts';
 import { decoderScenario } from './scenarios/decoder.ts';
 import { footprintScenario } from './scenarios/footprint.ts';
@@ -60,6 +61,7 @@ async function main() {
   for (const name of names) {
     const t0 = Date.now();
     process.stderr.write(`\n== ${name} ==\n`);
+    const before = await waitForQuiet(args.quick ? 0 : 90_000, 0.25, (s) => process.stderr.write(`[${name}] ${s}\n`));
     let r: ScenarioResult;
     try {
       r = await SCENARIOS[name]!({ quick: args.quick, runs, earlier });
@@ -68,6 +70,10 @@ async function main() {
       r = { scenario: name, title: name, figures: [], notes: [], meta: {}, skipped: `failed: ${err instanceof Error ? err.message : String(err)}` };
     }
     r.seconds = Math.round((Date.now() - t0) / 1000);
+    // Other work on the machine while this scenario ran skews every figure: say so with the results.
+    r.meta.machineBefore = before;
+    r.meta.load1After = Number(loadavg()[0]!.toFixed(2));
+    if (before.busyPct > 25) r.notes.push(`other work used ${before.busyPct}% of the CPUs when this scenario started (load ${before.load1}): figures are pessimistic.`);
     for (const f of r.figures) earlier.set(f.id, f);
     results.push(r);
     process.stderr.write(`[${name}] done in ${r.seconds}s\n`);

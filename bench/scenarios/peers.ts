@@ -158,7 +158,7 @@ function quietLogger() {
 
 export async function peersScenario(o: RunOptions): Promise<ScenarioResult> {
   const p = progress('peers');
-  const count = o.quick ? 1000 : 5000;
+  const count = o.quick ? 300 : 1000;
   const gw: number[] = [];
   const boss: number[] = [];
   const msgx: number[] = [];
