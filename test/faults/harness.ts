@@ -48,7 +48,18 @@ export interface FaultRun {
   topicSchd: string;
   env: Record<string, string>;
   logDir: string;
+  /** A query on a fresh connection (the test's own long-lived connection dies with a MariaDB restart). */
+  mailboxQuery<T = mysql.RowDataPacket[]>(sql: string, params?: unknown[]): Promise<T>;
   drop(): Promise<void>;
+}
+
+async function onFreshConnection<T>(url: string, fn: (c: mysql.Connection) => Promise<T>): Promise<T> {
+  const c = await mysql.createConnection({ uri: url, timezone: 'Z' });
+  try {
+    return await fn(c);
+  } finally {
+    await c.end().catch(() => {});
+  }
 }
 
 export async function setupRun(name: string, extraEnv: Record<string, string> = {}): Promise<FaultRun> {
@@ -79,8 +90,13 @@ export async function setupRun(name: string, extraEnv: Record<string, string> = 
     topicSchd,
     env,
     logDir,
+    mailboxQuery: async <T>(sql: string, params: unknown[] = []) =>
+      onFreshConnection(my.url, async (c) => (await c.query(sql, params))[0] as T),
     async drop() {
-      await my.drop().catch(() => {});
+      await my.drop().catch(async () => {
+        const db = new URL(my.url).pathname.slice(1);
+        await onFreshConnection(serviceUrls().mailboxUrl, (c) => c.query(`DROP DATABASE IF EXISTS \`${db}\``)).catch(() => {});
+      });
       await pg.drop().catch(() => {});
     },
   };
@@ -489,7 +505,7 @@ export async function checkInvariants(run: FaultRun, w: FlightWorkload): Promise
   stats.backfillTodosLeft = (await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM backfill_todo`)).rows[0]!.n;
   await reconcileBackfill(ctx, 10_000);
   while ((await backfillSweep(ctx, 1000)) > 0);
-  const mb = await run.my.query<{ s: string | null; n: number }[]>(
+  const mb = await run.mailboxQuery<{ s: string | null; n: number }[]>(
     `SELECT PROC_STATUS AS s, COUNT(*) AS n FROM CMINMSGS GROUP BY PROC_STATUS`,
   );
   for (const r of mb) if (r.s !== 'SUCCEEDED') push(`${r.n} mailbox rows with PROC_STATUS ${r.s}`);

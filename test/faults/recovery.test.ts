@@ -149,8 +149,11 @@ describe('recovery from service faults', () => {
 
   it('MariaDB stopped and restarted', async () => {
     const ms = await scenario('mariadb', async (feed) => {
-      feed.paused = true; // upstream systems cannot write the mailbox either
-      await sleep(300);
+      // A burst just before the stop, so the poller, the pump (reading texts) and the back-fill are
+      // mid-work when the mailbox goes away; meanwhile upstream systems cannot write it either.
+      feed.paused = true;
+      await w.insertFlops(run.my, 300);
+      await sleep(100);
       await mariadbStop();
       try {
         await sleep(FAULT_MS);
@@ -161,7 +164,7 @@ describe('recovery from service faults', () => {
     });
     expect(ms).toBeGreaterThan(0);
     // Every row back-filled again (the sweep retries what failed during the outage).
-    await waitFor(async () => (await run.my.query<{ n: number }[]>(`SELECT COUNT(*) AS n FROM CMINMSGS WHERE DATE_PROCESSED IS NULL`))[0]!.n === 0, {
+    await waitFor(async () => (await run.mailboxQuery<{ n: number }[]>(`SELECT COUNT(*) AS n FROM CMINMSGS WHERE DATE_PROCESSED IS NULL`))[0]!.n === 0, {
       timeoutMs: 30_000,
       what: 'the mailbox back-fill',
     });
