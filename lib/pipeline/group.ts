@@ -28,7 +28,13 @@ type Outcome =
  * savepoint, so a failing message rolls back alone and none is ever partly applied. Stops at the
  * first retriable failure: nothing behind a FAILED head may overtake it.
  */
-export async function applyGroup(ctx: AppContext, tx: Queryable, group: Prepared[], now: Date): Promise<GroupResult> {
+export async function applyGroup(
+  ctx: AppContext,
+  tx: Queryable,
+  group: Prepared[],
+  now: Date,
+  options: { deferWrites?: boolean } = {},
+): Promise<GroupResult> {
   const { config } = ctx;
   const locked = await lockOpen(
     tx,
@@ -39,10 +45,15 @@ export async function applyGroup(ctx: AppContext, tx: Queryable, group: Prepared
     group.flatMap((g) => (g.decoded ? [g.decoded.identity] : [])),
   );
   const boundHere = new Map<string, number>();
-  const scope = new GroupScope(
-    tx,
-    group.flatMap((g) => (g.decoded ? [g.decoded] : [])),
-  );
+  // Deferred writes are the fast path; without them every write happens inside its message's
+  // savepoint, which the pump falls back to when a deferred write fails at the end of a group.
+  const scope =
+    options.deferWrites === false
+      ? undefined
+      : new GroupScope(
+          tx,
+          group.flatMap((g) => (g.decoded ? [g.decoded] : [])),
+        );
   const records: AttemptRecord[] = [];
   let stopped = false;
 
@@ -81,7 +92,7 @@ export async function applyGroup(ctx: AppContext, tx: Queryable, group: Prepared
   }
 
   // Deferred domain writes (one statement per module) go in before the states that report them.
-  await scope.flush();
+  await scope?.flush();
   // Shadow mode never writes the shared mailbox, so it records no intent to.
   const marks = config.shadow
     ? []
@@ -92,7 +103,7 @@ export async function applyGroup(ctx: AppContext, tx: Queryable, group: Prepared
   return { records, marks, stopped };
 }
 
-async function runProcessor(ctx: AppContext, tx: Queryable, item: Prepared, now: Date, scope: GroupScope): Promise<Outcome> {
+async function runProcessor(ctx: AppContext, tx: Queryable, item: Prepared, now: Date, scope: GroupScope | undefined): Promise<Outcome> {
   const msg = item.decoded!;
   if (IGNORED_TYPES.has(msg.type)) return { status: 'SKIPPED', note: `ignored-type:${msg.type}` };
   const processor = ctx.registry.resolve(msg);
@@ -101,16 +112,16 @@ async function runProcessor(ctx: AppContext, tx: Queryable, item: Prepared, now:
   // The savepoint is taken lazily, at the processor's first statement: a message that only works
   // through the group's unit of work (the common FLOP) costs no round trip at all.
   const savepoint = lazySavepoint(tx);
-  scope.begin();
+  scope?.begin();
   try {
     const r = await processor({ tx: savepoint.tx, msgId: item.msgId, message: msg, now, config: ctx.config, group: scope });
     await savepoint.release();
-    scope.commit();
+    scope?.commit();
     return { status: r.status, note: r.note ?? null };
   } catch (err) {
     // Roll back only this message's writes, in SQL and in the group's unit of work; the group's
     // earlier messages stay applied.
-    scope.rollback();
+    scope?.rollback();
     await savepoint.rollback();
     const e = asMsgxError(err);
     return e.retriable

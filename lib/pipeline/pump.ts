@@ -2,7 +2,7 @@ import type { AppContext } from '../shared/context.ts';
 import { asMsgxError } from '../shared/errors.ts';
 import { type Prepared, prepare } from './attempt.ts';
 import { backfillNow, noteFor } from './backfill.ts';
-import { applyGroup, record } from './group.ts';
+import { applyGroup, type GroupResult, record } from './group.ts';
 import { type OpenRow, readHead, writeAttempts } from './procState.ts';
 
 export type PumpStep =
@@ -39,18 +39,34 @@ export async function pumpOnce(ctx: AppContext): Promise<PumpStep> {
     return { kind: 'processed', count: 1, stopped: true };
   }
 
-  let result;
-  try {
-    result = await ctx.db.tx((tx) => applyGroup(ctx, tx, prepared, now));
-  } catch (err) {
-    // The whole group rolled back (commit failed, connection lost): count an INFRA attempt on the
-    // head and retry after its backoff. Nothing of the group was applied.
-    ctx.log.warn('pump transaction failed', { head: head.msg_id, error: String(err) });
-    await failHead(ctx, head, `transaction failed: ${asMsgxError(err).message}`, now).catch(() => {});
+  const committed = await commitGroup(ctx, prepared, now);
+  if ('error' in committed) {
+    await failHead(ctx, head, `transaction failed: ${committed.error}`, now).catch(() => {});
     return { kind: 'processed', count: 0, stopped: true };
   }
+  const result = committed.result;
   await backfillNow(ctx, result.marks, now);
   return { kind: 'processed', count: result.records.length, stopped: result.stopped };
+}
+
+/**
+ * Commits the group with deferred writes (the fast path). If that transaction fails — a deferred
+ * write failed at the end of the group, where no single message can be blamed — the group runs
+ * again with every write inside its own message's savepoint, so the failing message fails alone.
+ * An error when even that fails (commit failed, connection lost): nothing of the group applied.
+ */
+async function commitGroup(ctx: AppContext, prepared: Prepared[], now: Date): Promise<{ result: GroupResult } | { error: string }> {
+  try {
+    return { result: await ctx.db.tx((tx) => applyGroup(ctx, tx, prepared, now)) };
+  } catch (first) {
+    ctx.log.warn('pump group failed; retrying it message by message', { head: prepared[0]?.msgId, error: String(first) });
+  }
+  try {
+    return { result: await ctx.db.tx((tx) => applyGroup(ctx, tx, prepared, now, { deferWrites: false })) };
+  } catch (err) {
+    ctx.log.warn('pump transaction failed', { head: prepared[0]?.msgId, error: String(err) });
+    return { error: asMsgxError(err).message };
+  }
 }
 
 async function prepareGroup(ctx: AppContext, group: OpenRow[]): Promise<Prepared[]> {
