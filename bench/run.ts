@@ -11,6 +11,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { renderChart } from './lib/chart.ts';
 import type { Figure, RunOptions, ScenarioResult } from './lib/result.ts';
+import { ensureServices } from './lib/env.ts';
 import { waitForQuiet } from './lib/quiet.ts';
 import { renderTable } from './lib/table.ts';
 import { decoderScenario } from './scenarios/decoder.ts';
@@ -64,10 +65,19 @@ async function main() {
     const before = await waitForQuiet(args.quick ? 0 : 90_000, 0.25, (s) => process.stderr.write(`[${name}] ${s}\n`));
     let r: ScenarioResult;
     try {
+      await ensureServices();
       r = await SCENARIOS[name]!({ quick: args.quick, runs, earlier });
-    } catch (err) {
-      process.stderr.write(`[${name}] FAILED: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
-      r = { scenario: name, title: name, figures: [], notes: [], meta: {}, skipped: `failed: ${err instanceof Error ? err.message : String(err)}` };
+    } catch (first) {
+      // A shared service restarted under us (fault tests run on the same machine): retry once.
+      process.stderr.write(`[${name}] failed (${first instanceof Error ? first.message : String(first)}); services up and one retry\n`);
+      try {
+        await ensureServices();
+        r = await SCENARIOS[name]!({ quick: args.quick, runs, earlier });
+        r.notes.push(`first attempt failed (${first instanceof Error ? first.message : String(first)}); this is the retry.`);
+      } catch (err) {
+        process.stderr.write(`[${name}] FAILED: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+        r = { scenario: name, title: name, figures: [], notes: [], meta: {}, skipped: `failed: ${err instanceof Error ? err.message : String(err)}` };
+      }
     }
     r.seconds = Math.round((Date.now() - t0) / 1000);
     // Other work on the machine while this scenario ran skews every figure: say so with the results.

@@ -30,3 +30,14 @@ export function benchContext(o: {
     registry: o.registry ?? defaultRegistry(),
   };
 }
+
+/**
+ * Other engineers' fault tests stop and start the shared services; before each scenario make
+ * sure all three answer (`scripts/services.mjs up` is idempotent and quick when they do).
+ */
+export async function ensureServices(): Promise<void> {
+  const { spawnSync } = await import('node:child_process');
+  const root = new URL('../../', import.meta.url).pathname;
+  const r = spawnSync(process.execPath, ['scripts/services.mjs', 'up', '--quiet-stdout'], { cwd: root, stdio: ['ignore', 'ignore', 'pipe'], timeout: 180_000 });
+  if (r.status !== 0) throw new Error(`services up failed: ${r.stderr?.toString().slice(-500)}`);
+}

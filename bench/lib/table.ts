@@ -3,6 +3,7 @@ import type { Figure, ScenarioResult } from './result.ts';
 const num = (x: number, unit: string): string => {
   if (!Number.isFinite(x)) return '—';
   if (unit === 'x') return `${x.toFixed(2)}×`;
+  if (unit === 'count') return x.toLocaleString('en-US', { maximumFractionDigits: 0 });
   const abs = Math.abs(x);
   const digits = abs >= 100 ? 0 : abs >= 10 ? 1 : 2;
   return x.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });

@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -29,6 +29,13 @@ async function startTwin(env: Record<string, string>, port: number): Promise<Chi
   throw new Error(`twin not healthy within 60 s: ${stderr}`);
 }
 
+/** CPU seconds (user + system) a process has used so far, from /proc/<pid>/stat. */
+function cpuSeconds(pid: number): number {
+  const f = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const v = f.slice(f.lastIndexOf(')') + 2).split(' ');
+  return (Number(v[11]) + Number(v[12])) / 100; // utime, stime in clock ticks (USER_HZ = 100)
+}
+
 async function stopTwin(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null) return;
   const exited = new Promise((r) => child.once('exit', r));
@@ -55,6 +62,11 @@ export async function httpScenario(o: RunOptions): Promise<ScenarioResult> {
   const txP99: number[] = [];
   const txErr: number[] = [];
   const lateAll: number[] = [];
+  const soloP50: number[] = [];
+  const soloTxP50: number[] = [];
+  const waits: Record<string, number> = {};
+  const sendCpu: number[] = [];
+  const txCpu: number[] = [];
   const errSamples: string[] = [];
   // The producer's check-back endpoint (never called within the run: commits come at once).
   const check = createServer((_q, s) => s.writeHead(200, { 'content-type': 'application/json' }).end('{"status":"COMMIT"}'));
@@ -65,6 +77,7 @@ export async function httpScenario(o: RunOptions): Promise<ScenarioResult> {
     for (let r = 0; r < o.runs; r++) {
       const label = `${r + 1}/${o.runs}`;
       const pg = await freshPg();
+      const pgClient = (await import('pg')).default.Client;
       const my = await freshMysql();
       const dataDir = mkdtempSync(join(tmpdir(), 'msgx-bench-twin-'));
       const port = await freePort();
@@ -93,8 +106,48 @@ export async function httpScenario(o: RunOptions): Promise<ScenarioResult> {
           await call(port, 'POST', `/v1/tx-messages/${JSON.parse(t.body).id}/commit`);
         }
 
+        // Unloaded service time: one request at a time (closed loop), the floor under the p50.
+        {
+          const lat: number[] = [];
+          for (let i = 0; i < 200; i++) {
+            const t = performance.now();
+            await call(port, 'POST', '/cminmsgs/send', flop('ETOT', { seqn: 800_000 + i }, flight({ FLID: '999', ETOT: '20261129101500' })), { 'content-type': 'application/xml' });
+            lat.push(performance.now() - t);
+          }
+          const l = latency(lat);
+          soloP50.push(l.p50);
+          const tl: number[] = [];
+          for (let i = 0; i < 100; i++) {
+            const t = performance.now();
+            const res = await call(port, 'POST', '/v1/tx-messages', JSON.stringify({ topic: txTopic, key: 'solo', payload: { i }, checkUrl: `${checkOrigin}/check` }), { 'content-type': 'application/json' });
+            tl.push(performance.now() - t);
+            const c0 = performance.now();
+            await call(port, 'POST', `/v1/tx-messages/${JSON.parse(res.body).id}/commit`);
+            tl.push(performance.now() - c0);
+          }
+          soloTxP50.push(latency(tl).p50);
+          p.step(label, `unloaded send (one at a time): p50 ${l.p50.toFixed(2)} ms, p99 ${l.p99.toFixed(2)} ms`);
+        }
+
+        // What the twin's database sessions wait on during the load (the limiting factor).
+        const sampler = new pgClient({ connectionString: pg.url });
+        await sampler.connect();
+        let sampling = true;
+        const sampleLoop = (async () => {
+          while (sampling) {
+            const r = await sampler.query<{ w: string; n: number }>(
+              `SELECT coalesce(wait_event_type || ':' || wait_event, 'CPU') AS w, count(*)::int AS n FROM pg_stat_activity
+               WHERE datname = current_database() AND pid <> pg_backend_pid() AND state = 'active' GROUP BY 1`,
+            ).catch(() => ({ rows: [] as { w: string; n: number }[] }));
+            for (const row of r.rows) waits[row.w] = (waits[row.w] ?? 0) + row.n;
+            await sleep(50);
+          }
+        })();
+
         // POST /cminmsgs/send
         {
+          const cpu0 = cpuSeconds(twin.pid!);
+          const w0 = performance.now();
           const lat: number[] = [];
           let errors = 0;
           const pending: Promise<void>[] = [];
@@ -118,16 +171,19 @@ export async function httpScenario(o: RunOptions): Promise<ScenarioResult> {
             );
           }, tick);
           await Promise.all(pending);
+          sendCpu.push(((cpuSeconds(twin.pid!) - cpu0) / ((performance.now() - w0) / 1000)) * 100);
           const l = latency(lat);
           sendP50.push(l.p50);
           sendP99.push(l.p99);
           sendErr.push(errors);
           lateAll.push(late);
-          p.step(label, `send: p50 ${l.p50.toFixed(2)} ms, p99 ${l.p99.toFixed(2)} ms, ${errors} errors, ${late} fired > 5 ms late`);
+          p.step(label, `send: p50 ${l.p50.toFixed(2)} ms, p99 ${l.p99.toFixed(2)} ms, ${errors} errors, ${late} fired > 5 ms late, twin CPU ${sendCpu.at(-1)!.toFixed(0)}%`);
         }
 
         // POST /v1/tx-messages + commit
         {
+          const cpu0 = cpuSeconds(twin.pid!);
+          const w0 = performance.now();
           const lat: number[] = [];
           let errors = 0;
           const pending: Promise<void>[] = [];
@@ -162,6 +218,7 @@ export async function httpScenario(o: RunOptions): Promise<ScenarioResult> {
             );
           }, (i) => tick(i * 2));
           await Promise.all(pending);
+          txCpu.push(((cpuSeconds(twin.pid!) - cpu0) / ((performance.now() - w0) / 1000)) * 100);
           const l = latency(lat);
           txP50.push(l.p50);
           txP99.push(l.p99);
@@ -169,6 +226,9 @@ export async function httpScenario(o: RunOptions): Promise<ScenarioResult> {
           lateAll.push(late);
           p.step(label, `tx-messages: p50 ${l.p50.toFixed(2)} ms, p99 ${l.p99.toFixed(2)} ms, ${errors} errors`);
         }
+        sampling = false;
+        await sampleLoop;
+        await sampler.end();
       } finally {
         if (twin) await stopTwin(twin);
         rmSync(dataDir, { recursive: true, force: true });
@@ -183,6 +243,10 @@ export async function httpScenario(o: RunOptions): Promise<ScenarioResult> {
     scenario: 'http',
     title: `HTTP through the twin, open loop at ${rate} requests/s for ${seconds} s`,
     figures: [
+      figure('http.solo.p50', 'POST /cminmsgs/send unloaded, one at a time, p50', 'ms', soloP50, { better: 'lower' }),
+      figure('http.solo.tx.p50', 'tx-messages prepare/commit unloaded, one at a time, p50', 'ms', soloTxP50, { better: 'lower' }),
+      figure('http.send.cpu', 'twin CPU during send load (100% = one core)', '%', sendCpu, { better: 'lower' }),
+      figure('http.tx.cpu', 'twin CPU during tx-messages load', '%', txCpu, { better: 'lower' }),
       figure('http.send.p50', 'POST /cminmsgs/send p50', 'ms', sendP50, { better: 'lower' }),
       figure('http.send.p99', 'POST /cminmsgs/send p99', 'ms', sendP99, { target: { op: '<', value: 20 }, headline: true }),
       figure('http.send.errors', 'POST /cminmsgs/send errors', 'count', sendErr, { target: { op: '<', value: 1 } }),
@@ -191,6 +255,6 @@ export async function httpScenario(o: RunOptions): Promise<ScenarioResult> {
       figure('http.tx.errors', 'tx-messages errors', 'count', txErr, { target: { op: '<', value: 1 } }),
     ],
     notes: errSamples.length ? [`error samples: ${errSamples.join(' | ')}`] : [],
-    meta: { rate, seconds, firedLate: lateAll, twin: 'child process: node --import tsx lib/twin/main.ts (all roles running)' },
+    meta: { rate, seconds, firedLate: lateAll, pgActiveSessionSamples: waits, twin: 'child process: node --import tsx lib/twin/main.ts (all roles running)' },
   };
 }
