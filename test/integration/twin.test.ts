@@ -1,0 +1,130 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtempSync, readFileSync, existsSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { flight, flop, schd } from '../fixtures/messages/build.ts';
+import { randomTopic, readTopic } from '../helpers/kafka.ts';
+import { freshMysql, freshPg, serviceUrls, waitFor } from '../helpers/services.ts';
+
+/**
+ * The twin as a user runs it: `npm start` in a fresh directory. Embedded defaults (PGlite, mailbox
+ * tables in it, file sink), then the same with real PostgreSQL, MariaDB and Kafka. SIGTERM ends it
+ * promptly.
+ */
+const ROOT = resolve(import.meta.dirname, '..', '..');
+const children: ChildProcess[] = [];
+afterAll(() => {
+  for (const c of children) c.kill('SIGKILL');
+});
+
+async function freePort(): Promise<number> {
+  const srv = createServer();
+  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', () => r()));
+  const port = (srv.address() as { port: number }).port;
+  await new Promise((r) => srv.close(r));
+  return port;
+}
+
+async function startTwin(env: Record<string, string>, cwd: string) {
+  const port = await freePort();
+  // The twin runs in a directory of its own (its .msgx/ lands there): load tsx by absolute path.
+  const tsx = join(ROOT, 'node_modules', 'tsx', 'dist', 'loader.mjs');
+  const child = spawn(process.execPath, ['--import', tsx, join(ROOT, 'lib/twin/main.ts')], {
+    cwd,
+    env: { ...process.env, MSGX_PG_URL: '', MSGX_MAILBOX_URL: '', MSGX_KAFKA_BROKERS: '', ...env, MSGX_HTTP_PORT: String(port), MSGX_POLL_INTERVAL_MS: '200', MSGX_SCHD_FLUSH_PERIOD: '200ms' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  children.push(child);
+  let output = '';
+  child.stdout!.on('data', (d) => (output += d));
+  child.stderr!.on('data', (d) => (output += d));
+  const base = `http://127.0.0.1:${port}`;
+  const exited = once(child, 'exit').then(([code]) => {
+    throw new Error(`the twin exited with ${code}: ${output}`);
+  });
+  await Promise.race([
+    exited,
+    waitFor(async () => (await fetch(`${base}/health`)).status === 200, { timeoutMs: 50_000, what: 'the twin to answer /health' }),
+  ]);
+  exited.catch(() => {});
+  return { child, base, output: () => output };
+}
+
+const post = (base: string, xml: string) =>
+  fetch(`${base}/cminmsgs/send`, { method: 'POST', headers: { 'content-type': 'application/xml' }, body: xml });
+
+const dayPlan = schd('DNLD', {
+  seqn: 1,
+  dttm: '20261129080000',
+  opdy: '20261129',
+  flights: [flight({ FLID: '1001', OPDY: '20261129', AWCD: 'CZ', FLNO: '3101', GATE: [{ CODE: 'B12', BEG: '20261129093000', END: '20261129101500' }] })],
+});
+const gateChange = flop('GATE', { seqn: 2, dttm: '20261129090000' }, flight({ FLID: '1001', GATE: [{ CODE: 'B14', BEG: '20261129093000', END: '20261129101500' }] }));
+
+describe('the twin (npm start)', () => {
+  it('on embedded defaults: answers /health and processes a posted FLOP end to end to the file sink', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'msgx-twin-'));
+    const twin = await startTwin({}, dir);
+    const health = (await (await fetch(`${twin.base}/health`)).json()) as { status: string; checks: Record<string, string> };
+    expect(health).toEqual({ status: 'ok', checks: { database: 'ok', migrations: 'ok', mailbox: 'ok' } });
+    expect((await post(twin.base, dayPlan)).status).toBe(200);
+    const id = Number(await (await post(twin.base, gateChange)).text());
+    expect(id).toBeGreaterThan(1);
+
+    const file = join(dir, '.msgx', 'events', 'msgx.msg.jsonl');
+    const lines = await waitFor(() => {
+      if (!existsSync(file)) return null;
+      const l = readFileSync(file, 'utf8').trim().split('\n').map((x) => JSON.parse(x));
+      return l.length >= 2 ? l : null;
+    }, { timeoutMs: 20_000, what: 'two msgx.msg events in the file sink' });
+    expect(lines[1]).toMatchObject({ topic: 'msgx.msg', key: '1001', headers: { 'msgx-event-type': 'FLIGHT_UPDATED' } });
+    const value = JSON.parse(lines[1].value);
+    expect(value).toMatchObject({ v: 1, stateVersion: 2, flight: { GATE: [{ CODE: 'B14' }] }, source: { msgId: id } });
+
+    const f = (await (await fetch(`${twin.base}/v1/flights/1001`)).json()) as { stateVersion: number };
+    expect(f.stateVersion).toBe(2);
+
+    // SIGTERM: the twin finishes its work, releases its locks and exits promptly.
+    twin.child.kill('SIGTERM');
+    const [code] = await once(twin.child, 'exit');
+    expect(code).toBe(0);
+  });
+
+  it('with the three URLs set: real PostgreSQL, MariaDB and Kafka', async () => {
+    const pg = await freshPg({ migrate: false });
+    const my = await freshMysql();
+    const { kafkaBrokers } = serviceUrls();
+    const topicMsg = randomTopic('msgx.msg');
+    const topicSchd = randomTopic('msgx.schd');
+    try {
+      const dir = mkdtempSync(join(tmpdir(), 'msgx-twin-'));
+      const twin = await startTwin(
+        { MSGX_PG_URL: pg.url, MSGX_MAILBOX_URL: my.url, MSGX_KAFKA_BROKERS: kafkaBrokers.join(','), MSGX_TOPIC_MSG: topicMsg, MSGX_TOPIC_SCHD: topicSchd, MSGX_TOPIC_PARTITIONS: '2' },
+        dir,
+      );
+      const health = (await (await fetch(`${twin.base}/health`)).json()) as { checks: Record<string, string> };
+      expect(health.checks).toEqual({ database: 'ok', migrations: 'ok', mailbox: 'ok', kafka: 'ok' });
+      expect((await post(twin.base, dayPlan)).status).toBe(200);
+      const id = Number(await (await post(twin.base, gateChange)).text());
+
+      const records = await readTopic(kafkaBrokers, topicMsg, 2, { timeoutMs: 30_000 });
+      expect(records.map((r) => r.key)).toEqual(['1001', '1001']);
+      expect(JSON.parse(records[1]!.value!)).toMatchObject({ stateVersion: 2, source: { msgId: id } });
+      const schdRecords = await readTopic(kafkaBrokers, topicSchd, 1, { timeoutMs: 30_000 });
+      expect(JSON.parse(schdRecords.at(-1)!.value!)).toMatchObject({ FLID: '1001' });
+      // The mailbox row is back-filled in MariaDB.
+      await waitFor(async () => (await my.query<{ n: number }[]>('SELECT COUNT(*) AS n FROM CMINMSGS WHERE DATE_PROCESSED IS NULL'))[0]!.n === 0, {
+        what: 'mailbox backfill',
+      });
+      twin.child.kill('SIGTERM');
+      const [code] = await once(twin.child, 'exit');
+      expect(code).toBe(0);
+    } finally {
+      await my.drop();
+      await pg.drop();
+    }
+  });
+});
