@@ -62,7 +62,7 @@ async function main() {
   for (const name of names) {
     const t0 = Date.now();
     process.stderr.write(`\n== ${name} ==\n`);
-    const before = await waitForQuiet(args.quick ? 0 : 90_000, 0.25, (s) => process.stderr.write(`[${name}] ${s}\n`));
+    const before = await waitForQuiet(args.quick ? 0 : 60_000, 0.25, (s) => process.stderr.write(`[${name}] ${s}\n`));
     let r: ScenarioResult;
     try {
       await ensureServices();

@@ -2,6 +2,7 @@ import { MysqlMailbox } from '../../lib/mailbox/mysql.ts';
 import { PgMailbox } from '../../lib/mailbox/pg.ts';
 import { benchContext, freshMysql, freshPg } from '../lib/env.ts';
 import { pgbenchCommitRate, pgSettings } from '../lib/pgbench.ts';
+import { observe, topWaits } from '../lib/observe.ts';
 import { type Progress, progress } from '../lib/progress.ts';
 import { figure, ratios, type RunOptions, type ScenarioResult } from '../lib/result.ts';
 import { bulkInsertMailbox, flopText, loadPlan, pollAll, pumpAll } from '../lib/workload.ts';
@@ -10,6 +11,8 @@ export const FLIGHTS = 2000;
 
 export interface PumpRun {
   rate: number;
+  cpuPct: number;
+  waits: Record<string, number>;
   ms: number;
   events: number;
 }
@@ -33,9 +36,11 @@ export async function timedPump(kind: 'mysql' | 'pg', count: number, p: Progress
     if (enq !== count) throw new Error(`poller enqueued ${enq}, expected ${count}`);
     p.step(label, `${count} FLOPs enqueued (mailbox ${kind}); draining`);
     const tick = p.counter(label, count, 'msgs');
+    const obs = await observe(pg.url);
     const t0 = performance.now();
     const done = await pumpAll(ctx, tick);
     const ms = performance.now() - t0;
+    const seen = await obs.stop();
     tick(done, true);
     // Check the work really happened: every FLOP succeeded, the mailbox is back-filled.
     const ok = await pg.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM proc_state WHERE status = 'SUCCEEDED' AND note IS NULL`);
@@ -44,7 +49,7 @@ export async function timedPump(kind: 'mysql' | 'pg', count: number, p: Progress
     if (left.length) throw new Error(`${left.length} mailbox rows not back-filled`);
     const ev = await pg.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM msg_event`);
     await mailbox.close();
-    return { rate: (done / ms) * 1000, ms, events: ev.rows[0]!.n };
+    return { rate: (done / ms) * 1000, ms, events: ev.rows[0]!.n, cpuPct: seen.cpuPct, waits: seen.waits };
   } finally {
     await my?.drop();
     await pg.drop();
@@ -60,6 +65,8 @@ export async function pumpScenario(o: RunOptions): Promise<ScenarioResult> {
   const pgm: number[] = [];
   const meta: Record<string, unknown> = { messages: count, flights: FLIGHTS, pgbenchSeconds: pgbenchSecs, settings: await pgSettings() };
   const eventsPerRun: number[] = [];
+  const cpu: number[] = [];
+  const waits: Record<string, number> = {};
   for (let r = 0; r < o.runs; r++) {
     const label = `${r + 1}/${o.runs}`;
     p.step(label, `pgbench -c1 -T${pgbenchSecs} (BEGIN; INSERT; UPDATE; COMMIT)`);
@@ -68,12 +75,15 @@ export async function pumpScenario(o: RunOptions): Promise<ScenarioResult> {
     const a = await timedPump('mysql', count, p, label);
     my.push(a.rate);
     eventsPerRun.push(a.events);
-    p.step(label, `msgx pump, MariaDB mailbox: ${a.rate.toFixed(0)} msgs/s`);
+    cpu.push(a.cpuPct);
+    for (const [k, v] of Object.entries(a.waits)) waits[k] = (waits[k] ?? 0) + v;
+    p.step(label, `msgx pump, MariaDB mailbox: ${a.rate.toFixed(0)} msgs/s; pump CPU ${a.cpuPct}%; PG sessions: ${topWaits(a.waits)}`);
     const b = await timedPump('pg', count, p, label);
     pgm.push(b.rate);
     p.step(label, `msgx pump, PG mailbox: ${b.rate.toFixed(0)} msgs/s`);
   }
   meta.eventsPerRun = eventsPerRun;
+  meta.pgWaitSamples = waits;
   return {
     scenario: 'pump',
     title: `FIFO pump: ${count.toLocaleString('en-US')} FLOPs end to end`,
@@ -81,10 +91,11 @@ export async function pumpScenario(o: RunOptions): Promise<ScenarioResult> {
       figure('pump.pgbench', 'pgbench single-client commit rate (2-stmt tx)', 'tx/s', bench, { headline: true }),
       figure('pump.mysql', 'msgx pump, mailbox MariaDB', 'msg/s', my, { headline: true }),
       figure('pump.pg', 'msgx pump, mailbox in PostgreSQL', 'msg/s', pgm, { headline: true }),
+      figure('pump.cpu', 'pump process CPU while draining (MariaDB mailbox)', '%', cpu, { better: 'lower' }),
       figure('pump.mysql.vs.pgbench', 'msgx pump (MariaDB) / pgbench commit rate', 'x', ratios(my, bench), { target: { op: '>=', value: 3 }, headline: true }),
       figure('pump.pg.vs.pgbench', 'msgx pump (PG mailbox) / pgbench commit rate', 'x', ratios(pgm, bench), { target: { op: '>=', value: 3 } }),
     ],
-    notes: [],
+    notes: [`while the pump drains (MariaDB mailbox), PG session samples: ${topWaits(waits)}; pump process CPU ${cpu.join('/')}% of one core.`],
     meta,
   };
 }

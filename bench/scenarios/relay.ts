@@ -7,6 +7,7 @@ import { KafkaPublisher } from '../../lib/outbox/publishers/kafka.ts';
 import { ensureTopics } from '../../lib/outbox/topics.ts';
 import type { Publisher } from '../../lib/outbox/types.ts';
 import { benchContext, freshPg, randomName, serviceUrls } from '../lib/env.ts';
+import { observe, topWaits } from '../lib/observe.ts';
 import { progress } from '../lib/progress.ts';
 import { figure, ratios, type RunOptions, type ScenarioResult } from '../lib/result.ts';
 import { latency, sleep } from '../lib/stats.ts';
@@ -40,6 +41,8 @@ export async function relayScenario(o: RunOptions): Promise<ScenarioResult> {
   const ackP50: number[] = [];
   const ackP99: number[] = [];
   let batch = 100;
+  const cpu: number[] = [];
+  const waits: Record<string, number> = {};
   for (let r = 0; r < o.runs; r++) {
     const label = `${r + 1}/${o.runs}`;
     const pg = await freshPg();
@@ -62,6 +65,7 @@ export async function relayScenario(o: RunOptions): Promise<ScenarioResult> {
       p.step(label, `${N} events queued; topics ${topicMsg}, ${topicPlain}`);
 
       const runMsgx = async () => {
+        const obs = await observe(pg.url);
         const role = dispatcherRole(ctx, [publisher]);
         const tick = p.counter(label, N, 'events (dispatcher)');
         const t0 = performance.now();
@@ -76,7 +80,11 @@ export async function relayScenario(o: RunOptions): Promise<ScenarioResult> {
           sent = c.rows[0]!.n;
           tick(sent);
         }
-        return (N / (performance.now() - t0)) * 1000;
+        const rate = (N / (performance.now() - t0)) * 1000;
+        const seen = await obs.stop();
+        cpu.push(seen.cpuPct);
+        for (const [k, v] of Object.entries(seen.waits)) waits[k] = (waits[k] ?? 0) + v;
+        return rate;
       };
       const runPlain = async () => {
         const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
@@ -155,11 +163,12 @@ export async function relayScenario(o: RunOptions): Promise<ScenarioResult> {
     figures: [
       figure('relay.msgx', 'msgx dispatcher (dispatcherRole step)', 'events/s', msgx, { target: { op: '>=', value: 10_000 }, headline: true }),
       figure('relay.plain', `plain kafkajs producer, batches of ${batch}`, 'events/s', plain, { headline: true }),
+      figure('relay.cpu', 'dispatcher process CPU while sending', '%', cpu, { better: 'lower' }),
       figure('relay.ratio', 'msgx dispatcher / plain producer', 'x', ratios(msgx, plain), { target: { op: '>=', value: 0.8 }, headline: true }),
       figure('relay.ack.p50', 'commit-to-ack p50 (enqueueEvents tx → publisher ack)', 'ms', ackP50, { target: { op: '<', value: 20 }, headline: true }),
       figure('relay.ack.p99', 'commit-to-ack p99', 'ms', ackP99, { target: { op: '<', value: 100 }, headline: true }),
     ],
-    notes: [],
-    meta: { events: N, trickle, batchSize: batch, partitions: 6 },
+    notes: [`while the dispatcher sends, PG session samples: ${topWaits(waits)}; dispatcher process CPU ${cpu.join('/')}% of one core.`],
+    meta: { pgWaitSamples: waits, events: N, trickle, batchSize: batch, partitions: 6 },
   };
 }
