@@ -150,7 +150,12 @@ export class MsgxFunction extends Construct {
           commandHooks: {
             beforeBundling: () => [],
             beforeInstall: () => [],
-            afterBundling: (_input: string, outputDir: string) => [`cp -r "${join(repoRoot, 'migrations')}" "${outputDir}/migrations"`],
+            // Files the code reads at run time: the migrations, and the console's static assets
+            // (lib/http/consoleRoutes.ts looks for ./console/ beside the running module).
+            afterBundling: (_input: string, outputDir: string) => [
+              `cp -r "${join(repoRoot, 'migrations')}" "${outputDir}/migrations"`,
+              `cp -r "${join(repoRoot, 'lib', 'http', 'console')}" "${outputDir}/console"`,
+            ],
           },
         },
       });
