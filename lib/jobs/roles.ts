@@ -8,6 +8,7 @@ import { pollOnce } from '../pipeline/poller.ts';
 import { INBOX_CHANNEL } from '../pipeline/procState.ts';
 import { pumpOnce } from '../pipeline/pump.ts';
 import { expireRequests } from '../requests/index.ts';
+import { emitGauges, readGauges } from '../observability/metrics.ts';
 import type { AppContext } from '../shared/context.ts';
 import { archiveConsumed, checkBackOnce, redeliverOnce, txmsgDeadHook, txmsgSentHook } from '../txmsg/index.ts';
 import type { StepResult, WorkerOptions } from './worker.ts';
@@ -70,6 +71,10 @@ export function defaultSweepTasks(ctx: AppContext): SweepTask[] {
       run: (c) => archiveProcState(c.db, { now: c.clock.now(), retentionDays: lifecycle.procRetentionDays }),
     },
     { name: 'tx-archive', everyMs: 3_600_000, run: (c) => archiveConsumed(c) },
+    // The alarms' gauges; in the twin nobody reads EMF, so they stay off its console.
+    ...(ctx.config.runtime === 'lambda'
+      ? [{ name: 'metrics', everyMs: 60_000, run: async (c: AppContext) => emitGauges(await readGauges(c.db, c.clock.now(), 60_000)) }]
+      : []),
   ];
 }
 

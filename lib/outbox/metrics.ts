@@ -30,7 +30,8 @@ export interface EmfMetricsOptions {
  */
 export function createEmfMetrics(options: EmfMetricsOptions = {}): OutboxMetrics {
   const namespace = options.namespace ?? 'msgx';
-  const serviceName = options.serviceName ?? 'msgx-dispatcher';
+  // service=msgx: the dimension the alarms select (per-target gauges add a target dimension).
+  const serviceName = options.serviceName ?? 'msgx';
   const intervalMs = options.intervalMs ?? 60_000;
   const clock = options.clock ?? systemClock;
   let sent = 0;

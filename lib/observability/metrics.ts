@@ -1,0 +1,58 @@
+import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
+import type { Queryable } from '../db/db.ts';
+
+/**
+ * The gauges the CloudWatch alarms watch (infra-cdk monitoring stack), as EMF in namespace msgx
+ * with the dimension service=msgx (plus kind on DeadCount). Emitted once a minute by the sweep,
+ * whether or not anything else runs, so a stuck pipeline is seen even when no worker is busy.
+ */
+export interface PipelineGauges {
+  headAgeSeconds: number;
+  backlog: number;
+  /** Messages, events and transactional messages that went DEAD in the last window. */
+  deadInWindow: { proc: number; event: number; txmsg: number };
+  oldestPendingEventSeconds: number;
+}
+
+export async function readGauges(q: Queryable, now: Date, windowMs: number): Promise<PipelineGauges> {
+  const since = new Date(now.getTime() - windowMs);
+  const r = await q.query<{
+    head_age: number | null;
+    backlog: number;
+    dead_proc: number;
+    dead_event: number;
+    dead_tx: number;
+    oldest_event: number | null;
+  }>(
+    `SELECT
+       (SELECT extract(epoch FROM $1 - min(enqueued_at)) FROM proc_state
+          WHERE msg_id = (SELECT min(msg_id) FROM proc_state WHERE status IN ('PENDING', 'FAILED')))::float8 AS head_age,
+       (SELECT count(*) FROM proc_state WHERE status IN ('PENDING', 'FAILED'))::int AS backlog,
+       (SELECT count(*) FROM proc_state WHERE status = 'DEAD' AND finished_at > $2)::int AS dead_proc,
+       (SELECT count(*) FROM msg_event WHERE status = 'DEAD' AND dead_at > $2)::int AS dead_event,
+       (SELECT count(*) FROM tx_message WHERE status = 'DEAD' AND updated_at > $2)::int AS dead_tx,
+       (SELECT extract(epoch FROM $1 - min(created_at)) FROM msg_event WHERE status IN ('PENDING', 'DELIVERING'))::float8 AS oldest_event`,
+    [now, since],
+  );
+  const row = r.rows[0]!;
+  return {
+    headAgeSeconds: Math.max(0, row.head_age ?? 0),
+    backlog: row.backlog,
+    deadInWindow: { proc: row.dead_proc, event: row.dead_event, txmsg: row.dead_tx },
+    oldestPendingEventSeconds: Math.max(0, row.oldest_event ?? 0),
+  };
+}
+
+export function emitGauges(g: PipelineGauges, namespace = 'msgx'): void {
+  const m = new Metrics({ namespace, serviceName: 'msgx' });
+  m.addMetric('HeadAgeSeconds', MetricUnit.Seconds, g.headAgeSeconds);
+  m.addMetric('Backlog', MetricUnit.Count, g.backlog);
+  m.addMetric('OldestPendingEventSeconds', MetricUnit.Seconds, g.oldestPendingEventSeconds);
+  m.publishStoredMetrics();
+  for (const [kind, n] of Object.entries(g.deadInWindow)) {
+    const d = new Metrics({ namespace, serviceName: 'msgx' });
+    d.addDimension('kind', kind);
+    d.addMetric('DeadCount', MetricUnit.Count, n);
+    d.publishStoredMetrics();
+  }
+}
