@@ -175,6 +175,16 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   }
   const e = result.data;
   const runtime = e.MSGX_RUNTIME ?? (env.AWS_LAMBDA_FUNCTION_NAME ? 'lambda' : 'twin');
+  // The global delivery settings; each target may override them (MSGX_DELIVERY_TARGET_OVERRIDES).
+  const delivery = {
+    batchSize: e.MSGX_DELIVERY_BATCH_SIZE,
+    publishTimeoutMs: e.MSGX_DELIVERY_PUBLISH_TIMEOUT,
+    maxRetryCount: e.MSGX_DELIVERY_MAX_RETRY_COUNT,
+    initialBackoffMs: e.MSGX_DELIVERY_INITIAL_BACKOFF,
+    maxBackoffMs: e.MSGX_DELIVERY_MAX_BACKOFF,
+    retryStrategy: e.MSGX_DELIVERY_RETRY_STRATEGY,
+    leaseMs: e.MSGX_DELIVERY_LEASE,
+  };
   const config: Config = {
     runtime,
     http: { port: e.MSGX_HTTP_PORT, host: e.MSGX_HTTP_HOST, maxBodyBytes: e.MSGX_MAX_BODY_BYTES, adminToken: e.MSGX_ADMIN_TOKEN },
@@ -203,26 +213,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       topicSchd: e.MSGX_TOPIC_SCHD + (e.MSGX_SHADOW ? '.shadow' : ''),
       topicPartitions: e.MSGX_TOPIC_PARTITIONS,
       fanoutWebhooks: e.MSGX_FANOUT_WEBHOOKS,
-      batchSize: e.MSGX_DELIVERY_BATCH_SIZE,
-      publishTimeoutMs: e.MSGX_DELIVERY_PUBLISH_TIMEOUT,
-      maxRetryCount: e.MSGX_DELIVERY_MAX_RETRY_COUNT,
-      initialBackoffMs: e.MSGX_DELIVERY_INITIAL_BACKOFF,
-      maxBackoffMs: e.MSGX_DELIVERY_MAX_BACKOFF,
-      retryStrategy: e.MSGX_DELIVERY_RETRY_STRATEGY,
-      leaseMs: e.MSGX_DELIVERY_LEASE,
+      ...delivery,
       schdFlushPeriodMs: e.MSGX_SCHD_FLUSH_PERIOD,
       schdFlushLimit: e.MSGX_SCHD_FLUSH_LIMIT,
       pollIntervalMs: e.MSGX_DELIVERY_POLL_INTERVAL,
-      targetOverrides: checkTargetOverrides({
-        batchSize: e.MSGX_DELIVERY_BATCH_SIZE,
-        publishTimeoutMs: e.MSGX_DELIVERY_PUBLISH_TIMEOUT,
-        maxRetryCount: e.MSGX_DELIVERY_MAX_RETRY_COUNT,
-        initialBackoffMs: e.MSGX_DELIVERY_INITIAL_BACKOFF,
-        maxBackoffMs: e.MSGX_DELIVERY_MAX_BACKOFF,
-        retryStrategy: e.MSGX_DELIVERY_RETRY_STRATEGY,
-        leaseMs: e.MSGX_DELIVERY_LEASE,
-        targetOverrides: e.MSGX_DELIVERY_TARGET_OVERRIDES,
-      }),
+      targetOverrides: checkTargetOverrides({ ...delivery, targetOverrides: e.MSGX_DELIVERY_TARGET_OVERRIDES }),
     },
     txmsg: {
       checkAllowedOrigins: e.MSGX_TX_CHECK_ALLOWED_ORIGINS,

@@ -1,5 +1,5 @@
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
-import type { HttpRequest, HttpResponse } from './types.ts';
+import { type HttpRequest, type HttpResponse, serializeBody } from './types.ts';
 
 /**
  * API Gateway (REST, payload 1.0) event → HttpRequest, and back. Admin routes are IAM-only at the
@@ -24,14 +24,6 @@ export function fromApiGateway(event: APIGatewayProxyEvent): HttpRequest {
 }
 
 export function toApiGateway(r: HttpResponse): APIGatewayProxyResult {
-  const headers: Record<string, string> = { ...r.headers };
-  let body = '';
-  if (typeof r.body === 'string') {
-    body = r.body;
-    headers['content-type'] ??= 'text/plain; charset=utf-8';
-  } else if (r.body !== undefined) {
-    body = JSON.stringify(r.body);
-    headers['content-type'] ??= 'application/json';
-  }
+  const { headers, body } = serializeBody(r);
   return { statusCode: r.status, headers, body };
 }

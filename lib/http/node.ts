@@ -2,7 +2,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { timingSafeEqual } from 'node:crypto';
 import type { AppContext } from '../shared/context.ts';
 import type { Router } from './router.ts';
-import type { HttpRequest, HttpResponse } from './types.ts';
+import { type HttpRequest, type HttpResponse, serializeBody } from './types.ts';
 
 /**
  * The twin's HTTP server: each request becomes the same HttpRequest an API Gateway event becomes,
@@ -69,15 +69,7 @@ function readBody(req: IncomingMessage, limit: number): Promise<string | null> {
 }
 
 export function send(res: ServerResponse, r: HttpResponse): void {
-  const headers = { ...r.headers };
-  let payload = '';
-  if (typeof r.body === 'string') {
-    payload = r.body;
-    headers['content-type'] ??= 'text/plain; charset=utf-8';
-  } else if (r.body !== undefined) {
-    payload = JSON.stringify(r.body);
-    headers['content-type'] ??= 'application/json';
-  }
+  const { headers, body } = serializeBody(r);
   res.writeHead(r.status, headers);
-  res.end(payload);
+  res.end(body);
 }

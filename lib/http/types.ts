@@ -29,3 +29,15 @@ export interface Route {
   admin?: boolean;
   handle(req: HttpRequest, ctx: AppContext): Promise<HttpResponse>;
 }
+
+/** The wire form of a response body: a string as is (text/plain unless set), anything else as JSON. */
+export function serializeBody(r: HttpResponse): { headers: Record<string, string>; body: string } {
+  const headers = { ...r.headers };
+  if (typeof r.body === 'string') {
+    headers['content-type'] ??= 'text/plain; charset=utf-8';
+    return { headers, body: r.body };
+  }
+  if (r.body === undefined) return { headers, body: '' };
+  headers['content-type'] ??= 'application/json';
+  return { headers, body: JSON.stringify(r.body) };
+}
