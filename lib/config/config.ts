@@ -167,6 +167,7 @@ export interface Config {
 
 /** Reads and validates the environment once; throws ConfigError naming every bad variable. */
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  assertProducerUntouched(env);
   // An empty variable (`MSGX_PG_URL=` in a compose file) means "not set", not "invalid".
   const result = schema.safeParse(Object.fromEntries(Object.entries(env).filter(([, v]) => v !== '')));
   if (!result.success) {
@@ -237,6 +238,20 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   };
   assertSafeForRuntime(config);
   return config;
+}
+
+/**
+ * The producer is always idempotent, acks=all, one request in flight (DESIGN.md "Delivery rules").
+ * A variable that looks like an attempt to change that is refused rather than silently ignored.
+ */
+const PRODUCER_OVERRIDES = /^MSGX_(KAFKA|PRODUCER)_(ACKS|IDEMPOTENT|IDEMPOTENCE|MAX_IN_FLIGHT.*|RETRIES|TRANSACTIONAL.*)$/;
+
+function assertProducerUntouched(env: Record<string, string | undefined>): void {
+  const tried = Object.keys(env).filter((k) => PRODUCER_OVERRIDES.test(k) && env[k] !== '');
+  if (tried.length)
+    throw new ConfigError(
+      `unsafe configuration:\n${tried.map((k) => `  ${k}: the Kafka producer is always idempotent with acks=all and one request in flight; this cannot be configured`).join('\n')}`,
+    );
 }
 
 /** The cloud must never run on the embedded database or write Kafka events to a local file. */

@@ -41,6 +41,10 @@ describe('configuration', () => {
     expect(ok.kafka.brokers).toEqual(['b1:9098', 'b2:9098']);
   });
 
+  it.each(['MSGX_KAFKA_ACKS', 'MSGX_KAFKA_IDEMPOTENT', 'MSGX_PRODUCER_MAX_IN_FLIGHT_REQUESTS'])('refuses %s: the producer safety settings cannot be weakened', (name) => {
+    expect(() => loadConfig({ [name]: '1' })).toThrow(new RegExp(`${name}: the Kafka producer is always idempotent with acks=all`));
+  });
+
   it('shadow mode publishes to .shadow topics', () => {
     const c = loadConfig({ MSGX_SHADOW: '1' });
     expect([c.shadow, c.outbox.topicMsg, c.outbox.topicSchd]).toEqual([true, 'msgx.msg.shadow', 'msgx.schd.shadow']);
