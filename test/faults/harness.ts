@@ -6,7 +6,7 @@
  */
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { closeSync, mkdirSync, openSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -115,7 +115,14 @@ export class RoleProcesses {
   readonly #run: FaultRun;
   readonly #children = new Map<RoleName, Child>();
   #spawned = 0;
+  #stopping = false;
   kills: { role: RoleName; at: number }[] = [];
+  /**
+   * Children that died without being killed (a crash: an unhandled error took the process down).
+   * They are restarted as the schedule would invoke the function again, and the tests assert that
+   * this list stays empty.
+   */
+  crashes: { role: RoleName; code: number | null; at: number; error: string }[] = [];
 
   constructor(run: FaultRun) {
     this.#run = run;
@@ -123,14 +130,26 @@ export class RoleProcesses {
 
   /** Starts the role; resolves once the child printed its `started` line. */
   async start(role: RoleName): Promise<void> {
-    const log = openSync(join(this.#run.logDir, `${role}.${++this.#spawned}.log`), 'a');
+    const logFile = join(this.#run.logDir, `${role}.${++this.#spawned}.log`);
+    const log = openSync(logFile, 'a');
     const proc = spawn(process.execPath, ['--import', 'tsx', 'test/faults/roleChild.ts', role], {
       env: { ...process.env, ...this.#run.env },
       stdio: ['ignore', 'pipe', log],
     });
     closeSync(log);
     const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
-    this.#children.set(role, { role, proc, exited });
+    const child = { role, proc, exited };
+    this.#children.set(role, child);
+    proc.once('exit', (code) => {
+      if (this.#stopping || this.#children.get(role) !== child) return; // killed by us
+      this.#children.delete(role);
+      const text = readFileSync(logFile, 'utf8');
+      const error = text.split('\n').filter((l) => /Error|error/.test(l) && !l.startsWith('{')).slice(0, 3).join(' | ');
+      this.crashes.push({ role, code, at: Date.now(), error: `${error} (log ${logFile})` });
+      setTimeout(() => {
+        if (!this.#stopping && !this.#children.has(role)) void this.start(role).catch(() => {});
+      }, 1000);
+    });
     await new Promise<void>((resolve, reject) => {
       let out = '';
       const onData = (chunk: Buffer) => {
@@ -159,6 +178,7 @@ export class RoleProcesses {
   }
 
   async stopAll(): Promise<void> {
+    this.#stopping = true;
     const all = [...this.#children.values()];
     this.#children.clear();
     for (const c of all) c.proc.kill('SIGKILL');

@@ -75,6 +75,7 @@ it(`${MESSAGES} messages, ${MIN_KILLS}+ SIGKILLs of pump, poller and dispatcher:
       `(${midWork} with work in hand), ` +
       `drained ${drainMs} ms after the last kill, ${Math.round((Date.now() - started) / 1000)} s in all; ${JSON.stringify(report.stats)}`,
   );
+  expect(roles.crashes).toEqual([]);
   expect(lingering).toEqual([]);
   expect(report.violations).toEqual([]);
   expect(roles.kills.length).toBeGreaterThanOrEqual(MIN_KILLS);
