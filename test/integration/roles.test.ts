@@ -35,8 +35,13 @@ describe('role locks and killed workers', () => {
     children.push(c);
     return c;
   }
+  /** The child's first line of output; fails at once (not at the timeout) if the child dies first. */
   async function firstLine(c: ChildProcess): Promise<string> {
-    const [chunk] = (await once(c.stdout!, 'data')) as [Buffer];
+    const exited = once(c, 'exit').then(([code]) => {
+      throw new Error(`child exited with ${code} before printing`);
+    });
+    const [chunk] = (await Promise.race([once(c.stdout!, 'data'), exited])) as [Buffer];
+    exited.catch(() => {});
     return chunk.toString().trim();
   }
 
