@@ -59,6 +59,13 @@ export class PgDb implements Db {
   async tx<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
     const client = await this.pool.connect();
     let broken = false;
+    // pg-pool stops listening for a client's errors while it is checked out. If the backend dies
+    // mid-transaction (terminated, failover, network cut), the 'error' event would end the process;
+    // the failing query already rejects, so here it only marks the client as not reusable.
+    const onError = () => {
+      broken = true;
+    };
+    client.on('error', onError);
     try {
       await client.query('BEGIN');
       const q: Queryable = {
@@ -76,6 +83,7 @@ export class PgDb implements Db {
       });
       throw err;
     } finally {
+      client.off('error', onError);
       client.release(broken);
     }
   }
