@@ -1,0 +1,103 @@
+import type { Config } from '../config/config.ts';
+import type { Clock } from '../shared/clock.ts';
+import type { ClaimedRow } from './claim.ts';
+import type { DispatchContext } from './dispatcher.ts';
+import { round, type TargetReport } from './report.ts';
+import type { DeliverySettings } from './settings.ts';
+import type { OutRecord, Publisher, PublishResult } from './types.ts';
+import { HEADER_EVENT_ID, HEADER_EVENT_TYPE } from './types.ts';
+
+/* Handing a claimed run to the publishers: outside any transaction (the lease protects the rows),
+ * every publisher at once, each under the publish deadline that the lease outlasts. */
+
+/** The Kafka topic of a target: 'msg' and 'schd' from config, 'tx:<topic>' names its own. */
+export function topicForTarget(config: Pick<Config, 'outbox' | 'shadow'>, target: string): string | null {
+  if (target === 'msg') return config.outbox.topicMsg;
+  if (target === 'schd') return config.outbox.topicSchd;
+  if (target.startsWith('tx:') && target.length > 3) return target.slice(3) + (config.shadow ? '.shadow' : '');
+  return null;
+}
+
+/** Publishes a claimed run to every publisher (schd: only the newest version of each FLID). */
+export async function publishRun(
+  ctx: DispatchContext,
+  pubs: Publisher[],
+  target: string,
+  settings: DeliverySettings,
+  claimed: ClaimedRow[],
+  report: TargetReport,
+): Promise<{ rows: ClaimedRow[]; results: PublishResult[][] }> {
+  // Outside any transaction, every publisher at once, each under the deadline.
+  const topic = topicForTarget(ctx.config, target);
+  const sendRows = target === 'schd' ? claimed.filter((r) => r.event_id === r.newest_id) : claimed;
+  const records = sendRows.map((r) => toRecord(r, target, topic ?? ''));
+  report.published += records.length;
+  const results = await publishAll(ctx, pubs, sendRows, records, settings, topic, report);
+  return { rows: sendRows, results };
+}
+
+/** Per publisher, one result per record; a record a publisher already took is not sent to it again. */
+async function publishAll(
+  ctx: DispatchContext,
+  pubs: Publisher[],
+  rows: ClaimedRow[],
+  records: OutRecord[],
+  settings: DeliverySettings,
+  topic: string | null,
+  report: TargetReport,
+): Promise<PublishResult[][]> {
+  if (topic === null) {
+    const error = `unknown target ${records[0]?.target}: expected msg, schd or tx:<topic>`;
+    return pubs.map(() => records.map(() => ({ ok: false as const, error })));
+  }
+  return Promise.all(
+    pubs.map(async (p) => {
+      // Publishers that already took an event (an earlier attempt of a fan-out) are skipped.
+      const idx: number[] = [];
+      for (let i = 0; i < rows.length; i++) if (!rows[i]!.delivered_to?.includes(p.name)) idx.push(i);
+      const out: PublishResult[] = records.map(() => ({ ok: true as const, already: true }) as PublishResult);
+      if (idx.length === 0) return out;
+      const t = performance.now();
+      const got = await withDeadline(ctx.clock, settings.publishTimeoutMs, (signal) =>
+        p.publish(
+          idx.map((i) => records[i]!),
+          signal,
+        ),
+      ).catch((err: unknown): PublishResult[] => {
+        const error = err instanceof Error ? err.message : String(err);
+        return idx.map(() => ({ ok: false as const, error }));
+      });
+      report.publishMs[p.name] = round((report.publishMs[p.name] ?? 0) + performance.now() - t);
+      for (let k = 0; k < idx.length; k++) {
+        out[idx[k]!] = got[k] ?? { ok: false, error: `${p.name} returned ${got.length} results for ${idx.length} records` };
+      }
+      return out;
+    }),
+  );
+}
+
+/** Runs `fn` with a signal that aborts after `ms` of the clock; stops waiting at the deadline. */
+async function withDeadline<T>(clock: Clock, ms: number, fn: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  const ac = new AbortController();
+  const stopTimer = new AbortController();
+  const timer = clock.sleep(ms, stopTimer.signal).then(() => {
+    if (!stopTimer.signal.aborted) ac.abort(new Error(`publish timeout after ${ms}ms`));
+  });
+  try {
+    return await new Promise<T>((resolve, reject) => {
+      ac.signal.addEventListener('abort', () => reject(ac.signal.reason), { once: true });
+      fn(ac.signal).then(resolve, reject);
+    });
+  } finally {
+    stopTimer.abort();
+    void timer;
+  }
+}
+
+function toRecord(r: ClaimedRow, target: string, topic: string): OutRecord {
+  const headers: Record<string, string> = {};
+  for (const [k, v] of Object.entries(r.headers ?? {})) headers[k] = typeof v === 'string' ? v : JSON.stringify(v);
+  headers[HEADER_EVENT_ID] = String(r.event_id);
+  headers[HEADER_EVENT_TYPE] = r.event_type;
+  return { eventId: r.event_id, target, topic, key: r.partition_key, value: r.value, type: r.event_type, headers };
+}

@@ -1,0 +1,59 @@
+import type { HeadRow } from './claim.ts';
+
+/* What a delivery round reports: per target, and summed over the round. Its own file because
+ * every stage of a round (claim, publish, mark) adds to the same TargetReport. */
+
+export interface TargetReport {
+  target: string;
+  /** Why nothing was claimed: another dispatcher holds it, its head is backing off, or the schd period is not over. */
+  skipped?: 'locked' | 'leased' | 'backoff' | 'flush-period' | 'error';
+  claimed: number;
+  /** Records handed to the publishers (schd: one per FLID). */
+  published: number;
+  sent: number;
+  retried: number;
+  dead: number;
+  released: number;
+  /** The last batch was full: more may be waiting. */
+  full?: boolean;
+  /** Rows whose lease we had lost by the time we marked them (someone else delivers them). */
+  lostLease: number;
+  oldestPendingSeconds: number;
+  claimMs: number;
+  publishMs: Record<string, number>;
+  markMs: number;
+  error?: string;
+}
+
+export interface DispatchReport {
+  targets: TargetReport[];
+  sent: number;
+  retried: number;
+  dead: number;
+  /** A target claimed a full batch: call again at once instead of waiting for the poll interval. */
+  more: boolean;
+  discoverMs: number;
+  totalMs: number;
+}
+
+/** A target's report before anything happened; its age is that of its head event. */
+export function emptyReport(head: HeadRow, now: Date): TargetReport {
+  return {
+    target: head.target,
+    claimed: 0,
+    published: 0,
+    sent: 0,
+    retried: 0,
+    dead: 0,
+    released: 0,
+    lostLease: 0,
+    oldestPendingSeconds: Math.max(0, Math.round((now.getTime() - new Date(head.created_at).getTime()) / 1000)),
+    claimMs: 0,
+    publishMs: {},
+    markMs: 0,
+  };
+}
+
+export const sum = (rs: TargetReport[], k: 'sent' | 'retried' | 'dead') => rs.reduce((n, r) => n + r[k], 0);
+/** Milliseconds to one decimal: the timings are logged and emitted as metrics. */
+export const round = (ms: number) => Math.round(ms * 10) / 10;
