@@ -41,7 +41,11 @@ export function pollerRole(ctx: AppContext): RoleSpec {
 }
 
 /** The relay: delivery rounds over every target; txmsg hears about its events in the same tx. */
-export function dispatcherRole(ctx: AppContext, publishers: Publisher[], options: DispatchOptions = {}): RoleSpec {
+export function dispatcherRole(
+  ctx: Pick<AppContext, 'db' | 'config' | 'clock' | 'log'>,
+  publishers: Publisher[] | ((target: string) => Publisher[]),
+  options: DispatchOptions = {},
+): RoleSpec {
   return {
     role: 'dispatcher',
     wakeOn: [OUTBOX_CHANNEL],

@@ -35,7 +35,7 @@ export interface WorkerSummary {
  * release the lock in finally. Errors of a step are logged and the loop goes on after a rest;
  * a lost lock session ends the loop at once (another instance may take over).
  */
-export async function runWorker(ctx: AppContext, o: WorkerOptions): Promise<WorkerSummary> {
+export async function runWorker(ctx: Pick<AppContext, 'db' | 'config' | 'clock' | 'log'>, o: WorkerOptions): Promise<WorkerSummary> {
   const summary: WorkerSummary = { role: o.role, acquired: false, steps: 0, busySteps: 0, errors: 0, stoppedBy: 'budget' };
   const lock = o.unlocked ? null : await tryRoleLock(ctx.db, o.role);
   if (!o.unlocked && !lock) return { ...summary, stoppedBy: 'not-acquired' };

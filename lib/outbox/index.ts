@@ -2,12 +2,10 @@
 export { enqueueEvents, OUTBOX_CHANNEL, type NewEvent } from './enqueue.ts';
 export {
   dispatchOnce,
-  runDispatcher,
   topicForTarget,
   type DispatchContext,
   type DispatchOptions,
   type DispatchReport,
-  type DispatcherLoopOptions,
   type OutcomeHook,
   type SentEvent,
   type TargetReport,

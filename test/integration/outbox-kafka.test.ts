@@ -4,7 +4,9 @@ import { createServer as createHttpServer } from 'node:http';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import kafkajs from 'kafkajs';
 import { loadConfig, type Config } from '../../lib/config/config.ts';
-import { dispatchOnce, runDispatcher, type DispatchContext } from '../../lib/outbox/dispatcher.ts';
+import { dispatcherRole } from '../../lib/jobs/roles.ts';
+import { runWorker } from '../../lib/jobs/worker.ts';
+import { dispatchOnce, type DispatchContext } from '../../lib/outbox/dispatcher.ts';
 import { enqueueEvents, type NewEvent } from '../../lib/outbox/enqueue.ts';
 import { KafkaPublisher } from '../../lib/outbox/publishers/kafka.ts';
 import { signBody, WebhookPublisher } from '../../lib/outbox/publishers/webhook.ts';
@@ -157,7 +159,7 @@ describe('delivery to Kafka', () => {
       Array.from({ length: 200 }, (_, i) => ({ target: 'msg', key: `F${i % 5}`, type: 'T', value: { i } })),
     );
     const stop = new AbortController();
-    const loop = runDispatcher(ctx, () => [current], { signal: stop.signal, targets: ['msg'] });
+    const loop = runWorker(ctx, { ...dispatcherRole(ctx, () => [current], { targets: ['msg'], maxBatches: 10 }), unlocked: true, signal: stop.signal });
     try {
       await waitFor(async () => {
         const r = await pg.db.query<{ attempts: number }>(`SELECT attempts FROM msg_event WHERE event_id = $1`, [ids[0]]);
@@ -190,8 +192,8 @@ describe('delivery to Kafka', () => {
     const b = new KafkaPublisher(config.kafka, { publishTimeoutMs: 2000, name: 'kafka' });
     const stop = new AbortController();
     const loops = [
-      runDispatcher(ctx, [a], { signal: stop.signal, dispatcherId: 'A', targets: ['msg', `tx:${txTopic}`] }),
-      runDispatcher(ctx, [b], { signal: stop.signal, dispatcherId: 'B', targets: ['msg', `tx:${txTopic}`] }),
+      runWorker(ctx, { ...dispatcherRole(ctx, [a], { dispatcherId: 'A', targets: ['msg', `tx:${txTopic}`], maxBatches: 10 }), unlocked: true, signal: stop.signal }),
+      runWorker(ctx, { ...dispatcherRole(ctx, [b], { dispatcherId: 'B', targets: ['msg', `tx:${txTopic}`], maxBatches: 10 }), unlocked: true, signal: stop.signal }),
     ];
     try {
       // Enqueue while both run, in several transactions.
@@ -294,7 +296,7 @@ describe('the 20,000-event run with a broker outage in the middle', () => {
     const flights = 200;
     const versions = 50; // 200 × 50 changes = 10,000 msg events + 10,000 schd events
     const stop = new AbortController();
-    const loop = runDispatcher(ctx, () => [current], { signal: stop.signal });
+    const loop = runWorker(ctx, { ...dispatcherRole(ctx, () => [current], { maxBatches: 10 }), unlocked: true, signal: stop.signal });
     let msgIds: number[] = [];
     try {
       for (let v = 1; v <= versions; v++) {
