@@ -108,6 +108,7 @@ interface Child {
   role: RoleName;
   proc: ChildProcess;
   exited: Promise<void>;
+  killed?: boolean;
 }
 
 /** Keeps one child process per role running; kill() SIGKILLs one and starts its successor. */
@@ -138,10 +139,10 @@ export class RoleProcesses {
     });
     closeSync(log);
     const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
-    const child = { role, proc, exited };
+    const child: Child = { role, proc, exited };
     this.#children.set(role, child);
     proc.once('exit', (code) => {
-      if (this.#stopping || this.#children.get(role) !== child) return; // killed by us
+      if (this.#stopping || child.killed || this.#children.get(role) !== child) return; // killed by us
       this.#children.delete(role);
       const text = readFileSync(logFile, 'utf8');
       const error = text.split('\n').filter((l) => /Error|error/.test(l) && !l.startsWith('{')).slice(0, 3).join(' | ');
@@ -169,6 +170,7 @@ export class RoleProcesses {
   async kill(role: RoleName, restart = true): Promise<void> {
     const c = this.#children.get(role);
     if (c) {
+      c.killed = true;
       c.proc.kill('SIGKILL');
       await c.exited;
       this.#children.delete(role);
@@ -266,6 +268,21 @@ export class FlightWorkload {
       this.ids.push(id);
       this.versions.get(flid)!.push(id);
     }
+  }
+
+  /** Writes `n` FLOPs in ONE multi-row INSERT (a burst the poller finds all at once). */
+  async insertFlopsBulk(run: FaultRun, n: number): Promise<void> {
+    const flops = Array.from({ length: n }, () => this.nextFlop());
+    const r = await run.mailboxQuery<{ insertId: number; affectedRows: number }>(
+      `INSERT INTO CMINMSGS (MSG_TEXT) VALUES ${flops.map(() => '(?)').join(',')}`,
+      flops.map((f) => f.text),
+    );
+    if (r.affectedRows !== n) throw new Error(`bulk insert wrote ${r.affectedRows} of ${n} rows`);
+    // A single-statement insert with one writer gets consecutive IDs.
+    flops.forEach((f, i) => {
+      this.ids.push(r.insertId + i);
+      this.versions.get(f.flid)!.push(r.insertId + i);
+    });
   }
 
   get messageCount(): number {

@@ -171,8 +171,7 @@ describe('recovery from service faults', () => {
       // A burst just before the stop, so the poller, the pump (reading texts) and the back-fill are
       // mid-work when the mailbox goes away; meanwhile upstream systems cannot write it either.
       feed.paused = true;
-      await w.insertFlops(run.my, 300);
-      await sleep(100);
+      await w.insertFlopsBulk(run, 500);
       await mariadbStop();
       try {
         await sleep(FAULT_MS);
