@@ -52,6 +52,15 @@ export async function readHead(q: Queryable, limit: number): Promise<{ paused: b
   return { paused, rows: r.rows.filter((row) => row.msg_id !== null).map(({ paused: _p, ...row }) => row as OpenRow) };
 }
 
+/** Marks the head FAILED(INFRA) until `until` without counting an attempt (an outage, not its fault). */
+export async function holdHead(q: Queryable, msgId: number, reason: string, until: Date, now: Date): Promise<void> {
+  await q.query(
+    `UPDATE proc_state SET status = 'FAILED', error_class = 'INFRA', error_detail = $2, next_attempt_at = $3, updated_at = $4
+     WHERE msg_id = $1 AND status IN ('PENDING', 'FAILED')`,
+    [msgId, reason, until, now],
+  );
+}
+
 /** Locks the group's rows; returns those still open (a replay or another pump may have moved one). */
 export async function lockOpen(q: Queryable, ids: number[]): Promise<Map<number, OpenRow>> {
   const r = await q.query<OpenRow>(

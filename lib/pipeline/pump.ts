@@ -3,7 +3,7 @@ import { asMsgxError } from '../shared/errors.ts';
 import { type Prepared, prepare } from './attempt.ts';
 import { backfillNow, noteFor } from './backfill.ts';
 import { applyGroup, type GroupResult, record } from './group.ts';
-import { type OpenRow, readHead, writeAttempts } from './procState.ts';
+import { holdHead, type OpenRow, readHead, writeAttempts } from './procState.ts';
 
 export type PumpStep =
   | { kind: 'processed'; count: number; stopped: boolean }
@@ -34,9 +34,13 @@ export async function pumpOnce(ctx: AppContext): Promise<PumpStep> {
   try {
     prepared = await prepareGroup(ctx, group);
   } catch (err) {
-    // A mailbox read error is INFRA, never "missing": the head waits for its backoff.
-    await failHead(ctx, head, asMsgxError(err).message, now);
-    return { kind: 'processed', count: 1, stopped: true };
+    // A mailbox read error is INFRA, never "missing". It is an outage, not a fault of the message:
+    // the head shows FAILED(INFRA) and waits, but no attempt is counted, so an outage of minutes
+    // kills nothing (it would otherwise exhaust one head after another).
+    const untilMs = now.getTime() + ctx.config.pipeline.backoffInitialMs;
+    await holdHead(ctx.db, head.msg_id, `mailbox read failed: ${asMsgxError(err).message}`, new Date(untilMs), now);
+    ctx.log.warn('mailbox read failed; the head waits', { head: head.msg_id, error: String(err) });
+    return { kind: 'waiting', untilMs, msgId: head.msg_id };
   }
 
   const committed = await commitGroup(ctx, prepared, now);
@@ -50,23 +54,31 @@ export async function pumpOnce(ctx: AppContext): Promise<PumpStep> {
 }
 
 /**
- * Commits the group with deferred writes (the fast path). If that transaction fails — a deferred
- * write failed at the end of the group, where no single message can be blamed — the group runs
- * again with every write inside its own message's savepoint, so the failing message fails alone.
- * An error when even that fails (commit failed, connection lost): nothing of the group applied.
+ * Commits the group, falling back step by step so that a failure lands on the message that
+ * caused it, never on an innocent head:
+ * 1. the whole group with deferred writes (the fast path);
+ * 2. the whole group with every write inside its own message's savepoint (a deferred write that
+ *    failed at the end of the group fails only its message now);
+ * 3. the head alone (something no savepoint contains, e.g. a value PostgreSQL cannot store in the
+ *    group's outcome statement: the head is applied, and the culprit becomes the next head).
+ * An error when even the head alone fails (commit failed, connection lost): nothing applied.
  */
 async function commitGroup(ctx: AppContext, prepared: Prepared[], now: Date): Promise<{ result: GroupResult } | { error: string }> {
-  try {
-    return { result: await ctx.db.tx((tx) => applyGroup(ctx, tx, prepared, now)) };
-  } catch (first) {
-    ctx.log.warn('pump group failed; retrying it message by message', { head: prepared[0]?.msgId, error: String(first) });
+  const attempts: [Prepared[], { deferWrites?: boolean }][] = [
+    [prepared, {}],
+    [prepared, { deferWrites: false }],
+    ...(prepared.length > 1 ? [[prepared.slice(0, 1), { deferWrites: false }] as [Prepared[], { deferWrites?: boolean }]] : []),
+  ];
+  let last: unknown;
+  for (const [group, options] of attempts) {
+    try {
+      return { result: await ctx.db.tx((tx) => applyGroup(ctx, tx, group, now, options)) };
+    } catch (err) {
+      last = err;
+      ctx.log.warn('pump group failed; falling back', { head: group[0]?.msgId, size: group.length, error: String(err) });
+    }
   }
-  try {
-    return { result: await ctx.db.tx((tx) => applyGroup(ctx, tx, prepared, now, { deferWrites: false })) };
-  } catch (err) {
-    ctx.log.warn('pump transaction failed', { head: prepared[0]?.msgId, error: String(err) });
-    return { error: asMsgxError(err).message };
-  }
+  return { error: asMsgxError(last).message };
 }
 
 async function prepareGroup(ctx: AppContext, group: OpenRow[]): Promise<Prepared[]> {

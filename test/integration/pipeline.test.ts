@@ -193,8 +193,9 @@ describe.each(['mysql', 'pg'] as const)('inbox pipeline (mailbox in %s)', (mailb
     expect(await effects()).toEqual([ids[0], ids[1]]);
   });
 
-  it('a transaction that fails at commit applies nothing and counts an INFRA attempt on the head', async () => {
-    // A deferred constraint fails only at COMMIT: the whole group must roll back.
+  it('a transaction that fails at commit is charged to the message that caused it, not to an innocent head', async () => {
+    // A deferred constraint fails only at COMMIT, where no savepoint can single a message out:
+    // the pump falls back to the head alone, which commits, and the culprit then fails on its own.
     await pg.db.query(`CREATE TABLE IF NOT EXISTS test_deferred (id int PRIMARY KEY, ref int REFERENCES test_deferred(id) DEFERRABLE INITIALLY DEFERRED)`);
     const registry = testRegistry().register('BOOM', async ({ tx }) => {
       await tx.query(`INSERT INTO test_deferred (id, ref) VALUES (1, 999)`);
@@ -203,15 +204,45 @@ describe.each(['mysql', 'pg'] as const)('inbox pipeline (mailbox in %s)', (mailb
     ctx = makeContext({ db: pg.db, mailbox, clock, registry });
     const ok = await post(wire({ TYPE: 'TEST', SEQN: 70 }));
     const boom = await post(wire({ TYPE: 'BOOM', SEQN: 71 }));
+    const after = await post(wire({ TYPE: 'TEST', SEQN: 72 }));
     await drainPoller(ctx);
-    const step = await pumpOnce(ctx);
-    expect(step).toMatchObject({ kind: 'processed', stopped: true });
+    expect(await pumpOnce(ctx)).toMatchObject({ kind: 'processed', count: 1 });
+    expect(await pumpOnce(ctx)).toMatchObject({ kind: 'processed', count: 0, stopped: true });
     const s = await states();
-    expect(s.find((r) => r.msg_id === ok)).toMatchObject({ status: 'FAILED', error_class: 'INFRA', attempts: 1 });
-    expect(s.find((r) => r.msg_id === boom)).toMatchObject({ status: 'PENDING' });
-    expect(await effects()).toEqual([]);
-    expect(await mailbox.filterUnprocessed([ok, boom])).toEqual([ok, boom]);
+    expect(s.find((r) => r.msg_id === ok)).toMatchObject({ status: 'SUCCEEDED', attempts: 1 });
+    expect(s.find((r) => r.msg_id === boom)).toMatchObject({ status: 'FAILED', error_class: 'INFRA', attempts: 1 });
+    expect(s.find((r) => r.msg_id === after)).toMatchObject({ status: 'PENDING', attempts: 0 });
+    expect(await effects()).toEqual([ok]);
+    expect(await mailbox.filterUnprocessed([ok, boom, after])).toEqual([boom, after]);
     await pg.db.query(`DROP TABLE test_deferred`);
+  });
+
+  it('a mailbox read failure holds the head as FAILED(INFRA) without counting an attempt', async () => {
+    let down = true;
+    const flaky = mailboxWith(mailbox, {
+      readTexts: async (ids) => {
+        if (down) throw new Error('ECONNREFUSED mailbox');
+        return mailbox.readTexts(ids);
+      },
+    });
+    ctx = makeContext({ db: pg.db, mailbox: flaky, clock, registry: testRegistry() });
+    const id = await post(wire({ TYPE: 'TEST', SEQN: 75 }));
+    await drainPoller(ctx);
+    // However long the outage lasts, the head is never exhausted by it.
+    for (let i = 0; i < 10; i++) {
+      const step = await pumpOnce(ctx);
+      expect(step).toMatchObject({ kind: 'waiting', msgId: id });
+      clock.advance(60_000);
+    }
+    const held = await pg.db.query<{ status: string; error_class: string; error_detail: string; attempts: number }>(
+      `SELECT status, error_class, error_detail, attempts FROM proc_state WHERE msg_id = $1`,
+      [id],
+    );
+    expect(held.rows[0]).toMatchObject({ status: 'FAILED', error_class: 'INFRA', attempts: 0 });
+    expect(held.rows[0]!.error_detail).toMatch(/mailbox read failed: .*ECONNREFUSED/);
+    down = false;
+    expect((await drainPump(ctx)).kind).toBe('idle');
+    expect((await states())[0]).toMatchObject({ status: 'SUCCEEDED', attempts: 1, error_class: null });
   });
 
   it('a mailbox backfill failure is retried from backfill_todo without re-running the business change', async () => {
