@@ -37,7 +37,12 @@ export function decide(
   // Decide every row's next state.
   const updates: RowUpdate[] = [];
   const outcomes: Outcome[] = [];
-  const failedNow = (row: ClaimedRow, error: string): RowUpdate => {
+  const failedNow = (row: ClaimedRow, error: string, per: PublishResult[]): RowUpdate => {
+    // Every failing publisher was unreachable: an outage, not this event's fault. It keeps its
+    // attempts and is tried again after the initial backoff, so a broker outage of any length
+    // kills no event and delivery resumes within that backoff of the broker's return.
+    if (per.every((p) => p.ok || p.unavailable))
+      return { id: row.event_id, status: 'PENDING', attempts: row.attempts, nextAt: new Date(nowMs + settings.initialBackoffMs), error, sentAs: null };
     const attempts = row.attempts + 1;
     const dead = attempts >= settings.maxRetryCount;
     return {
@@ -66,7 +71,7 @@ export function decide(
       } else {
         // The first event not taken by every publisher: it alone is charged; the rest of the
         // run goes back to PENDING behind it (no overtaking).
-        updates.push(failedNow(row, failures.join('; ')));
+        updates.push(failedNow(row, failures.join('; '), per));
         blocked = true;
       }
     }
@@ -92,7 +97,7 @@ export function decide(
       const onlyNotAttempted = per.every((p) => p.ok || p.notAttempted);
       const u = onlyNotAttempted
         ? { id: row.event_id, status: 'PENDING' as const, attempts: row.attempts, nextAt: null, error: null, sentAs: null }
-        : failedNow(row, failures.join('; '));
+        : failedNow(row, failures.join('; '), per);
       updates.push(u);
       for (const m of others) {
         // The versions it stands for share its fate: merged again next flush, or dead with it.

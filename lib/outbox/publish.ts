@@ -64,8 +64,9 @@ async function publishAll(
           signal,
         ),
       ).catch((err: unknown): PublishResult[] => {
+        // The publish deadline passed: the destination did not answer in time.
         const error = err instanceof Error ? err.message : String(err);
-        return idx.map(() => ({ ok: false as const, error }));
+        return idx.map(() => ({ ok: false as const, error, unavailable: true }));
       });
       report.publishMs[p.name] = round((report.publishMs[p.name] ?? 0) + performance.now() - t);
       for (let k = 0; k < idx.length; k++) {

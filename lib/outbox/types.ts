@@ -22,7 +22,18 @@ export interface OutRecord {
 
 export type PublishResult =
   | { ok: true; partition?: number; offset?: number }
-  | { ok: false; error: string; /** Not tried because an earlier record failed: not this record's fault. */ notAttempted?: boolean };
+  | {
+      ok: false;
+      error: string;
+      /** Not tried because an earlier record failed: not this record's fault. */
+      notAttempted?: boolean;
+      /**
+       * The destination could not be reached (connection refused, timeout, no leader, 502/503/504):
+       * an outage, not this event's fault. No attempt is counted, so an outage of any length kills
+       * nothing; the event is tried again after the initial backoff.
+       */
+      unavailable?: boolean;
+    };
 
 export interface Publisher {
   /** Stable: it names the publisher in event_delivery and in logs. */

@@ -59,7 +59,7 @@ export class KafkaPublisher implements Publisher {
   async publish(records: OutRecord[], signal: AbortSignal): Promise<PublishResult[]> {
     if (records.length === 0) return [];
     const topic = records[0]!.topic;
-    const fail = (error: string): PublishResult[] => records.map(() => ({ ok: false as const, error }));
+    const fail = (error: string, unavailable: boolean): PublishResult[] => records.map(() => ({ ok: false as const, error, unavailable }));
     try {
       const previous = this.#abandoned.get(topic);
       if (previous) {
@@ -106,7 +106,10 @@ export class KafkaPublisher implements Publisher {
       });
     } catch (err) {
       const e = err as Error & { retriable?: boolean };
-      return fail(signal.aborted ? `publish timeout after ${this.#opts.publishTimeoutMs}ms` : `${e.name}: ${e.message}`);
+      // kafkajs marks transient errors (connection lost, no leader, request timeout) retriable:
+      // the broker is away, the event is fine. A non-retriable one (too large, bad topic) counts.
+      const unavailable = signal.aborted || e.retriable === true || /Connection|Timeout|BrokerNotFound|NumberOfRetriesExceeded/.test(e.name);
+      return fail(signal.aborted ? `publish timeout after ${this.#opts.publishTimeoutMs}ms` : `${e.name}: ${e.message}`, unavailable);
     }
   }
 

@@ -24,6 +24,10 @@ export interface WebhookPublisherOptions {
  * event_id order; 2xx is success. It stops at the first failure: the records after it are
  * reported failed without being sent, so the receiver never sees an event overtake a failed one.
  */
+/** The receiver is down or overloaded, not refusing this event: no attempt is counted. */
+class UnreachableError extends Error {}
+const UNAVAILABLE_STATUS = new Set([502, 503, 504]);
+
 export class WebhookPublisher implements Publisher {
   readonly name: string;
   readonly #o: WebhookPublisherOptions;
@@ -50,7 +54,7 @@ export class WebhookPublisher implements Publisher {
         results.push({ ok: true });
       } catch (err) {
         failure = err instanceof Error ? err.message : String(err);
-        results.push({ ok: false, error: failure });
+        results.push({ ok: false, error: failure, unavailable: err instanceof UnreachableError });
       }
     }
     return results;
@@ -72,10 +76,11 @@ export class WebhookPublisher implements Publisher {
       signal: AbortSignal.any([signal, AbortSignal.timeout(this.#o.timeoutMs)]),
     }).catch((err: Error) => {
       const cause = (err as { cause?: Error }).cause;
-      throw new Error(`POST ${this.#o.url}: ${err.name === 'TimeoutError' || err.name === 'AbortError' ? 'timeout' : err.message}${cause ? ` (${cause.message})` : ''}`);
+      throw new UnreachableError(`POST ${this.#o.url}: ${err.name === 'TimeoutError' || err.name === 'AbortError' ? 'timeout' : err.message}${cause ? ` (${cause.message})` : ''}`);
     });
     // Drain the body so the connection can be reused; its content does not matter.
     await res.arrayBuffer().catch(() => {});
+    if (UNAVAILABLE_STATUS.has(res.status)) throw new UnreachableError(`POST ${this.#o.url}: HTTP ${res.status}`);
     if (res.status < 200 || res.status > 299) throw new Error(`POST ${this.#o.url}: HTTP ${res.status}`);
   }
 
