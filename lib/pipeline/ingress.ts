@@ -33,7 +33,13 @@ export async function acceptInbound(
   let enqueued = false;
   try {
     const now = ctx.clock.now();
-    await enqueueMessages(ctx.db, [{ id: msgId, receivedAt: now }], now);
+    await ctx.db.tx(async (tx) => {
+      // The mailbox row is the durable record; if this commit is lost in a crash, the poller
+      // enqueues the row again. So it need not wait for its WAL flush, which keeps the ingress's
+      // latency off the disk and lets concurrent enqueues share a flush.
+      await tx.query(`SET LOCAL synchronous_commit TO OFF`);
+      await enqueueMessages(tx, [{ id: msgId, receivedAt: now }], now);
+    });
     enqueued = true;
   } catch (err) {
     ctx.log.warn('enqueue after mailbox insert failed; the poller will find the row', { msgId, error: String(err) });

@@ -1,7 +1,7 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Db } from '../../lib/db/db.ts';
+import type { Db, Queryable } from '../../lib/db/db.ts';
 import { buildRouter } from '../../lib/http/app.ts';
 import { startHttpServer } from '../../lib/http/node.ts';
 import { systemClock } from '../../lib/shared/clock.ts';
@@ -75,13 +75,16 @@ describe('ingress over HTTP', () => {
   });
 
   it('when the enqueue fails after the mailbox insert, the message is not lost: the poller enqueues it', async () => {
+    const failEnqueue = (q: Queryable): Queryable => ({
+      query: async <T>(sql: string, params?: unknown[]) => {
+        if (sql.includes('INSERT INTO proc_state')) throw new Error('connection reset');
+        return q.query<T>(sql, params);
+      },
+    });
     const broken: Db = Object.assign(Object.create(null), {
       kind: pg.db.kind,
-      query: async (sql: string, params?: unknown[]) => {
-        if (sql.includes('INSERT INTO proc_state')) throw new Error('connection reset');
-        return pg.db.query(sql, params);
-      },
-      tx: pg.db.tx.bind(pg.db),
+      query: failEnqueue(pg.db).query,
+      tx: <T>(fn: (tx: Queryable) => Promise<T>) => pg.db.tx((tx) => fn(failEnqueue(tx))),
       listen: pg.db.listen.bind(pg.db),
       session: pg.db.session.bind(pg.db),
       close: async () => {},
