@@ -46,6 +46,13 @@ const TAG = /<(\/?)[A-Za-z_][\w.:-]*(?:\s[^<>]*?)?(\/?)>/g;
 
 /** Depth and element count in one linear pass, before any recursion-prone parsing. */
 export function scanLimits(text: string, limits: XmlLimits): void {
+  // A flood of elements is refused by a plain character count first (an upper bound: every
+  // element opens with '<' not followed by '/'), an order of magnitude faster than the tag scan.
+  let opens = 0;
+  for (let i = text.indexOf('<'); i !== -1; i = text.indexOf('<', i + 1)) {
+    if (text.charCodeAt(i + 1) !== 47 /* '/' */ && ++opens > limits.maxElements)
+      throw new MalformedError(`more than ${limits.maxElements} elements`);
+  }
   let depth = 0;
   let elements = 0;
   TAG.lastIndex = 0;
