@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { ConfigError } from '../shared/errors.ts';
 import { commaList, duration, durationList, flag, nonNegativeInt, positiveInt } from './parse.ts';
-import { checkTargetOverrides, targetOverridesField, type TargetOverride } from '../outbox/settings.ts';
+import { checkTargetOverrides, type DeliverySettings, targetOverridesField, type TargetOverride } from '../outbox/settings.ts';
 
 /**
  * Every MSGX_* setting, parsed and validated once at start. Each entry names its variable so an
@@ -129,17 +129,12 @@ export interface Config {
     backfillInitialMs: number;
     backfillMaxMs: number;
   };
-  outbox: {
+  /** The global delivery settings (DeliverySettings) plus topics, lease, schd flush and overrides. */
+  outbox: DeliverySettings & {
     topicMsg: string;
     topicSchd: string;
     topicPartitions: number;
     fanoutWebhooks: string[];
-    batchSize: number;
-    publishTimeoutMs: number;
-    maxRetryCount: number;
-    initialBackoffMs: number;
-    maxBackoffMs: number;
-    retryStrategy: 'exponential_backoff';
     leaseMs: number;
     schdFlushPeriodMs: number;
     schdFlushLimit: number;

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ORDERS_DDL, OrderService } from '../../examples/order-points/orders.ts';
 import { POINTS_DDL, PointsService, type ConsumedRecord } from '../../examples/order-points/points.ts';
 import { loadConfig } from '../../lib/config/config.ts';
+import { startHttpServer } from '../../lib/http/node.ts';
 import { Router } from '../../lib/http/router.ts';
 import { silentLog } from '../../lib/observability/logger.ts';
 import { dispatchOnce, type OutRecord, type Publisher, type PublishResult } from '../../lib/outbox/index.ts';
@@ -39,21 +40,6 @@ async function listen(server: http.Server): Promise<string> {
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 }
 
-function msgxServer(context: AppContext): http.Server {
-  const router = new Router(txmsgRoutes);
-  return http.createServer(async (req, res) => {
-    const chunks: Buffer[] = [];
-    for await (const c of req) chunks.push(c as Buffer);
-    const u = new URL(req.url ?? '/', 'http://msgx');
-    const headers = Object.fromEntries(Object.entries(req.headers).map(([k, v]) => [k, Array.isArray(v) ? v.join(',') : (v ?? '')]));
-    const r = await router.handle(
-      { method: req.method ?? 'GET', path: u.pathname, headers, query: {}, body: Buffer.concat(chunks).toString('utf8'), params: {}, isAdmin: true },
-      context,
-    );
-    res.writeHead(r.status, { 'content-type': 'application/json' }).end(r.body === undefined ? '' : JSON.stringify(r.body));
-  });
-}
-
 interface World {
   ctx: AppContext;
   clock: FakeClock;
@@ -74,7 +60,10 @@ async function world(env: Record<string, string>, topic = 'points'): Promise<Wor
     ...env,
   });
   const ctx: AppContext = { config, db: pgdb.db, clock, log: silentLog, mailbox: {} as never, registry: {} as never };
-  const msgxUrl = await listen(msgxServer(ctx));
+  // The twin's own HTTP server over the transactional routes (loopback callers are operators).
+  const msgxServer = await startHttpServer(ctx, new Router(txmsgRoutes), { port: 0 });
+  servers.push(msgxServer);
+  const msgxUrl = `http://127.0.0.1:${(msgxServer.address() as AddressInfo).port}`;
   const msgx = new TxMessageClient({ baseUrl: msgxUrl, retries: 0 });
   let orders!: OrderService;
   const orderUrl = await listen(http.createServer((req, res) => void orders.handleHttp(req, res)));
