@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type pg from 'pg';
 import type { TxMessageClient } from '../../lib/txmsg/client.ts';
-import { SIGNATURE_HEADER, verify } from '../../lib/txmsg/sign.ts';
+import { SIGNATURE_HEADER, verify } from '../../lib/shared/signature.ts';
 
 /**
  * The producer of seed 002's example: an order service that grants points through a

@@ -1,3 +1,4 @@
+import { backoffMs as exponentialBackoff } from '../shared/backoff.ts';
 import { z } from 'zod';
 import type { Config } from '../config/config.ts';
 import { parseDuration } from '../config/parse.ts';
@@ -114,7 +115,5 @@ export function checkTargetOverrides(outbox: OutboxConfig): Record<string, Targe
 
 /** Exponential backoff: the wait after the n-th failed attempt (n ≥ 1), doubling to the cap. */
 export function backoffMs(s: Pick<DeliverySettings, 'initialBackoffMs' | 'maxBackoffMs'>, attempts: number): number {
-  const n = Math.max(1, attempts);
-  // 2^(n-1) overflows to Infinity for huge n; min() still caps it.
-  return Math.min(s.maxBackoffMs, s.initialBackoffMs * 2 ** (n - 1));
+  return exponentialBackoff(attempts, s.initialBackoffMs, s.maxBackoffMs);
 }

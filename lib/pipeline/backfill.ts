@@ -1,7 +1,7 @@
 import type { Queryable } from '../db/db.ts';
 import type { BackfillMark, Mailbox } from '../mailbox/mailbox.ts';
 import type { AppContext } from '../shared/context.ts';
-import { backoffMs } from './backoff.ts';
+import { backoffMs } from '../shared/backoff.ts';
 
 /**
  * Back-filling the mailbox closes the loop with its owner. The intent (a backfill_todo row) is

@@ -5,7 +5,7 @@ import { asMsgxError, type ErrorClass } from '../shared/errors.ts';
 import type { Prepared } from './attempt.ts';
 import { GroupScope } from './groupScope.ts';
 import { noteFor } from './backfill.ts';
-import { backoffMs } from './backoff.ts';
+import { backoffMs } from '../shared/backoff.ts';
 import { type AttemptRecord, identityHolders, lockOpen, type OpenRow, writeAttempts } from './procState.ts';
 import { IGNORED_TYPES } from './processor.ts';
 import type { ProcStatus } from './states.ts';

@@ -1,5 +1,5 @@
 import { TXMSG_ID_HEADER } from './delivery.ts';
-import { SIGNATURE_HEADER, sign } from './sign.ts';
+import { SIGNATURE_HEADER, sign } from '../shared/signature.ts';
 import type { TxRow } from './store.ts';
 import { checkCheckUrl } from './validate.ts';
 

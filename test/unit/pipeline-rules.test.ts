@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../lib/config/config.ts';
-import { backoffMs } from '../../lib/pipeline/backoff.ts';
+import { backoffMs } from '../../lib/shared/backoff.ts';
 import { record } from '../../lib/pipeline/group.ts';
 import type { OpenRow } from '../../lib/pipeline/procState.ts';
 import { FakeClock } from '../../lib/shared/clock.ts';

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { TxValidationError } from '../../lib/txmsg/errors.ts';
 import { requestHash } from '../../lib/txmsg/idempotency.ts';
 import { checkUrlFor } from '../../lib/txmsg/checkCall.ts';
-import { sign, verify } from '../../lib/txmsg/sign.ts';
+import { sign, verify } from '../../lib/shared/signature.ts';
 import { parsePrepare } from '../../lib/txmsg/validate.ts';
 
 const ALLOWED = ['http://orders.local:7001', 'https://shop.example'];

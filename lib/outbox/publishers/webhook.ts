@@ -1,13 +1,8 @@
-import { createHmac } from 'node:crypto';
+import { SIGNATURE_HEADER, sign } from '../../shared/signature.ts';
 import type { OutRecord, Publisher, PublishResult } from '../types.ts';
 import { HEADER_EVENT_ID, HEADER_EVENT_TYPE } from '../types.ts';
 
-export const SIGNATURE_HEADER = 'msgx-signature';
-
-/** `sha256=<hex HMAC-SHA256 of text>`: what receivers recompute with the shared secret. */
-export function signBody(secret: string, text: string): string {
-  return `sha256=${createHmac('sha256', secret).update(text).digest('hex')}`;
-}
+export { SIGNATURE_HEADER, sign as signBody };
 
 export interface WebhookPublisherOptions {
   url: string;
@@ -67,7 +62,7 @@ export class WebhookPublisher implements Publisher {
       [HEADER_EVENT_ID]: String(r.eventId),
       [HEADER_EVENT_TYPE]: r.type,
     };
-    if (this.#o.signingSecret) headers[SIGNATURE_HEADER] = signBody(this.#o.signingSecret, body);
+    if (this.#o.signingSecret) headers[SIGNATURE_HEADER] = sign(this.#o.signingSecret, body);
     const res = await this.#fetch(this.#o.url, {
       method: 'POST',
       headers,

@@ -1,9 +1,12 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 
-/** Header on every call msgx makes to a producer, so the producer can trust it came from msgx. */
+/**
+ * Every call msgx makes to another service (check-backs, webhooks) is signed with
+ * MSGX_SIGNING_SECRET, so the receiver can trust it came from msgx.
+ */
 export const SIGNATURE_HEADER = 'msgx-signature';
 
-/** `sha256=<hex>` of HMAC-SHA256(secret, text); for a check-back `text` is the full URL called. */
+/** `sha256=<hex>` of HMAC-SHA256(secret, text): the body of a webhook, the full URL of a check-back. */
 export function sign(secret: string, text: string): string {
   return `sha256=${createHmac('sha256', secret).update(text).digest('hex')}`;
 }
