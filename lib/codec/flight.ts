@@ -1,4 +1,5 @@
 import { CodecError, ProtocolError } from '../shared/errors.ts';
+import { localTimeToDate } from '../shared/time.ts';
 import type { FlightPatch, Item } from './message.ts';
 import { ITEM_TIMES, isResourceKind, isScalar, isTimeScalar, RESOURCE_KEY, type ResourceKind } from './vocabulary.ts';
 import type { XmlNode, XmlValue } from './xml.ts';
@@ -6,6 +7,17 @@ import type { XmlNode, XmlValue } from './xml.ts';
 // Wire times: yyyyMMddHHmmss, also accepted shorter (yyyyMMddHHmm, yyyyMMdd), as lib/shared/time.ts reads them.
 const TIME_TEXT = /^\d{8}(?:\d{4}(?:\d{2})?)?$/;
 const DAY_TEXT = /^\d{8}$/;
+
+/** Digits in the right places AND a real calendar time (no hour 24, no 31 November). */
+function isWireTime(t: string): boolean {
+  if (!TIME_TEXT.test(t)) return false;
+  try {
+    localTimeToDate(t, 'UTC');
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 /** Maps one <FLIGHT> element; `where` names it in reasons (e.g. "SCHD/FLIGHT[3]"). */
 export function decodeFlight(value: XmlValue, where: string): FlightPatch {
@@ -26,7 +38,7 @@ export function decodeFlight(value: XmlValue, where: string): FlightPatch {
       if (name === 'OPDY' && !DAY_TEXT.test(patch.OPDY!)) throw new ProtocolError(`${where}/OPDY "${patch.OPDY}" is not yyyyMMdd`);
     } else if (isScalar(name)) {
       const t = text(v, `${where}/${name}`);
-      if (isTimeScalar(name) && t !== '' && !TIME_TEXT.test(t)) throw new ProtocolError(`${where}/${name} "${t}" is not yyyyMMddHHmmss`);
+      if (isTimeScalar(name) && t !== '' && !isWireTime(t)) throw new ProtocolError(`${where}/${name} "${t}" is not a valid yyyyMMddHHmmss time`);
       patch.scalars[name] = t;
     } else if (isResourceKind(name)) {
       patch.resources[name] = decodeItems(name, v, `${where}/${name}`);
@@ -54,8 +66,8 @@ function decodeItems(kind: ResourceKind, value: XmlValue, where: string): Item[]
       return text(part, `${at}/${k}`);
     });
     for (const [n, t] of nodes)
-      if (ITEM_TIMES.has(n) && typeof t === 'string' && t !== '' && !TIME_TEXT.test(t))
-        throw new ProtocolError(`${at}/${n} "${t}" is not yyyyMMddHHmmss`);
+      if (ITEM_TIMES.has(n) && typeof t === 'string' && t !== '' && !isWireTime(t))
+        throw new ProtocolError(`${at}/${n} "${t}" is not a valid yyyyMMddHHmmss time`);
     const key = parts.join('|');
     if (keys.has(key)) throw new ProtocolError(`${where} lists ${RESOURCE_KEY[kind].join('+')} ${parts.join('/')} twice`);
     keys.add(key);
