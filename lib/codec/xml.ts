@@ -31,12 +31,27 @@ const parser = new XMLParser({
   maxNestedTags: 64, // a second guard behind scanLimits
 });
 
+// Characters XML 1.0 forbids: C0 controls other than tab, LF and CR, and U+FFFE/U+FFFF. The
+// parser would let them through; U+0000 cannot even be stored in PostgreSQL text.
+const ILLEGAL_CHAR = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\uFFFE\uFFFF]/;
+
+// Element names that would become object keys with a meaning in JavaScript: refused before
+// parsing (the ingress then refuses them too, instead of accepting a message that dies later).
+const RESERVED_NAME = /<\/?(__proto__|constructor|prototype)[\s/>]/;
+
+export const illegalCharReason = (ch: string) =>
+  `the character U+${ch.charCodeAt(0).toString(16).toUpperCase().padStart(4, '0')} is not allowed in XML`;
+
 /** Cheap checks that refuse hostile input before a parser ever sees it. */
 export function precheck(text: string, limits: XmlLimits = DEFAULT_LIMITS): void {
   if (text.trim() === '') throw new MalformedError('empty message');
   if (Buffer.byteLength(text, 'utf8') > limits.maxBytes) throw new MalformedError(`message larger than ${limits.maxBytes} bytes`);
   if (/<!DOCTYPE/i.test(text)) throw new MalformedError('DOCTYPE is not allowed');
   if (/<!ENTITY/i.test(text)) throw new MalformedError('ENTITY declarations are not allowed');
+  const illegal = ILLEGAL_CHAR.exec(text);
+  if (illegal) throw new MalformedError(illegalCharReason(illegal[0]));
+  const reserved = RESERVED_NAME.exec(text);
+  if (reserved) throw new MalformedError(`the element name <${reserved[1]}> is reserved (a JavaScript keyword)`);
   scanLimits(text, limits);
 }
 

@@ -10,18 +10,14 @@ export type Prepared =
   | { msgId: number; rawText: string; decoded: DecodedMessage; error?: undefined }
   | { msgId: number; rawText: string | null; decoded?: undefined; error: MsgxError };
 
-export const NUL_REASON = 'the character U+0000 is not allowed in XML';
-
 export function prepare(msgId: number, rawText: string | undefined | null, timezone: string, maxBytes: number): Prepared {
   if (rawText === undefined || rawText === null)
     return { msgId, rawText: null, error: new MalformedError('raw text missing: the mailbox row has no MSG_TEXT') };
-  // U+0000 is not XML, and PostgreSQL text cannot hold it: refuse it here, alone, with a copy that
-  // PostgreSQL can store. Otherwise the group's transaction fails and its innocent head is charged.
-  if (rawText.includes('\u0000'))
-    return { msgId, rawText: rawText.replaceAll('\u0000', '\uFFFD'), error: new MalformedError(NUL_REASON) };
   try {
     return { msgId, rawText, decoded: decode(rawText, { timezone, limits: { maxBytes } }) };
   } catch (err) {
-    return { msgId, rawText, error: asMsgxError(err) };
+    // The codec refuses U+0000 (not XML); PostgreSQL text cannot hold it either, so the copy we
+    // keep for trace and replay shows it as U+FFFD.
+    return { msgId, rawText: rawText.replaceAll('\u0000', '\uFFFD'), error: asMsgxError(err) };
   }
 }

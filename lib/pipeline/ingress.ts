@@ -1,7 +1,6 @@
 import { checkWellFormed, DEFAULT_LIMITS } from '../codec/decode.ts';
 import type { AppContext } from '../shared/context.ts';
 import { MalformedError, RequestError } from '../shared/errors.ts';
-import { NUL_REASON } from './attempt.ts';
 import { enqueueMessages } from './procState.ts';
 
 const XML_TYPES = new Set(['application/xml', 'text/xml', 'text/plain']);
@@ -22,7 +21,6 @@ export async function acceptInbound(
   const limit = ctx.config.http.maxBodyBytes;
   if (Buffer.byteLength(body, 'utf8') > limit)
     throw new RequestError(413, 'payload_too_large', `the body is larger than ${limit} bytes`);
-  if (body.includes('\u0000')) throw new RequestError(400, 'malformed', NUL_REASON);
   try {
     checkWellFormed(body, { ...DEFAULT_LIMITS, maxBytes: limit });
   } catch (err) {
