@@ -25,10 +25,10 @@ export async function pumpOnce(ctx: AppContext): Promise<PumpStep> {
   if (head.status === 'FAILED' && head.next_attempt_at.getTime() > now.getTime())
     return { kind: 'waiting', untilMs: head.next_attempt_at.getTime(), msgId: head.msg_id };
 
-  // Only the head may be FAILED: behind it everything is PENDING (nothing overtakes a failure).
-  const run = rows.filter((r, i) => i === 0 || r.status === 'PENDING');
-  const firstGap = run.findIndex((r, i) => i > 0 && r.status !== 'PENDING');
-  const group = firstGap > 0 ? run.slice(0, firstGap) : run;
+  // Only the head may be FAILED. Should another FAILED row ever sit behind it (a replay race), the
+  // group stops before it: nothing overtakes a failure.
+  const firstGap = rows.findIndex((r, i) => i > 0 && r.status !== 'PENDING');
+  const group = firstGap > 0 ? rows.slice(0, firstGap) : rows;
 
   let prepared: Prepared[];
   try {
