@@ -5,10 +5,13 @@ import { GetScheduleCommand, SchedulerClient, UpdateScheduleCommand } from '@aws
  * The schedule names come from MSGX_SCHEDULE_NAMES (comma list) in MSGX_SCHEDULE_GROUP; in the
  * twin (neither set) only the pause flag applies, which the twin's own loops respect.
  */
-export async function setSchedulesEnabled(enabled: boolean, env = process.env): Promise<string[]> {
+export async function setSchedulesEnabled(
+  enabled: boolean,
+  env: Record<string, string | undefined> = process.env,
+  client: Pick<SchedulerClient, 'send'> = new SchedulerClient({}),
+): Promise<string[]> {
   const names = (env.MSGX_SCHEDULE_NAMES ?? '').split(',').map((s) => s.trim()).filter(Boolean);
   if (names.length === 0) return [];
-  const client = new SchedulerClient({});
   const group = env.MSGX_SCHEDULE_GROUP;
   for (const name of names) {
     const s = await client.send(new GetScheduleCommand({ Name: name, GroupName: group }));

@@ -1,0 +1,100 @@
+import type { APIGatewayProxyEvent } from 'aws-lambda';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { tryRoleLock } from '../../lib/jobs/roleLock.ts';
+import { kickPumpIfIdle } from '../../lib/jobs/kick.ts';
+import { setPaused } from '../../lib/pipeline/pause.ts';
+import { wire } from '../helpers/pipeline.ts';
+import { randomTopic } from '../helpers/kafka.ts';
+import { freshMysql, freshPg, serviceUrls, type TestMysql, type TestPg } from '../helpers/services.ts';
+
+/**
+ * The Lambda entry points as Lambda calls them: an API Gateway event into functions/ingress.ts,
+ * a scheduled invocation of functions/pump.ts with a remaining-time budget, against real
+ * PostgreSQL, MariaDB and Kafka, with the cloud's configuration rules in force.
+ */
+describe('Lambda handlers', () => {
+  let pg: TestPg;
+  let my: TestMysql;
+  const saved = { ...process.env };
+
+  beforeAll(async () => {
+    pg = await freshPg();
+    my = await freshMysql();
+    Object.assign(process.env, {
+      MSGX_RUNTIME: 'lambda',
+      MSGX_PG_URL: pg.url,
+      MSGX_MAILBOX_URL: my.url,
+      MSGX_KAFKA_BROKERS: serviceUrls().kafkaBrokers.join(','),
+      MSGX_TOPIC_MSG: randomTopic('msgx.msg'),
+      MSGX_TOPIC_SCHD: randomTopic('msgx.schd'),
+      MSGX_LOG_LEVEL: 'ERROR',
+    });
+  });
+  afterAll(async () => {
+    process.env = saved;
+    const { lambdaContext } = await import('../../lib/jobs/coldStart.ts');
+    const ctx = await lambdaContext();
+    await ctx.mailbox.close();
+    await ctx.db.close();
+    await my.drop();
+    await pg.drop();
+  });
+
+  const event = (method: string, path: string, body: string, caller?: string): APIGatewayProxyEvent =>
+    ({
+      httpMethod: method,
+      path,
+      headers: { 'Content-Type': 'application/xml' },
+      queryStringParameters: null,
+      body,
+      isBase64Encoded: false,
+      requestContext: { identity: { userArn: caller ?? null, caller: caller ?? null } },
+    }) as unknown as APIGatewayProxyEvent;
+
+  it('ingress stores a message from an API Gateway event; the scheduled pump processes it within its budget', async () => {
+    const { handler: ingress } = await import('../../functions/ingress.ts');
+    const { handler: pump } = await import('../../functions/pump.ts');
+    const res = await ingress(event('POST', '/cminmsgs/send', wire({ TYPE: 'LDM', SEQN: 'lambda-1' })));
+    expect(res.statusCode).toBe(200);
+    expect(res.headers?.['content-type']).toMatch(/^text\/plain/);
+    const id = Number(res.body);
+
+    // 11.5 s left in the invocation, less the 10 s margin: the loop works for about 1.5 s.
+    const summary = await pump({}, { getRemainingTimeInMillis: () => 11_500 });
+    expect(summary).toMatchObject({ role: 'pump', acquired: true, stoppedBy: 'budget' });
+    const row = await pg.db.query(`SELECT status, note FROM proc_state WHERE msg_id = $1`, [id]);
+    expect(row.rows[0]).toEqual({ status: 'SKIPPED', note: 'ignored-type:LDM' });
+  });
+
+  it('a second pump invocation while one holds the lock exits at once', async () => {
+    const { handler: pump } = await import('../../functions/pump.ts');
+    const lock = await tryRoleLock(pg.db, 'pump');
+    try {
+      const summary = await pump({}, { getRemainingTimeInMillis: () => 60_000 });
+      expect(summary).toMatchObject({ acquired: false, stoppedBy: 'not-acquired', steps: 0 });
+    } finally {
+      await lock!.release();
+    }
+  });
+
+  it('admin routes answer only to an IAM caller', async () => {
+    const { handler: ingress } = await import('../../functions/ingress.ts');
+    expect((await ingress(event('GET', '/admin/stats', ''))).statusCode).toBe(403);
+    const ok = await ingress(event('GET', '/admin/stats', '', 'arn:aws:iam::123456789012:role/operator'));
+    expect(ok.statusCode).toBe(200);
+    expect(JSON.parse(ok.body)).toMatchObject({ pipeline: { backlog: 0 } });
+  });
+
+  it('the ingress starts a pump only when none is live and the pipeline is not paused', async () => {
+    let invoked = 0;
+    const invoke = async () => void invoked++;
+    expect(await kickPumpIfIdle(pg.db, invoke)).toBe(true);
+    const lock = await tryRoleLock(pg.db, 'pump');
+    expect(await kickPumpIfIdle(pg.db, invoke)).toBe(false);
+    await lock!.release();
+    await setPaused(pg.db, true, 'test', new Date());
+    expect(await kickPumpIfIdle(pg.db, invoke)).toBe(false);
+    await setPaused(pg.db, false, 'test', new Date());
+    expect(invoked).toBe(1);
+  });
+});
