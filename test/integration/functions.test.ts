@@ -66,6 +66,15 @@ describe('Lambda handlers', () => {
     expect(row.rows[0]).toEqual({ status: 'SKIPPED', note: 'ignored-type:LDM' });
   });
 
+  it('the deploy-time migrate function finds the schema current and creates the topics once', async () => {
+    const { handler: migrateFn } = await import('../../functions/migrate.ts');
+    const first = await migrateFn();
+    expect(first.applied).toEqual([]);
+    expect(first.topicsCreated.sort()).toEqual([process.env.MSGX_TOPIC_MSG, process.env.MSGX_TOPIC_SCHD].sort());
+    const again = await migrateFn();
+    expect(again.topicsCreated).toEqual([]);
+  });
+
   it('a second pump invocation while one holds the lock exits at once', async () => {
     const { handler: pump } = await import('../../functions/pump.ts');
     const lock = await tryRoleLock(pg.db, 'pump');
