@@ -28,3 +28,13 @@ export async function purgeSnapLog(q: Queryable, before: Date): Promise<number> 
   const r = await q.query(`DELETE FROM schd_snap_log WHERE received_at < $1`, [before]);
   return r.rowCount;
 }
+
+/** The snapshot rows a message wrote (for its trace). */
+export async function snapLogOf(q: Queryable, msgId: number): Promise<Record<string, unknown>[]> {
+  const r = await q.query<Record<string, unknown>>(
+    `SELECT styp, scope, dttm, received_at, declared, flights, created, updated, unchanged, stale, request_id
+     FROM schd_snap_log WHERE msg_id = $1 ORDER BY id`,
+    [msgId],
+  );
+  return r.rows;
+}

@@ -1,7 +1,8 @@
 import { timingSafeEqual } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
-import { eventsBySource, readMessageTrace } from '../observability/trace.ts';
+import { readMessageTrace } from '../observability/trace.ts';
+import { eventsBySource } from '../outbox/sourceEvents.ts';
 import { readThroughput } from '../observability/throughput.ts';
 import type { AppContext } from '../shared/context.ts';
 import { RequestError } from '../shared/errors.ts';

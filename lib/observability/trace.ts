@@ -1,6 +1,10 @@
 import type { Queryable } from '../db/db.ts';
 import type { Mailbox } from '../mailbox/mailbox.ts';
+import { snapLogOf } from '../flights/snapLog.ts';
+import { eventsBySource, type TraceEventView } from '../outbox/sourceEvents.ts';
+import { todoOf } from '../pipeline/backfill.ts';
 import { getProc, listAttempts } from '../pipeline/procState.ts';
+import { replaysOf } from '../pipeline/replay.ts';
 
 /**
  * The trace of one inbound message (`GET /admin/trace/{msgId}`, `npx msgx trace`), read from what
@@ -28,34 +32,6 @@ export interface TimelineEntry {
   kind: string;
   status: string | null;
   detail: Record<string, unknown>;
-}
-
-export interface EventDeliveryView {
-  publisher: string;
-  outcome: 'ok' | 'failed';
-  partition: number | null;
-  offset: string | null;
-  tries: number;
-  at: string;
-  error: string | null;
-}
-
-export interface TraceEventView {
-  eventId: number;
-  target: string;
-  type: string;
-  key: string | null;
-  flid: string | null;
-  stateVersion: number | null;
-  status: string;
-  attempts: number;
-  lastError: string | null;
-  createdAt: string;
-  sentAt: string | null;
-  deadAt: string | null;
-  /** schd aggregation: this older version went out as (or down with) that event. */
-  sentAs: number | null;
-  deliveries: EventDeliveryView[];
 }
 
 export interface FlightChangeView {
@@ -132,26 +108,9 @@ export async function readMessageTrace(
   const [attempts, events, snapshot, todo, replays, mailbox] = await Promise.all([
     listAttempts(db, msgId),
     eventsBySource(db, 'proc', String(msgId)),
-    db
-      .query<Record<string, unknown>>(
-        `SELECT styp, scope, dttm, received_at, declared, flights, created, updated, unchanged, stale, request_id
-         FROM schd_snap_log WHERE msg_id = $1 ORDER BY id`,
-        [msgId],
-      )
-      .then((r) => r.rows.map((x) => ({ ...x, dttm: iso(x.dttm as Date), received_at: iso(x.received_at as Date) }))),
-    db
-      .query<{ proc_status: string; proc_note: string | null; processed_at: Date; attempts: number; next_attempt_at: Date; last_error: string | null }>(
-        `SELECT proc_status, proc_note, processed_at, attempts, next_attempt_at, last_error FROM backfill_todo WHERE msg_id = $1`,
-        [msgId],
-      )
-      .then((r) => r.rows[0]),
-    db
-      .query<{ at: Date; actor: string; action: string }>(
-        `SELECT at, actor, action FROM audit_log
-         WHERE action IN ('replay.proc', 'replay.proc.dry-run') AND detail->'moved' @> $1::jsonb ORDER BY id`,
-        [JSON.stringify([msgId])],
-      )
-      .then((r) => r.rows),
+    snapLogOf(db, msgId).then((rows) => rows.map((x) => ({ ...x, dttm: iso(x.dttm as Date), received_at: iso(x.received_at as Date) }))),
+    todoOf(db, msgId),
+    replaysOf(db, msgId),
     askMailbox(opts.mailbox, msgId, opts.mailboxTimeoutMs ?? 2000),
   ]);
 
@@ -235,61 +194,6 @@ export async function readMessageTrace(
   };
   trace.timeline = buildTimeline(trace);
   return trace;
-}
-
-/** Events a source produced (an inbound message, a transactional message), each with its publisher outcomes. */
-export async function eventsBySource(
-  db: Queryable,
-  sourceKind: string,
-  sourceId: string,
-): Promise<(TraceEventView & { value: Record<string, unknown> | null })[]> {
-  const r = await db.query<Record<string, unknown>>(
-    `SELECT e.event_id, e.target, e.event_type, e.partition_key, e.flid, e.state_version, e.status, e.attempts,
-            e.last_error, e.created_at, e.sent_at, e.dead_at, e.sent_as,
-            CASE WHEN e.target = 'msg' THEN e.value END AS value,
-            coalesce((SELECT json_agg(json_build_object('publisher', d.publisher, 'outcome', d.outcome, 'partition', d.partition,
-                                                        'offset', d."offset"::text, 'tries', d.tries, 'at', d.at, 'error', d.error)
-                                      ORDER BY d.publisher)
-                      FROM event_delivery d WHERE d.event_id = e.event_id), '[]'::json) AS deliveries
-     FROM msg_event e WHERE e.source_kind = $1 AND e.source_id = $2 ORDER BY e.event_id`,
-    [sourceKind, sourceId],
-  );
-  return r.rows.map((x) => {
-    const deliveries = (typeof x.deliveries === 'string' ? JSON.parse(x.deliveries) : x.deliveries) as Record<string, unknown>[];
-    let value: Record<string, unknown> | null = null;
-    if (typeof x.value === 'string') {
-      try {
-        value = JSON.parse(x.value) as Record<string, unknown>;
-      } catch {
-        value = null;
-      }
-    }
-    return {
-      eventId: Number(x.event_id),
-      target: x.target as string,
-      type: x.event_type as string,
-      key: (x.partition_key as string | null) ?? null,
-      flid: (x.flid as string | null) ?? null,
-      stateVersion: x.state_version === null || x.state_version === undefined ? null : Number(x.state_version),
-      status: x.status as string,
-      attempts: Number(x.attempts),
-      lastError: (x.last_error as string | null) ?? null,
-      createdAt: iso(x.created_at as Date)!,
-      sentAt: iso(x.sent_at as Date),
-      deadAt: iso(x.dead_at as Date),
-      sentAs: x.sent_as === null || x.sent_as === undefined ? null : Number(x.sent_as),
-      value,
-      deliveries: deliveries.map((d) => ({
-        publisher: String(d.publisher),
-        outcome: d.outcome as 'ok' | 'failed',
-        partition: d.partition === null || d.partition === undefined ? null : Number(d.partition),
-        offset: d.offset === null || d.offset === undefined ? null : String(d.offset),
-        tries: Number(d.tries),
-        at: iso(d.at as string)!,
-        error: (d.error as string | null) ?? null,
-      })),
-    };
-  });
 }
 
 async function askMailbox(

@@ -17,6 +17,15 @@ export interface TodoRow {
   attempts: number;
 }
 
+/** A message's open backfill intent, if any (for its trace). */
+export async function todoOf(q: Queryable, msgId: number) {
+  const r = await q.query<{ proc_status: string; proc_note: string | null; processed_at: Date; attempts: number; next_attempt_at: Date; last_error: string | null }>(
+    `SELECT proc_status, proc_note, processed_at, attempts, next_attempt_at, last_error FROM backfill_todo WHERE msg_id = $1`,
+    [msgId],
+  );
+  return r.rows[0];
+}
+
 export async function insertTodos(q: Queryable, marks: BackfillMark[], now: Date): Promise<void> {
   if (marks.length === 0) return;
   await q.query(

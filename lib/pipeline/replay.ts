@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { Db } from '../db/db.ts';
+import type { Db, Queryable } from '../db/db.ts';
 import { RequestError } from '../shared/errors.ts';
 import { REPLAYABLE_CLASSES } from './states.ts';
 
@@ -85,4 +85,14 @@ export function parseReplayRequest(body: unknown): ReplayRequest {
   if (!r.success)
     throw new RequestError(400, 'invalid_request', r.error.issues.map((i) => `${i.path.join('.') || 'body'}: ${i.message}`).join('; '));
   return r.data;
+}
+
+/** The replays (and dry runs) that named a message, from the audit log (for its trace). */
+export async function replaysOf(q: Queryable, msgId: number): Promise<{ at: Date; actor: string; action: string }[]> {
+  const r = await q.query<{ at: Date; actor: string; action: string }>(
+    `SELECT at, actor, action FROM audit_log
+     WHERE action IN ('replay.proc', 'replay.proc.dry-run') AND detail->'moved' @> $1::jsonb ORDER BY id`,
+    [JSON.stringify([msgId])],
+  );
+  return r.rows;
 }
