@@ -4,14 +4,16 @@ import { buildRouter } from '../lib/http/app.ts';
 import { fromApiGateway, toApiGateway } from '../lib/http/apigw.ts';
 import { lambdaContext } from '../lib/jobs/coldStart.ts';
 import { kickPumpIfIdle } from '../lib/jobs/kick.ts';
+import { kafkaHealth } from '../lib/outbox/health.ts';
 
 /** API Gateway → the shared router. After a stored message, start a pump if none is live. */
-const router = buildRouter();
+let router: ReturnType<typeof buildRouter> | undefined;
 const lambda = new LambdaClient({});
 const pumpFunction = process.env.MSGX_PUMP_FUNCTION_NAME;
 
 export async function handler(event: APIGatewayProxyEvent): Promise<APIGatewayProxyResult> {
   const ctx = await lambdaContext();
+  router ??= buildRouter(kafkaHealth(ctx.config));
   const request = fromApiGateway(event);
   const response = await router.handle(request, ctx);
   if (pumpFunction && request.path === '/cminmsgs/send' && response.status === 200) {

@@ -1,8 +1,8 @@
 import type { HealthCheck } from '../http/health.ts';
 import { dispatcherRole, pollerRole, pumpRole, type RoleSpec, sweepRole } from '../jobs/roles.ts';
 import { runWorker } from '../jobs/worker.ts';
-import { createKafka } from '../outbox/kafkaClient.ts';
 import { buildPublishers, closePublishers } from '../outbox/publishers/index.ts';
+import { kafkaHealth } from '../outbox/health.ts';
 import { ensureTopics } from '../outbox/topics.ts';
 import type { AppContext } from '../shared/context.ts';
 
@@ -20,23 +20,7 @@ export async function startRoles(
   const publishers = buildPublishers(ctx.config, { log: ctx.log, clock: ctx.clock });
   const specs: RoleSpec[] = [pollerRole(ctx), pumpRole(ctx), dispatcherRole(ctx, publishers), sweepRole(ctx)];
   const done = Promise.all(specs.map((spec) => runForever(ctx, spec, signal)));
-  return { done, close: () => closePublishers(publishers), healthChecks: kafkaHealth(ctx) };
-}
-
-function kafkaHealth(ctx: AppContext): Record<string, HealthCheck> {
-  if (ctx.config.kafka.brokers.length === 0) return {};
-  const admin = createKafka(ctx.config.kafka, { clientId: 'msgx-health' }).admin();
-  let connected: Promise<void> | undefined;
-  return {
-    kafka: async () => {
-      connected ??= admin.connect().catch((err) => {
-        connected = undefined;
-        throw err;
-      });
-      await connected;
-      await admin.describeCluster();
-    },
-  };
+  return { done, close: () => closePublishers(publishers), healthChecks: kafkaHealth(ctx.config) };
 }
 
 async function runForever(ctx: AppContext, spec: RoleSpec, signal: AbortSignal): Promise<void> {

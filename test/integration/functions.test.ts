@@ -86,6 +86,13 @@ describe('Lambda handlers', () => {
     }
   });
 
+  it('health checks the database, migrations, mailbox and Kafka', async () => {
+    const { handler: ingress } = await import('../../functions/ingress.ts');
+    const res = await ingress(event('GET', '/health', ''));
+    expect(res.statusCode).toBe(200);
+    expect(JSON.parse(res.body)).toEqual({ status: 'ok', checks: { database: 'ok', migrations: 'ok', mailbox: 'ok', kafka: 'ok' } });
+  });
+
   it('admin routes answer only to an IAM caller', async () => {
     const { handler: ingress } = await import('../../functions/ingress.ts');
     expect((await ingress(event('GET', '/admin/stats', ''))).statusCode).toBe(403);
