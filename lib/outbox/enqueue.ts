@@ -30,31 +30,33 @@ export async function enqueueEvents(
 ): Promise<number[]> {
   if (events.length === 0) return [];
   const now = options.now ?? new Date();
-  // The NOTIFY rides in the same statement (delivered at commit): one round trip per batch.
+  // One JSON document for the whole batch: PostgreSQL parses it in C, where text[] parameters
+  // would be escaped element by element on both sides (the values are big JSON texts). The
+  // NOTIFY rides in the same statement (delivered at commit): one round trip per batch.
+  const rows = events.map((e) => ({
+    target: e.target,
+    key: e.key ?? null,
+    type: e.type,
+    value: e.value === null || e.value === undefined ? null : typeof e.value === 'string' ? e.value : JSON.stringify(e.value),
+    headers: e.headers ?? {},
+    flid: e.flid ?? null,
+    version: e.stateVersion ?? null,
+    skind: e.sourceKind ?? 'external',
+    sid: e.sourceId ?? null,
+  }));
   const r = await client.query<{ event_id: number }>(
     `WITH ins AS (
        INSERT INTO msg_event (target, partition_key, event_type, value, headers, flid, state_version,
                               source_kind, source_id, next_attempt_at, created_at)
-       SELECT t.target, t.key, t.type, t.value, t.headers::jsonb, t.flid, t.version, t.skind, t.sid, $10, $10
-       FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::int[], $8::text[], $9::text[])
+       SELECT t.target, t.key, t.type, t.value, t.headers, t.flid, t.version, t.skind, t.sid, $2, $2
+       FROM ROWS FROM (json_to_recordset($1::json)
+              AS (target text, key text, type text, value text, headers jsonb, flid text, version int, skind text, sid text))
             WITH ORDINALITY AS t(target, key, type, value, headers, flid, version, skind, sid, ord)
        ORDER BY t.ord
        RETURNING event_id),
-     wake AS (SELECT pg_notify($11, ''))
+     wake AS (SELECT pg_notify($3, ''))
      SELECT event_id FROM ins, wake`,
-    [
-      events.map((e) => e.target),
-      events.map((e) => e.key ?? null),
-      events.map((e) => e.type),
-      events.map((e) => (e.value === null || e.value === undefined ? null : typeof e.value === 'string' ? e.value : JSON.stringify(e.value))),
-      events.map((e) => JSON.stringify(e.headers ?? {})),
-      events.map((e) => e.flid ?? null),
-      events.map((e) => e.stateVersion ?? null),
-      events.map((e) => e.sourceKind ?? 'external'),
-      events.map((e) => e.sourceId ?? null),
-      now,
-      OUTBOX_CHANNEL,
-    ],
+    [JSON.stringify(rows), now, OUTBOX_CHANNEL],
   );
   return r.rows.map((row) => row.event_id).sort((a, b) => a - b);
 }
