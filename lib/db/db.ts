@@ -27,4 +27,3 @@ export interface Db extends Queryable {
   close(): Promise<void>;
 }
 
-export const isUniqueViolation = (err: unknown): boolean => (err as { code?: string })?.code === '23505';

@@ -1,7 +1,5 @@
 /** Processing states (DESIGN.md "States"). FAILED is not terminal: it holds the head. */
 export type ProcStatus = 'PENDING' | 'FAILED' | 'SUCCEEDED' | 'SKIPPED' | 'DEAD';
-export const OPEN_STATUSES: readonly ProcStatus[] = ['PENDING', 'FAILED'];
-export const TERMINAL_STATUSES: readonly ProcStatus[] = ['SUCCEEDED', 'SKIPPED', 'DEAD'];
 
 /** Only these classes may be replayed (seed 000 §6.1): the others need a fixed message, not a retry. */
 export const REPLAYABLE_CLASSES = ['CODEC_ERROR', 'UNSUPPORTED', 'INFRA', 'EXHAUSTED'] as const;
