@@ -1,22 +1,13 @@
 import type { Queryable } from '../db/db.ts';
+import type { EventSummary } from './types.ts';
 
 /** Query functions for /admin/stats, /admin/dead?kind=event and the console. */
 
-export interface DeadEvent {
-  eventId: number;
-  target: string;
-  type: string;
-  key: string | null;
-  flid: string | null;
-  stateVersion: number | null;
-  attempts: number;
-  lastError: string | null;
+export interface DeadEvent extends EventSummary {
   sourceKind: string | null;
   sourceId: string | null;
   createdAt: Date;
   deadAt: Date | null;
-  /** schd: the dead event this older version went down with. */
-  sentAs: number | null;
 }
 
 export interface DeadFilter {

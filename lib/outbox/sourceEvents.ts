@@ -1,4 +1,5 @@
 import type { Queryable } from '../db/db.ts';
+import type { EventSummary } from './types.ts';
 
 /**
  * The events a source produced (an inbound message, a transactional message), each with its
@@ -17,21 +18,11 @@ export interface EventDeliveryView {
   error: string | null;
 }
 
-export interface TraceEventView {
-  eventId: number;
-  target: string;
-  type: string;
-  key: string | null;
-  flid: string | null;
-  stateVersion: number | null;
+export interface TraceEventView extends EventSummary {
   status: string;
-  attempts: number;
-  lastError: string | null;
   createdAt: string;
   sentAt: string | null;
   deadAt: string | null;
-  /** schd aggregation: this older version went out as (or down with) that event. */
-  sentAs: number | null;
   deliveries: EventDeliveryView[];
 }
 

@@ -49,3 +49,17 @@ export interface Publisher {
 /** Header names on every record (the consumers' dedupe key and type). */
 export const HEADER_EVENT_ID = 'msgx-event-id';
 export const HEADER_EVENT_TYPE = 'msgx-event-type';
+
+/** What every view of an outbox event shows (dead list, trace, console). */
+export interface EventSummary {
+  eventId: number;
+  target: string;
+  type: string;
+  key: string | null;
+  flid: string | null;
+  stateVersion: number | null;
+  attempts: number;
+  lastError: string | null;
+  /** schd aggregation: the event this older version went out as (or down with). */
+  sentAs: number | null;
+}
