@@ -15,6 +15,7 @@ import { ensureServices } from './lib/env.ts';
 import { waitForQuiet } from './lib/quiet.ts';
 import { renderTable } from './lib/table.ts';
 import { decoderScenario } from './scenarios/decoder.ts';
+import { e2eScenario } from './scenarios/e2e.ts';
 import { footprintScenario } from './scenarios/footprint.ts';
 import { httpScenario } from './scenarios/http.ts';
 import { peersScenario } from './scenarios/peers.ts';
@@ -23,6 +24,7 @@ import { relayScenario } from './scenarios/relay.ts';
 import { wakeupScenario } from './scenarios/wakeup.ts';
 
 const SCENARIOS: Record<string, (o: RunOptions) => Promise<ScenarioResult>> = {
+  e2e: e2eScenario,
   pump: pumpScenario,
   peers: peersScenario,
   wakeup: wakeupScenario,

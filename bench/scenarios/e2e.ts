@@ -1,0 +1,165 @@
+import type { ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Kafka, logLevel } from 'kafkajs';
+import mysql from 'mysql2/promise';
+import { flight, flop } from '../../test/fixtures/messages/build.ts';
+import { freshMysql, freshPg, randomName, serviceUrls, type TestPg } from '../lib/env.ts';
+import { freePort } from '../lib/http.ts';
+import { pgbenchCommitRate } from '../lib/pgbench.ts';
+import { type Progress, progress } from '../lib/progress.ts';
+import { figure, ratios, type RunOptions, type ScenarioResult } from '../lib/result.ts';
+import { sleep } from '../lib/stats.ts';
+import { peakRssMiB, startTwin, stopTwin } from '../lib/twin.ts';
+import { bulkInsertMailbox, DAY, flidOf, planText } from '../lib/workload.ts';
+
+const FLIGHTS = 2000;
+const TERMINAL = `('SUCCEEDED','SKIPPED','DEAD')`;
+
+/** Gate change i: flight i mod FLIGHTS to gate G<i>, a real change every time. */
+const gateText = (i: number) =>
+  flop('GATE', { seqn: 20_000 + i, dttm: '20261129060000' }, flight({ FLID: flidOf(i, FLIGHTS), GATE: [{ CODE: `G${i}`, BEG: `${DAY}093000`, END: `${DAY}101500` }] }));
+
+interface E2eRun {
+  terminalMs: number;
+  backfilledMs: number;
+  deliveredMs: number;
+  peakRss: number;
+  records: number;
+}
+
+/** Sum of the end offsets of every partition of `topic`: what the broker acknowledged. */
+async function topicRecords(topic: string): Promise<number> {
+  const admin = new Kafka({ clientId: 'msgx-bench-e2e', brokers: serviceUrls().kafkaBrokers, logLevel: logLevel.NOTHING }).admin();
+  await admin.connect();
+  try {
+    const offsets = await admin.fetchTopicOffsets(topic);
+    return offsets.reduce((s, p) => s + Number(p.high) - Number(p.low), 0);
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+/**
+ * The whole twin as a user runs it (a child process, every role, real PG, the mailbox in MariaDB
+ * or in PostgreSQL, real Kafka): a day plan, then `count` gate changes bulk-inserted into
+ * CMINMSGS, timed until every message is terminal, every mailbox row back-filled and every event
+ * acknowledged by Kafka.
+ */
+async function timedE2e(kind: 'mysql' | 'pg', count: number, p: Progress, label: string): Promise<E2eRun> {
+  const pg: TestPg = await freshPg();
+  const my = kind === 'mysql' ? await freshMysql() : null;
+  const dataDir = mkdtempSync(join(tmpdir(), 'msgx-bench-e2e-'));
+  const port = await freePort();
+  const topicMsg = randomName('bench.e2e.msg');
+  const env: Record<string, string> = {
+    MSGX_PG_URL: pg.url,
+    MSGX_KAFKA_BROKERS: serviceUrls().kafkaBrokers.join(','),
+    MSGX_TOPIC_MSG: topicMsg,
+    MSGX_TOPIC_SCHD: randomName('bench.e2e.schd'),
+    MSGX_HTTP_PORT: String(port),
+    MSGX_LOG_LEVEL: 'WARN',
+    MSGX_DATA_DIR: dataDir,
+    ...(my ? { MSGX_MAILBOX_URL: my.url } : {}),
+  };
+  const conn = my ? await mysql.createConnection({ uri: my.url }) : null;
+  const unprocessed = async (): Promise<number> => {
+    if (conn) {
+      const [rows] = await conn.query('SELECT count(*) AS n FROM CMINMSGS WHERE DATE_PROCESSED IS NULL');
+      return Number((rows as { n: number }[])[0]!.n);
+    }
+    const r = await pg.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM "CMINMSGS" WHERE "DATE_PROCESSED" IS NULL`);
+    return r.rows[0]!.n;
+  };
+  const q = async (sql: string, params: unknown[] = []) => (await pg.db.query<{ n: number }>(sql, params)).rows[0]!.n;
+  const target = my ? ({ kind: 'mysql', url: my.url } as const) : ({ kind: 'pg', db: pg.db } as const);
+  let twin: ChildProcess | null = null;
+  try {
+    twin = await startTwin(env, port);
+    await bulkInsertMailbox(target, [planText(FLIGHTS)]);
+    const deadline = Date.now() + 120_000;
+    while ((await q(`SELECT count(*)::int AS n FROM flight_schd`).catch(() => 0)) < FLIGHTS || (await q(`SELECT count(*)::int AS n FROM msg_event WHERE status <> 'SENT'`)) > 0) {
+      if (Date.now() > deadline) throw new Error('day plan not applied and delivered within 120 s');
+      await sleep(100);
+    }
+    const planMax = await q(`SELECT max(msg_id)::int AS n FROM proc_state`);
+    p.step(label, `${FLIGHTS} flights planned and delivered; inserting ${count} gate changes (mailbox ${kind})`);
+
+    const tick = p.counter(label, count, 'terminal');
+    const t0 = performance.now();
+    await bulkInsertMailbox(target, Array.from({ length: count }, (_, i) => gateText(i)));
+    let terminalMs = 0;
+    let backfilledMs = 0;
+    let deliveredMs = 0;
+    const stop = Date.now() + 15 * 60_000;
+    while (!(terminalMs && backfilledMs && deliveredMs)) {
+      if (Date.now() > stop) throw new Error(`not done within 15 min (terminal ${terminalMs}, backfilled ${backfilledMs}, delivered ${deliveredMs})`);
+      const terminal = await q(`SELECT count(*)::int AS n FROM proc_state WHERE msg_id > $1 AND status IN ${TERMINAL}`, [planMax]);
+      const now = performance.now() - t0;
+      if (!terminalMs) tick(terminal);
+      if (!terminalMs && terminal >= count) terminalMs = now;
+      if (terminalMs && !backfilledMs && (await unprocessed()) === 0) backfilledMs = now;
+      if (terminalMs && !deliveredMs && (await q(`SELECT count(*)::int AS n FROM msg_event WHERE status <> 'SENT'`)) === 0) deliveredMs = now;
+      await sleep(50);
+    }
+    tick(count, true);
+    const peakRss = peakRssMiB(twin.pid!);
+    // The work really happened: every gate change succeeded and changed its flight.
+    const ok = await q(`SELECT count(*)::int AS n FROM proc_state WHERE msg_id > $1 AND status = 'SUCCEEDED'`, [planMax]);
+    if (ok !== count) throw new Error(`only ${ok} of ${count} gate changes succeeded`);
+    const records = await topicRecords(topicMsg);
+    if (records < count) throw new Error(`Kafka holds ${records} records on ${topicMsg}, expected at least ${count}`);
+    return { terminalMs, backfilledMs, deliveredMs, peakRss, records };
+  } finally {
+    if (twin) await stopTwin(twin);
+    await conn?.end();
+    await my?.drop();
+    await pg.drop();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+export async function e2eScenario(o: RunOptions): Promise<ScenarioResult> {
+  const p = progress('e2e');
+  const count = o.quick ? 2000 : 10_000;
+  const pgbenchSecs = o.quick ? 3 : 10;
+  const bench: number[] = [];
+  const rate = { mysql: [] as number[], pg: [] as number[] };
+  const terminalRate: number[] = [];
+  const rss: number[] = [];
+  const runsMeta: unknown[] = [];
+  for (let r = 0; r < o.runs; r++) {
+    const label = `${r + 1}/${o.runs}`;
+    p.step(label, `pgbench -c1 -T${pgbenchSecs} before`);
+    const before = await pgbenchCommitRate(pgbenchSecs);
+    const runs: Partial<Record<'mysql' | 'pg', E2eRun>> = {};
+    for (const kind of ['mysql', 'pg'] as const) {
+      const e = await timedE2e(kind, count, p, label);
+      runs[kind] = e;
+      rate[kind].push((count / e.deliveredMs) * 1000);
+      if (kind === 'mysql') terminalRate.push((count / e.terminalMs) * 1000);
+      rss.push(e.peakRss);
+      p.step(label, `mailbox ${kind}: terminal ${(e.terminalMs / 1000).toFixed(1)} s, back-filled ${(e.backfilledMs / 1000).toFixed(1)} s, delivered ${(e.deliveredMs / 1000).toFixed(1)} s → ${rate[kind].at(-1)!.toFixed(0)} msg/s; twin peak RSS ${e.peakRss.toFixed(0)} MiB`);
+    }
+    p.step(label, `pgbench -c1 -T${pgbenchSecs} after`);
+    const after = await pgbenchCommitRate(pgbenchSecs);
+    bench.push((before + after) / 2);
+    runsMeta.push({ pgbenchBefore: before, pgbenchAfter: after, ...runs });
+  }
+  return {
+    scenario: 'e2e',
+    title: `End to end: ${count.toLocaleString('en-US')} gate changes, mailbox → terminal + back-filled + on Kafka (the twin, every role)`,
+    figures: [
+      figure('e2e.pgbench', 'pgbench single-client commit rate (mean of before/after)', 'tx/s', bench),
+      figure('e2e.mysql', 'end to end, mailbox MariaDB', 'msg/s', rate.mysql, { headline: true }),
+      figure('e2e.pg', 'end to end, mailbox in PostgreSQL', 'msg/s', rate.pg),
+      figure('e2e.mysql.terminal', 'all terminal (not yet delivered), mailbox MariaDB', 'msg/s', terminalRate),
+      figure('e2e.mysql.vs.pgbench', 'end to end (MariaDB) / pgbench commit rate', 'x', ratios(rate.mysql, bench), { target: { op: '>=', value: 3 }, headline: true }),
+      figure('e2e.pg.vs.pgbench', 'end to end (PG mailbox) / pgbench commit rate', 'x', ratios(rate.pg, bench), { target: { op: '>=', value: 3 } }),
+      figure('e2e.rss', 'twin peak RSS during the run', 'MiB', rss, { better: 'lower' }),
+    ],
+    notes: [],
+    meta: { messages: count, flights: FLIGHTS, pgbenchSeconds: pgbenchSecs, runs: runsMeta },
+  };
+}
