@@ -126,12 +126,22 @@ describe('FLOP semantics', () => {
   it('applies a FLOP in at most 5 queries', async () => {
     const config = testConfig();
     const message = decode(flop('GATE', { seqn: seq++ }, flight({ FLID: '3034', ETOT: '20261129101500', GATE: items('C3') })), { timezone: config.timezone });
+    const before = (await readFlight(pg.db, '3034'))!;
     let n = 0;
-    await pg.db.tx(async (tx) => {
+    const result = await pg.db.tx(async (tx) => {
       const counting: Queryable = { query: (sql, params) => (n++, tx.query(sql, params)) };
       return flopProcessor({ tx: counting, msgId: 99999, message, now: new Date(), config });
     });
     expect(n).toBeLessThanOrEqual(5);
+    // The few queries did the whole job: the change is applied, stored, and one version made.
+    expect(result).toEqual({ status: 'SUCCEEDED' });
+    const after = (await readFlight(pg.db, '3034'))!;
+    expect(after.stateVersion).toBe(before.stateVersion + 1);
+    expect(after.lastMsgId).toBe(99999);
+    expect(after.scalars.ETOT).toBe('20261129101500');
+    const last = (await schdEvents('3034')).at(-1)!;
+    expect(last.state_version).toBe(after.stateVersion);
+    expect(JSON.parse(last.value!)).toMatchObject({ FLID: '3034', ETOT: '20261129101500', GATE: items('C3') });
   });
 
   // Last: a FAILED head holds the pipeline.

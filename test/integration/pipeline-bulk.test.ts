@@ -21,6 +21,8 @@ describe('1,000 mixed mailbox rows', () => {
     await pg.drop();
   });
 
+  const IGNORED = ['LDM', 'REGN', 'RSTA', 'EROR'];
+
   it('ends every row terminal, in ID order, with the expected status and class, back-filled', async () => {
     type Expect = { status: string; cls: string | null };
     const expected = new Map<number, Expect>();
@@ -33,7 +35,8 @@ describe('1,000 mixed mailbox rows', () => {
         xml = `<MSG><META><SNDR>FIMS</SNDR><TYPE>TEST</TYPE><SEQN>${i}`; // truncated
         exp = { status: 'DEAD', cls: 'MALFORMED' };
       } else if (kind === 5) {
-        xml = wire({ TYPE: ['LDM', 'REGN', 'RSTA', 'EROR'][i % 4]!, SEQN: i });
+        // i = 5, 15, 25, …: (i - 5) / 10 walks all four ignored types in turn.
+        xml = wire({ TYPE: IGNORED[((i - 5) / 10) % 4]!, SEQN: i });
         exp = { status: 'SKIPPED', cls: null };
       } else if (kind === 7) {
         xml = `<MSG><META><SNDR>FIMS</SNDR><TYPE>TEST</TYPE></META></MSG>`;
@@ -72,5 +75,11 @@ describe('1,000 mixed mailbox rows', () => {
     );
     const want = [...expected.values()].reduce<Record<string, number>>((a, e) => ((a[e.status] = (a[e.status] ?? 0) + 1), a), {});
     expect(Object.fromEntries(statuses.map((s) => [s.PROC_STATUS, s.n]))).toEqual(want);
+    // Each of the four ignored types was written and SKIPPED.
+    const typesSkipped = await my.query<{ t: string; n: number }[]>(
+      `SELECT SUBSTRING_INDEX(SUBSTRING_INDEX(MSG_TEXT, '<TYPE>', -1), '</TYPE>', 1) AS t, COUNT(*) AS n
+       FROM CMINMSGS WHERE PROC_STATUS = 'SKIPPED' GROUP BY t ORDER BY t`,
+    );
+    for (const t of IGNORED) expect(typesSkipped.find((r) => r.t === t)?.n, t).toBe(25);
   });
 });

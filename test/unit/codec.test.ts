@@ -102,9 +102,17 @@ describe('codec: error classes', () => {
     expect(() => d(flop('ETOT', { seqn: 1 }, '<FLIGHT><FLID>1</FLID><FLNO>1</FLNO><FLNO>2</FLNO></FLIGHT>'))).toThrowError(/more than once/);
   });
 
-  it('never hangs or expands on a billion-laughs style body without DOCTYPE', () => {
-    const text = `<MSG><META><SNDR>F</SNDR><SEQN>1</SEQN><TYPE>X</TYPE></META><X>&lol9;&amp;</X></MSG>`;
-    const m = d(text);
-    expect(m.body).toEqual([]); // X holds text only; no entity was expanded
+  it('never expands a billion-laughs body: references stay verbatim, the DOCTYPE form is refused', () => {
+    // Without a DOCTYPE the references are kept as the literal text: output size = input size.
+    const refs = '&lol9;'.repeat(10_000) + '&amp;';
+    const text = flop('UPDT', { seqn: 1 }, `<FLIGHT><FLID>1</FLID><XREM>${refs}</XREM></FLIGHT>`);
+    const p = d(text).payload as FlopPayload;
+    expect(p.flights[0]!.extra).toEqual([['XREM', refs]]);
+    expect(JSON.stringify(d(text)).length).toBeLessThan(2 * text.length);
+    // The classic bomb (10 levels of ten) would be 10^10 "lol"s: refused before any parsing.
+    const levels = Array.from({ length: 9 }, (_, i) => `<!ENTITY lol${i + 1} "${`&lol${i};`.repeat(10)}">`).join('');
+    const bomb = `<?xml version="1.0"?><!DOCTYPE MSG [<!ENTITY lol0 "lol">${levels}]>` + flop('UPDT', { seqn: 1 }, '<FLIGHT><FLID>1</FLID><XREM>&lol9;</XREM></FLIGHT>');
+    expect(() => d(bomb)).toThrowError(MalformedError);
+    expect(() => d(bomb)).toThrowError(/DOCTYPE/);
   });
 });
