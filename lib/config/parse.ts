@@ -12,13 +12,19 @@ export function parseDuration(text: string): number {
 export const positiveInt = (dflt: number) => z.coerce.number().int().positive().default(dflt);
 export const nonNegativeInt = (dflt: number) => z.coerce.number().int().nonnegative().default(dflt);
 
-export const duration = (dflt: string) =>
+/**
+ * A duration setting. Intervals, timeouts and backoffs must be positive (seed 001: a zero poll
+ * interval is a busy loop); only a setting whose zero has a documented meaning passes `{ zero: true }`.
+ */
+export const duration = (dflt: string, opts: { zero?: boolean } = {}) =>
   z
     .string()
     .default(dflt)
     .transform((v, ctx) => {
       try {
-        return parseDuration(v);
+        const ms = parseDuration(v);
+        if (ms <= 0 && !opts.zero) throw new Error(`"${v}" must be a positive duration (e.g. 500ms, 30s)`);
+        return ms;
       } catch (e) {
         ctx.addIssue({ code: 'custom', message: (e as Error).message });
         return z.NEVER;

@@ -28,6 +28,33 @@ describe('configuration', () => {
     expect(() => loadConfig(env)).toThrow(message);
   });
 
+  // Seed 001: every interval and batch size must be positive (a zero poll interval is a busy loop).
+  const POSITIVE_DURATIONS = [
+    'MSGX_BACKOFF_INITIAL', 'MSGX_BACKOFF_MAX', 'MSGX_HEAD_DEADLINE', 'MSGX_BACKFILL_INITIAL', 'MSGX_BACKFILL_MAX',
+    'MSGX_DELIVERY_PUBLISH_TIMEOUT', 'MSGX_DELIVERY_INITIAL_BACKOFF', 'MSGX_DELIVERY_MAX_BACKOFF', 'MSGX_DELIVERY_LEASE',
+    'MSGX_SCHD_FLUSH_PERIOD', 'MSGX_DELIVERY_POLL_INTERVAL', 'MSGX_TX_CHECK_INTERVAL', 'MSGX_TX_RETENTION', 'MSGX_REQUEST_TIMEOUT',
+  ];
+  const POSITIVE_COUNTS = [
+    'MSGX_POLL_INTERVAL_MS', 'MSGX_CLAIM_BATCH', 'MSGX_GROUP_COMMIT', 'MSGX_MAX_ATTEMPTS', 'MSGX_MAX_BODY_BYTES',
+    'MSGX_TOPIC_PARTITIONS', 'MSGX_DELIVERY_BATCH_SIZE', 'MSGX_DELIVERY_MAX_RETRY_COUNT', 'MSGX_SCHD_FLUSH_LIMIT',
+    'MSGX_TX_CHECK_MAX', 'MSGX_TX_REDELIVERY_BATCH',
+    'MSGX_HISTORY_RETENTION_DAYS', 'MSGX_PROC_RETENTION_DAYS', 'MSGX_SNAP_LOG_RETENTION_DAYS',
+  ];
+  it.each(POSITIVE_DURATIONS.flatMap((v) => ['0s', '0', '0ms'].map((zero) => [v, zero])))('refuses %s=%s: intervals must be positive', (name, zero) => {
+    expect(() => loadConfig({ [name]: zero })).toThrow(new RegExp(`${name}: "${zero}" must be a positive duration`));
+  });
+  it.each(POSITIVE_COUNTS.flatMap((v) => ['0', '-1'].map((n) => [v, n])))('refuses %s=%s: counts and batch sizes must be positive', (name, n) => {
+    expect(() => loadConfig({ [name]: n })).toThrow(new RegExp(`${name}:`));
+  });
+  it('refuses a zero batch size or interval in a target override', () => {
+    expect(() => loadConfig({ MSGX_DELIVERY_TARGET_OVERRIDES: '{"msg":{"batchSize":0}}' })).toThrow(/MSGX_DELIVERY_TARGET_OVERRIDES: msg.batchSize/);
+    expect(() => loadConfig({ MSGX_DELIVERY_TARGET_OVERRIDES: '{"msg":{"initialBackoff":"0s"}}' })).toThrow(/MSGX_DELIVERY_TARGET_OVERRIDES: msg.initialBackoff: must be positive/);
+  });
+  it('keeps the documented zeros: an immediate first redelivery', () => {
+    expect(loadConfig({ MSGX_TX_REDELIVERY_SCHEDULE: '0s,1m' }).txmsg.redeliveryScheduleMs).toEqual([0, 60_000]);
+    expect(loadConfig({ MSGX_DELIVERY_POLL_INTERVAL: '250ms' }).outbox.pollIntervalMs).toBe(250);
+  });
+
   it('refuses the embedded database and the file sink in the cloud', () => {
     expect(() => loadConfig({ AWS_LAMBDA_FUNCTION_NAME: 'msgx-pump' })).toThrow(
       /MSGX_PG_URL: required in the cloud[\s\S]*MSGX_KAFKA_BROKERS: required in the cloud/,
