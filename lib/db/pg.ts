@@ -52,8 +52,7 @@ export class PgDb implements Db {
   }
 
   async query<T>(sql: string, params: unknown[] = []): Promise<QueryResult<T>> {
-    const r = await this.pool.query(sql, params);
-    return { rows: r.rows as T[], rowCount: r.rowCount ?? 0 };
+    return shape<T>(await this.pool.query(sql, params));
   }
 
   async tx<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
@@ -69,10 +68,7 @@ export class PgDb implements Db {
     try {
       await client.query('BEGIN');
       const q: Queryable = {
-        query: async <R>(sql: string, params: unknown[] = []) => {
-          const r = await client.query(sql, params);
-          return { rows: r.rows as R[], rowCount: r.rowCount ?? 0 };
-        },
+        query: async <R>(sql: string, params: unknown[] = []) => shape<R>(await client.query(sql, params)),
       };
       const result = await fn(q);
       await client.query('COMMIT');
@@ -104,10 +100,7 @@ export class PgDb implements Db {
     const client = await this.#connect();
     client.on('error', () => {});
     return {
-      query: async <R>(sql: string, params: unknown[] = []) => {
-        const r = await client.query(sql, params);
-        return { rows: r.rows as R[], rowCount: r.rowCount ?? 0 };
-      },
+      query: async <R>(sql: string, params: unknown[] = []) => shape<R>(await client.query(sql, params)),
       release: async () => {
         await client.end().catch(() => {});
       },
@@ -128,6 +121,15 @@ export class PgDb implements Db {
   async close(): Promise<void> {
     await this.pool.end();
   }
+}
+
+/**
+ * A script of several statements (no parameters) gives pg an array of results; the contract is
+ * the last statement's result. A command tag without a count (DDL, BEGIN) is 0 rows.
+ */
+function shape<T>(r: pg.QueryResult | pg.QueryResult[]): QueryResult<T> {
+  const last = Array.isArray(r) ? r[r.length - 1] : r;
+  return { rows: (last?.rows ?? []) as T[], rowCount: last?.rowCount ?? 0 };
 }
 
 /** Channel names are ours (constants), never input; quoting keeps them valid identifiers. */

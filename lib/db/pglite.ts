@@ -1,11 +1,16 @@
 import { mkdirSync } from 'node:fs';
-import { PGlite } from '@electric-sql/pglite';
+import { PGlite, type Results, type Transaction } from '@electric-sql/pglite';
 import type { Db, Queryable, QueryResult, Session } from './db.ts';
 
 /**
  * Embedded PostgreSQL for the twin's zero-configuration default. PGlite has exactly one
  * connection: transactions are serialised by PGlite itself, so code must never wait for a second
  * connection while it holds a transaction (it would deadlock on itself).
+ *
+ * Results and errors are shaped exactly as `pg` shapes them (test/integration/db-contract.test.ts):
+ * `rowCount` is the count in the command tag (rows returned by a SELECT, rows changed by an
+ * INSERT/UPDATE/DELETE, 0 for DDL), never PGlite's `affectedRows`, which is 0 for a SELECT and
+ * cumulative across the statements of a script.
  */
 export class PgliteDb implements Db {
   readonly kind = 'pglite' as const;
@@ -16,38 +21,22 @@ export class PgliteDb implements Db {
   }
 
   /** `dataDir` undefined keeps everything in memory (tests). */
-  static async open(dataDir?: string): Promise<PgliteDb> {
+  static async open(dataDir?: string, options: { startParams?: string[] } = {}): Promise<PgliteDb> {
     if (dataDir) mkdirSync(dataDir, { recursive: true });
-    const db = new PGlite(dataDir, { parsers: { 20: (v: string) => Number.parseInt(v, 10) } });
+    const db = new PGlite(dataDir, {
+      parsers: { 20: (v: string) => Number.parseInt(v, 10) },
+      ...(options.startParams ? { startParams: options.startParams } : {}),
+    });
     await db.waitReady;
     return new PgliteDb(db);
   }
 
-  async query<T>(sql: string, params: unknown[] = []): Promise<QueryResult<T>> {
-    // Parameterless scripts (migrations) may hold several statements; exec runs them all.
-    if (params.length === 0 && sql.includes(';')) {
-      const results = await this.#db.exec(sql);
-      const last = results[results.length - 1];
-      return { rows: (last?.rows ?? []) as T[], rowCount: last?.affectedRows ?? last?.rows.length ?? 0 };
-    }
-    const r = await this.#db.query<T>(sql, params);
-    return { rows: r.rows, rowCount: r.affectedRows ?? r.rows.length };
+  query<T>(sql: string, params: unknown[] = []): Promise<QueryResult<T>> {
+    return run<T>(this.#db, sql, params);
   }
 
   tx<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
-    return this.#db.transaction(async (t) =>
-      fn({
-        query: async <R>(sql: string, params: unknown[] = []) => {
-          if (params.length === 0 && sql.includes(';')) {
-            const results = await t.exec(sql);
-            const last = results[results.length - 1];
-            return { rows: (last?.rows ?? []) as R[], rowCount: last?.affectedRows ?? 0 };
-          }
-          const r = await t.query<R>(sql, params);
-          return { rows: r.rows, rowCount: r.affectedRows ?? r.rows.length };
-        },
-      }),
-    );
+    return this.#db.transaction(async (t) => fn({ query: <R>(sql: string, params: unknown[] = []) => run<R>(t, sql, params) }));
   }
 
   async listen(channel: string, onNotify: (payload: string) => void): Promise<() => Promise<void>> {
@@ -62,4 +51,39 @@ export class PgliteDb implements Db {
   async close(): Promise<void> {
     await this.#db.close();
   }
+}
+
+/**
+ * Like `pg`: a query without parameters goes through the simple protocol, where a script of
+ * several statements is allowed; the caller gets the last statement's result (pg gives an array,
+ * PgDb takes its last element too).
+ */
+async function run<T>(db: PGlite | Transaction, sql: string, params: unknown[]): Promise<QueryResult<T>> {
+  try {
+    if (params.length === 0) {
+      const results = await db.exec(sql);
+      return shape<T>(results[results.length - 1]);
+    }
+    return shape<T>(await db.query<T>(sql, params));
+  } catch (err) {
+    throw asPgError(err);
+  }
+}
+
+function shape<T>(r: Results<unknown> | undefined): QueryResult<T> {
+  return { rows: (r?.rows ?? []) as T[], rowCount: r?.rowCount ?? 0 };
+}
+
+/**
+ * PGlite's DatabaseError carries the same SQLSTATE fields as pg's, plus the statement and its
+ * parameters: those are dropped so a logged error never carries message bodies.
+ */
+function asPgError(err: unknown): unknown {
+  if (err && typeof err === 'object' && 'code' in err) {
+    const e = err as Record<string, unknown>;
+    delete e.query;
+    delete e.params;
+    delete e.queryOptions;
+  }
+  return err;
 }
