@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decode } from '../../lib/codec/decode.ts';
 import type { Queryable } from '../../lib/db/db.ts';
 import { flopProcessor } from '../../lib/flights/flop.ts';
+import { FLOP_SUBTYPES } from '../../lib/flights/flopRules.ts';
 import { readFlight } from '../../lib/flights/store.ts';
 import { fdel, flight, flop, schd } from '../fixtures/messages/build.ts';
 import { flightPipeline } from '../fixtures/messages/pump.ts';
@@ -60,6 +61,19 @@ const cases: Case[] = [
   ['EOBT', { EOBT: '20261129100000' }, { EOBT: '20261129100000' }],
   ['ROUT', { ROUT: [{ SEQ: '1', APCD: 'CAN' }, { SEQ: '2', APCD: 'PEK' }] }, { ROUT: [{ SEQ: '1', APCD: 'CAN' }, { SEQ: '2', APCD: 'PEK' }] }],
   ['CSFL', { CSFL: [{ AWCD: 'MU', FLNO: '0001' }] }, { CSFL: [{ AWCD: 'MU', FLNO: '0001' }] }],
+  ['EIBT', { EIBT: '20261129121500' }, { EIBT: '20261129121500' }],
+  ['SOBT', { SOBT: '20261129095500' }, { SOBT: '20261129095500' }],
+  ['SIBT', { SIBT: '20261129120000' }, { SIBT: '20261129120000' }],
+  ['ACTP', { ACTP: 'A321' }, { ACTP: 'A321' }],
+  ['ACNO', { ACNO: 'B1234' }, { ACNO: 'B1234' }],
+  ['TERM', { TERM: 'T2' }, { TERM: 'T2' }],
+  ['UPDT', { ETOT: '20261129101000', STND: items('105') }, { ETOT: '20261129101000', STND: items('105') }],
+];
+// Written out independently of lib/flights/flopRules.ts: the 29 subtypes of the upstream protocol.
+const ALL_SUBTYPES = [
+  'ETOT', 'ATOT', 'ELDT', 'ALDT', 'AIBT', 'AOBT', 'EOBT', 'EIBT', 'SOBT', 'SIBT',
+  'GATE', 'STND', 'BELT', 'CHKC', 'BRDG', 'LNGE', 'DLAY', 'ROUT', 'CSFL',
+  'CANX', 'DIVT', 'RETN', 'BORD', 'GTCL', 'STAT', 'ACTP', 'ACNO', 'TERM', 'UPDT',
 ];
 
 describe('FLOP through the pump: every supported STYP', () => {
@@ -72,6 +86,37 @@ describe('FLOP through the pump: every supported STYP', () => {
     const last = (await schdEvents(flid)).at(-1)!;
     expect(last).toMatchObject({ event_type: 'UPSERT', state_version: 2 });
     expect(JSON.parse(last.value!)).toMatchObject({ v: 1, FLID: flid, AWCD: 'CZ', FLNO: '0310', stateVersion: 2, status: 'ACTIVE', ...expected });
+  });
+});
+
+describe('FLOP: the body must carry what its STYP names', () => {
+  it('every one of the 29 subtypes has a case above, and msgx applies exactly those', () => {
+    expect(new Set(cases.map((c) => c[0]))).toEqual(new Set(ALL_SUBTYPES));
+    expect(ALL_SUBTYPES).toHaveLength(29);
+    expect(new Set(FLOP_SUBTYPES)).toEqual(new Set(ALL_SUBTYPES));
+  });
+
+  // A body with some other field only: STYP=GATE without GATE, STYP=STAT without STAT, UPDT with nothing.
+  const wrongBody = (styp: string): Record<string, string> =>
+    styp === 'UPDT' ? {} : styp === 'STAT' ? { ETOT: '20261129111111' } : { STAT: 'XXX' };
+  it.each(ALL_SUBTYPES)('STYP=%s without its field is DEAD(PROTOCOL) and changes nothing', async (styp) => {
+    const flid = '3036';
+    const before = (await readFlight(pg.db, flid))!;
+    const events = (await schdEvents(flid)).length;
+    const [id] = await p.post(flop(styp, { seqn: seq++ }, flight({ FLID: flid, ...wrongBody(styp) })));
+    await p.drain();
+    const st = await p.status(id!);
+    expect(st).toMatchObject({ status: 'DEAD', error_class: 'PROTOCOL' });
+    expect(st!.error_detail).toContain(`FLOP/${styp}`);
+    expect(await readFlight(pg.db, flid)).toEqual(before);
+    expect((await schdEvents(flid)).length).toBe(events);
+  });
+
+  it('an empty element still carries the field: STYP=GATE with <GATE/> clears the gates', async () => {
+    const [id] = await p.post(flop('GATE', { seqn: seq++ }, flight({ FLID: '3037', GATE: [] })));
+    await p.drain();
+    expect(await p.status(id!)).toMatchObject({ status: 'SUCCEEDED' });
+    expect((await readFlight(pg.db, '3037'))!.resources.GATE).toEqual([]);
   });
 });
 
