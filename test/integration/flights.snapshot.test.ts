@@ -5,7 +5,9 @@ import { flightJson } from '../../lib/flights/json.ts';
 import { scheduleProcessor } from '../../lib/flights/schedule.ts';
 import { readFlight } from '../../lib/flights/store.ts';
 import { flight, flop, schd } from '../fixtures/messages/build.ts';
+import { flightPipeline } from '../fixtures/messages/pump.ts';
 import { runDirect, testConfig } from '../fixtures/messages/run.ts';
+import { backfillSweep } from '../../lib/pipeline/backfill.ts';
 import { freshPg, type TestPg } from '../helpers/services.ts';
 
 let pg: TestPg;
@@ -79,7 +81,7 @@ describe('SCHD DNLD', () => {
     await runDirect(pg.db, plan(['1001', '1002']), { now });
     const before = await eventCount();
     const r = await runDirect(pg.db, plan(['1001', '1002'], { dttm: '20261129090000' }), { now });
-    expect(r).toMatchObject({ status: 'SUCCEEDED', note: 'created=0 updated=0 unchanged=2 stale=0' });
+    expect(r).toMatchObject({ status: 'SUCCEEDED', note: 'no change: unchanged=2 stale=0' });
     expect(await versions()).toEqual([
       { flid: '1001', state_version: 1 },
       { flid: '1002', state_version: 1 },
@@ -122,6 +124,33 @@ describe('SCHD DNLD', () => {
       { flid: '1001', state_version: 1 },
       { flid: '1002', state_version: 1 },
     ]);
+    expect(await eventCount()).toBe(4);
+  });
+});
+
+describe('SCHD through the pump and the mailbox', () => {
+  it('the same content again under a new SEQN ends SUCCEEDED "no change" in the mailbox, not SKIPPED', async () => {
+    const p = await flightPipeline(pg);
+    const content = (seqn: number) =>
+      schd('DNLD', {
+        seqn,
+        dttm: '20261129080000',
+        opdy: '20261129',
+        flights: [flight({ FLID: '5001', OPDY: '20261129', FLNO: '0501', STAT: 'SCH' }), flight({ FLID: '5002', OPDY: '20261129', FLNO: '0502' })],
+      });
+    const [first, again] = await p.post(content(seq++), content(seq++));
+    await p.drain();
+    await backfillSweep(p.ctx);
+    const box = await pg.db.query<{ ID: number; PROC_STATUS: string; PROC_NOTE: string | null }>(
+      `SELECT "ID", "PROC_STATUS", "PROC_NOTE" FROM "CMINMSGS" WHERE "ID" = ANY($1::bigint[]) ORDER BY "ID"`,
+      [[first, again]],
+    );
+    expect(box.rows).toEqual([
+      { ID: first, PROC_STATUS: 'SUCCEEDED', PROC_NOTE: 'created=2 updated=0 unchanged=0 stale=0' },
+      { ID: again, PROC_STATUS: 'SUCCEEDED', PROC_NOTE: 'no change: unchanged=2 stale=0' },
+    ]);
+    // Nothing was written for the repeat: one version, one event pair per flight.
+    expect((await readFlight(pg.db, '5001'))!.stateVersion).toBe(1);
     expect(await eventCount()).toBe(4);
   });
 });
