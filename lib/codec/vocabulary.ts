@@ -19,12 +19,14 @@ export const SCALARS = [
 ] as const;
 export type ScalarName = (typeof SCALARS)[number];
 
-export const RESOURCE_KINDS = ['ROUT', 'CSFL', 'GATE', 'STND', 'BELT', 'CHKC', 'BRDG', 'LNGE', 'DLAY'] as const;
+/** ROUT is the planned route, ERUT the altered one: two collections, legs keyed by SEQ in each. */
+export const RESOURCE_KINDS = ['ROUT', 'ERUT', 'CSFL', 'GATE', 'STND', 'BELT', 'CHKC', 'BRDG', 'LNGE', 'DLAY'] as const;
 export type ResourceKind = (typeof RESOURCE_KINDS)[number];
 
 /** Natural key of an item within its flight: route legs by SEQ, code shares by AWCD+FLNO, the rest by CODE. */
 export const RESOURCE_KEY: Record<ResourceKind, readonly string[]> = {
   ROUT: ['SEQ'],
+  ERUT: ['SEQ'],
   CSFL: ['AWCD', 'FLNO'],
   GATE: ['CODE'],
   STND: ['CODE'],

@@ -2,7 +2,7 @@ import type { Item } from '../codec/message.ts';
 import { RESOURCE_KINDS, type ResourceKind, SCALARS, type ScalarName, TIME_SCALARS } from '../codec/vocabulary.ts';
 import type { XmlNode } from '../codec/xml.ts';
 import type { Queryable } from '../db/db.ts';
-import { DETAIL_TABLES, keyExpr, SCALAR_COLUMNS, TIME_COLUMNS, toInstant } from './tables.ts';
+import { collectionFilter, DETAIL_TABLES, keyExpr, SCALAR_COLUMNS, TIME_COLUMNS, toInstant } from './tables.ts';
 import { emptyResources, type FlightState } from './model.ts';
 
 /** All SQL on flight_schd and the detail tables. Set-based: one statement for any number of flights. */
@@ -25,7 +25,7 @@ interface Row {
 // order, so a read of N flights is a single query, never one query per flight or per kind.
 const DETAILS = `jsonb_build_object(${RESOURCE_KINDS.map((k) => {
   const t = DETAIL_TABLES[k];
-  return `'${k}', (SELECT jsonb_agg(jsonb_build_array(${keyExpr(t, 'd')}, d.item) ORDER BY d.ord) FROM ${t.table} d WHERE d.flid = f.flid)`;
+  return `'${k}', (SELECT jsonb_agg(jsonb_build_array(${keyExpr(t, 'd')}, d.item) ORDER BY d.ord) FROM ${t.table} d WHERE d.flid = f.flid${collectionFilter(t, 'd')})`;
 }).join(', ')}) AS res`;
 
 const SELECT = `SELECT f.flid, f.operation_day, ${SCALAR_COLUMNS.map((c) => `f.${c}`).join(', ')}, f.extra, f.status,
@@ -119,14 +119,17 @@ export async function writeFlights(q: Queryable, writes: FlightWrite[], tz: stri
     const cols = t.columns.map((c) => [c, p(rows.map((r) => c.value(r.item, tz)))] as const);
     const ordP = p(rows.map((r) => r.ord));
     const itemP = p(rows.map((r) => JSON.stringify(r.item.nodes)));
+    // A shared table's collection column is a constant of the insert and part of the conflict key.
+    const coll = t.collection ? [t.collection.column] : [];
+    const collValue = t.collection ? [`${p(t.collection.value)}::text`] : [];
     const names = ['flid', ...cols.map(([c]) => c.column), 'ord', 'item'];
     const keyCols = t.keys;
     const n = ctes.length;
     ctes.push(
-      `u${n} AS (INSERT INTO ${t.table} (${names.join(', ')})
-        SELECT * FROM unnest(${rowFlidP}::text[], ${cols.map(([c, ph]) => `${ph}::${c.type}[]`).join(', ')}, ${ordP}::int[], ${itemP}::jsonb[])
-        ON CONFLICT (flid, ${keyCols.join(', ')}) DO UPDATE SET ${names.filter((c) => c !== 'flid' && !keyCols.includes(c)).map((c) => `${c} = EXCLUDED.${c}`).join(', ')})`,
-      `d${n} AS (DELETE FROM ${t.table} d WHERE d.flid = ANY(${flidsP}::text[])
+      `u${n} AS (INSERT INTO ${t.table} (${[...names, ...coll].join(', ')})
+        SELECT *${collValue.map((v) => `, ${v}`).join('')} FROM unnest(${rowFlidP}::text[], ${cols.map(([c, ph]) => `${ph}::${c.type}[]`).join(', ')}, ${ordP}::int[], ${itemP}::jsonb[])
+        ON CONFLICT (flid, ${[...coll, ...keyCols].join(', ')}) DO UPDATE SET ${names.filter((c) => c !== 'flid' && !keyCols.includes(c)).map((c) => `${c} = EXCLUDED.${c}`).join(', ')})`,
+      `d${n} AS (DELETE FROM ${t.table} d WHERE d.flid = ANY(${flidsP}::text[])${collectionFilter(t, 'd')}
         AND (d.flid, ${keyCols.map((k) => `d.${k}`).join(', ')}) NOT IN
             (SELECT * FROM unnest(${rowFlidP}::text[], ${keyCols.map((k) => `${cols.find(([c]) => c.column === k)![1]}::text[]`).join(', ')})))`,
     );
@@ -137,6 +140,8 @@ export async function writeFlights(q: Queryable, writes: FlightWrite[], tz: stri
 /** Removes flights and all their details (history sweep), in one statement. */
 export async function deleteFlights(q: Queryable, flids: string[]): Promise<void> {
   if (flids.length === 0) return;
-  const ctes = RESOURCE_KINDS.map((k, i) => `d${i} AS (DELETE FROM ${DETAIL_TABLES[k].table} WHERE flid = ANY($1::text[]))`);
+  // ROUT and ERUT share a table: delete from each table once.
+  const tables = [...new Set(RESOURCE_KINDS.map((k) => DETAIL_TABLES[k].table))];
+  const ctes = tables.map((t, i) => `d${i} AS (DELETE FROM ${t} WHERE flid = ANY($1::text[]))`);
   await q.query(`WITH ${ctes.join(', ')} DELETE FROM flight_schd WHERE flid = ANY($1::text[])`, [flids]);
 }

@@ -14,8 +14,14 @@ export interface ColumnSpec {
 }
 export interface DetailTable {
   table: string;
+  /** The item's natural key within its collection (what Item.key joins). */
   keys: string[];
   columns: ColumnSpec[];
+  /**
+   * For collections sharing one table (ROUT and ERUT in flight_rout): the column naming the
+   * collection, part of the table's joint key (flid, kind, seq), and this collection's value.
+   */
+  collection?: { column: string; value: string };
 }
 
 const textOf = (name: string) => (item: Item) => {
@@ -36,15 +42,21 @@ const timed = (table: string): DetailTable => ({
   ],
 });
 
-export const DETAIL_TABLES: Record<ResourceKind, DetailTable> = {
-  ROUT: {
+function route(kind: 'ROUT' | 'ERUT'): DetailTable {
+  return {
     table: 'flight_rout',
     keys: ['seq'],
     columns: [
       { column: 'seq', type: 'text', value: textOf('SEQ') },
       { column: 'apcd', type: 'text', value: textOf('APCD') },
     ],
-  },
+    collection: { column: 'kind', value: kind },
+  };
+}
+
+export const DETAIL_TABLES: Record<ResourceKind, DetailTable> = {
+  ROUT: route('ROUT'),
+  ERUT: route('ERUT'),
   CSFL: {
     table: 'flight_csfl',
     keys: ['awcd', 'flno'],
@@ -68,6 +80,10 @@ export const DETAIL_TABLES: Record<ResourceKind, DetailTable> = {
   BRDG: timed('flight_brdg'),
   LNGE: timed('flight_lnge'),
 };
+
+/** SQL condition limiting `alias` to this collection's rows (empty when the table holds one). */
+export const collectionFilter = (t: DetailTable, alias: string) =>
+  t.collection ? ` AND ${alias}.${t.collection.column} = '${t.collection.value}'` : '';
 
 /** The SQL expression of an item's natural key, as Item.key joins it ('|' between parts). */
 export const keyExpr = (t: DetailTable, alias: string) => t.keys.map((k) => `${alias}.${k}`).join(` || '|' || `);

@@ -150,7 +150,10 @@ export async function archiveFinished(q: Queryable, before: Date, limit: number,
          SELECT id FROM tx_message WHERE status IN ('CONSUMED', 'ROLLED_BACK') AND finished_at <= $1
          ORDER BY finished_at LIMIT $2 FOR UPDATE SKIP LOCKED)
        RETURNING *)
-     INSERT INTO tx_message_hst SELECT moved.*, $3::timestamptz FROM moved`,
+     -- By column name, not position: columns added later sit after archived_at in the history table.
+     INSERT INTO tx_message_hst
+     SELECT (jsonb_populate_record(NULL::tx_message_hst, to_jsonb(moved) || jsonb_build_object('archived_at', $3::timestamptz))).*
+     FROM moved`,
     [before, limit, now],
   );
   return r.rowCount;

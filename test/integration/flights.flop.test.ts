@@ -120,6 +120,44 @@ describe('FLOP: the body must carry what its STYP names', () => {
   });
 });
 
+describe('ROUT and ERUT: two collections, legs keyed jointly by (kind, SEQ)', () => {
+  const legs = (...apcds: string[]) => apcds.map((APCD, i) => ({ SEQ: String(i + 1), APCD }));
+  it('a plan carries both with the same leg numbers; a ROUT FLOP with only ERUT changes ERUT alone', async () => {
+    const flid = 'R3801';
+    const [plan] = await p.post(
+      schd('ADFT', { seqn: seq++, dttm: '20261129061000', cnt: null, flights: [flight({ FLID: flid, OPDY: '20261129', FLNO: '0338', ROUT: legs('CAN', 'PEK'), ERUT: legs('CAN', 'WUH', 'PEK') })] }),
+    );
+    await p.drain();
+    expect(await p.status(plan!)).toMatchObject({ status: 'SUCCEEDED' });
+    const [change] = await p.post(flop('ROUT', { seqn: seq++, dttm: '20261129070000' }, flight({ FLID: flid, ERUT: legs('CAN', 'SHA') })));
+    await p.drain();
+    expect(await p.status(change!)).toMatchObject({ status: 'SUCCEEDED' });
+
+    const last = JSON.parse((await schdEvents(flid)).at(-1)!.value!);
+    expect(last).toMatchObject({ FLID: flid, stateVersion: 2, ROUT: legs('CAN', 'PEK'), ERUT: legs('CAN', 'SHA') });
+    // The detail table holds each leg once per collection under the joint key.
+    const rows = await pg.db.query(`SELECT kind, seq, apcd FROM flight_rout WHERE flid = $1 ORDER BY kind DESC, seq`, [flid]);
+    expect(rows.rows).toEqual([
+      { kind: 'ROUT', seq: '1', apcd: 'CAN' },
+      { kind: 'ROUT', seq: '2', apcd: 'PEK' },
+      { kind: 'ERUT', seq: '1', apcd: 'CAN' },
+      { kind: 'ERUT', seq: '2', apcd: 'SHA' },
+    ]);
+
+    // An empty ERUT clears the altered route and leaves the planned one.
+    const [clear] = await p.post(flop('ROUT', { seqn: seq++, dttm: '20261129071000' }, flight({ FLID: flid, ERUT: [] })));
+    await p.drain();
+    expect(await p.status(clear!)).toMatchObject({ status: 'SUCCEEDED' });
+    expect(JSON.parse((await schdEvents(flid)).at(-1)!.value!)).toMatchObject({ stateVersion: 3, ROUT: legs('CAN', 'PEK'), ERUT: [] });
+  });
+
+  it('the same leg twice within ERUT is a protocol error', async () => {
+    const [id] = await p.post(flop('ROUT', { seqn: seq++ }, flight({ FLID: 'R3802', ERUT: [{ SEQ: '1', APCD: 'CAN' }, { SEQ: '1', APCD: 'PEK' }] })));
+    await p.drain();
+    expect(await p.status(id!)).toMatchObject({ status: 'DEAD', error_class: 'PROTOCOL' });
+  });
+});
+
 describe('FLOP semantics', () => {
   it('an empty element clears; unknown elements are kept verbatim and round-trip into events', async () => {
     const [a, b] = await p.post(

@@ -67,7 +67,13 @@ it('2,000 flights and 20,000 FLOPs match the in-memory model, and schd events ho
     STND: () => ({ STND: [{ CODE: pick(['201', '202']), BEG: pick(times), END: '' }] }),
     CHKC: () => ({ CHKC: rand() < 0.5 ? [{ CODE: 'K1', BEG: '', END: '' }, { CODE: 'K2', BEG: '', END: '' }] : [{ CODE: pick(['K1', 'K3']), BEG: '', END: '' }] }),
     DLAY: () => ({ DLAY: [{ CODE: pick(['81', '93']), MIN: pick(['005', '010']) }] }),
-    ROUT: () => ({ ROUT: [{ SEQ: '1', APCD: 'CAN' }, { SEQ: '2', APCD: pick(['PEK', 'SHA']) }] }),
+    // ROUT and ERUT are two collections keyed by the same leg numbers: one must never touch the other.
+    ROUT: () =>
+      pick<Fields>([
+        { ROUT: [{ SEQ: '1', APCD: 'CAN' }, { SEQ: '2', APCD: pick(['PEK', 'SHA']) }] },
+        { ERUT: rand() < 0.2 ? [] : [{ SEQ: '1', APCD: 'CAN' }, { SEQ: '2', APCD: pick(['WUH', 'SHA']) }] },
+        { ROUT: [{ SEQ: '1', APCD: pick(['CAN', 'SZX']) }], ERUT: [{ SEQ: '1', APCD: 'CAN' }, { SEQ: '2', APCD: 'PEK' }] },
+      ]),
     UPDT: () => ({ XREM: pick(['a', 'b']), TERM: pick(['T1', 'T2']) }),
   };
   const styps = Object.keys(gen);

@@ -34,7 +34,7 @@ describe('flight merge rules', () => {
 
   it('renders the flight with wire names, unknowns after known fields', () => {
     const j = flightJson({ ...base(), stateVersion: 3, updatedAt: new Date('2026-11-29T00:00:00Z') });
-    expect(Object.keys(j)).toEqual(['FLID', 'OPDY', 'FLNO', 'STAT', 'ROUT', 'CSFL', 'GATE', 'STND', 'BELT', 'CHKC', 'BRDG', 'LNGE', 'DLAY', 'A', 'B', 'stateVersion', 'status', 'updatedAt']);
+    expect(Object.keys(j)).toEqual(['FLID', 'OPDY', 'FLNO', 'STAT', 'ROUT', 'ERUT', 'CSFL', 'GATE', 'STND', 'BELT', 'CHKC', 'BRDG', 'LNGE', 'DLAY', 'A', 'B', 'stateVersion', 'status', 'updatedAt']);
     expect(j).toMatchObject({ FLNO: '0310', A: '1', stateVersion: 3, status: 'ACTIVE', updatedAt: '2026-11-29T00:00:00.000Z' });
   });
 });
