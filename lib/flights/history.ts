@@ -77,6 +77,21 @@ async function copyToHistory(tx: Queryable, flights: FlightState[], now: Date): 
   );
 }
 
+/**
+ * The version a flight reached before the sweep removed it, as consumers last saw it: the archived
+ * version, plus one for the purge tombstone an ACTIVE flight got. A flight sent again after the
+ * sweep continues above this, so its version never goes backwards. Flights never archived are absent.
+ */
+export async function archivedVersionFloors(q: Queryable, flids: string[]): Promise<Map<string, number>> {
+  if (flids.length === 0) return new Map();
+  const r = await q.query<{ flid: string; floor: number }>(
+    `SELECT flid, max(state_version + CASE WHEN status = 'DELETED' THEN 0 ELSE 1 END)::int AS floor
+     FROM flight_hst WHERE flid = ANY($1::text[]) GROUP BY flid`,
+    [flids],
+  );
+  return new Map(r.rows.map((x) => [x.flid, x.floor]));
+}
+
 const SWEEP_KEY = 'flights.history_sweep_day';
 
 /**

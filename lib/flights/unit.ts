@@ -5,6 +5,7 @@ import { enqueueEvents, type NewEvent } from '../outbox/enqueue.ts';
 import type { GroupParticipant } from '../pipeline/groupScope.ts';
 import type { ProcessContext } from '../pipeline/processor.ts';
 import type { FlightState } from './model.ts';
+import { archivedVersionFloors } from './history.ts';
 import { loadFlightsForUpdate, writeFlights } from './store.ts';
 
 const UNIT = Symbol('flights.unit');
@@ -19,6 +20,8 @@ const UNIT = Symbol('flights.unit');
 export class FlightUnit implements GroupParticipant {
   /** Current state per FLID as of the messages applied so far (null: no such flight). */
   readonly #working = new Map<string, FlightState | null>();
+  /** For flights not in the live tables: the version they had reached before the history sweep. */
+  readonly #floors = new Map<string, number>();
   /** Changed collections per changed FLID (the main row is always written). */
   readonly #changed = new Map<string, Set<ResourceKind>>();
   #events: NewEvent[] = [];
@@ -43,6 +46,9 @@ export class FlightUnit implements GroupParticipant {
       const loaded = await loadFlightsForUpdate(this.tx, toLoad);
       // Loaded state is the base, not a change of the current message: no journal entry.
       for (const f of toLoad) this.#working.set(f, loaded.get(f) ?? null);
+      // Only flights absent from the live tables may have been archived: one more query, and only then.
+      const absent = toLoad.filter((f) => !loaded.has(f));
+      for (const [f, v] of await archivedVersionFloors(this.tx, absent)) this.#floors.set(f, v);
       this.#prefetch.clear();
     }
     const out = new Map<string, FlightState>();
@@ -51,6 +57,11 @@ export class FlightUnit implements GroupParticipant {
       if (s) out.set(f, s);
     }
     return out;
+  }
+
+  /** The version a flight not in the live tables continues from (0 if it was never archived). */
+  versionFloor(flid: string): number {
+    return this.#floors.get(flid) ?? 0;
   }
 
   /** Stages a flight's next state, the collections that changed, and its events. */

@@ -78,7 +78,8 @@ export async function applyFlightOps(ctx: ProcessContext, ops: FlightOp[]): Prom
     if (!diff.main && diff.kinds.length === 0) continue;
     const next: FlightState = {
       ...draft,
-      stateVersion: (prev?.stateVersion ?? 0) + 1,
+      // A flight new to the live tables continues from the version it had before a history sweep.
+      stateVersion: (prev?.stateVersion ?? unit.versionFloor(flid)) + 1,
       lastMsgId: ctx.msgId,
       srcDttm: prev?.srcDttm && (!sentAt || prev.srcDttm > sentAt) ? prev.srcDttm : sentAt,
       createdAt: prev ? prev.createdAt : ctx.now,

@@ -58,6 +58,30 @@ describe('history sweep', () => {
     expect(await historySweep({ db: pg.db, config, clock })).toMatchObject({ flights: 0, tombstones: 0 });
   });
 
+  it('a flight sent again after the sweep continues its version: a consumer never sees it go backwards', async () => {
+    await runDirect(pg.db, plan(['1', '2', '3']), { now: t0 });
+    await runDirect(pg.db, fdel({ seqn: seq++ }, '2'), { now: t0 });
+    await historySweep({ db: pg.db, config: testConfig(), clock: new FakeClock('2026-11-29T19:30:00Z') });
+    expect(await count('flight_schd')).toBe(0);
+    // Later the same flights come again (a late plan), then a change to one of them.
+    const later = new Date('2026-11-29T20:00:00Z');
+    await runDirect(pg.db, plan(['1', '2']), { now: later });
+    await runDirect(pg.db, fdel({ seqn: seq++ }, '1'), { now: later });
+
+    // The consumer's view: every schd record of a flight, in order, must carry a higher version.
+    const ev = await pg.db.query<{ flid: string; event_type: string; state_version: number }>(
+      `SELECT partition_key AS flid, event_type, state_version FROM msg_event WHERE target = 'schd' ORDER BY event_id`,
+    );
+    const seen = new Map<string, number[]>();
+    for (const e of ev.rows) seen.set(e.flid, [...(seen.get(e.flid) ?? []), e.state_version]);
+    // 1: created v1, purged v2, back v3, deleted v4; 2: created v1, deleted v2, back v3; 3: created v1, purged v2.
+    expect(Object.fromEntries(seen)).toEqual({ '1': [1, 2, 3, 4], '2': [1, 2, 3], '3': [1, 2] });
+    const router = new Router(flightRoutes);
+    const ctx = makeContext({ db: pg.db, mailbox: new PgMailbox(pg.db), env: { MSGX_LOG_LEVEL: 'SILENT' } });
+    const get = (flid: string): HttpRequest => ({ method: 'GET', path: `/v1/flights/${flid}`, headers: {}, query: {}, body: '', params: {}, isAdmin: false });
+    expect((await router.handle(get('2'), ctx)).body).toMatchObject({ FLID: '2', status: 'ACTIVE', stateVersion: 3 });
+  });
+
   it('is restartable: a crash between copy and delete loses and duplicates nothing', async () => {
     await runDirect(pg.db, plan(['1', '2']), { now: t0 });
     const config = testConfig();
