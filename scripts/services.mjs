@@ -24,10 +24,6 @@ const STATE = path.join(ROOT, '.services');
 const KAFKA_SRC = path.join(ROOT, 'scripts', 'kafka');
 const KAFKA_DIR = path.join(STATE, 'kafka');
 const KAFKA_LIBS = path.join(KAFKA_DIR, 'libs');
-const KAFKA_DATA = path.join(KAFKA_DIR, 'data');
-const KAFKA_PROPS = path.join(KAFKA_DIR, 'server.properties');
-const KAFKA_PID = path.join(KAFKA_DIR, 'pid');
-const KAFKA_OUT = path.join(KAFKA_DIR, 'kafka.out');
 const KAFKA_VERSIONS = ['3.9.1', '3.9.0'];
 
 const HOST = '127.0.0.1';
@@ -37,7 +33,6 @@ const KAFKA_PORT = 9092;
 const KAFKA_CONTROLLER_PORT = 9093;
 const DB = 'test';
 const PG_USERS = ['postgres', 'root'];
-const KAFKA_BROKERS = `${HOST}:${KAFKA_PORT}`;
 const MAILBOX_URL = `mysql://root@${HOST}:${MY_PORT}/${DB}`;
 
 const DB_WAIT_MS = 60_000;
@@ -255,13 +250,27 @@ async function ensureMy() {
 
 // ---------------------------------------------------------------------------------------------
 // Kafka
+//
+// A broker instance is {dir, port, controllerPort}: its config, data, pid and logs live in `dir`.
+// The shared test broker is DEFAULT_KAFKA (.services/kafka, 9092/9093); the fault runs start
+// private ones on other ports (startKafka/stopKafka are exported for them) so that killing a
+// broker never touches anyone else's. Every instance runs the same jars (.services/kafka/libs).
 
-async function kafkaProbe(timeoutMs = 1500) {
-  if (!(await tcpOpen(KAFKA_PORT))) return null;
+const DEFAULT_KAFKA = { dir: KAFKA_DIR, port: KAFKA_PORT, controllerPort: KAFKA_CONTROLLER_PORT };
+const brokersOf = (inst) => `${HOST}:${inst.port}`;
+const kafkaFiles = (inst) => ({
+  data: path.join(inst.dir, 'data'),
+  props: path.join(inst.dir, 'server.properties'),
+  pid: path.join(inst.dir, 'pid'),
+  out: path.join(inst.dir, 'kafka.out'),
+});
+
+async function kafkaProbe(inst = DEFAULT_KAFKA, timeoutMs = 1500) {
+  if (!(await tcpOpen(inst.port))) return null;
   const { Kafka, logLevel } = await import('kafkajs');
   const kafka = new Kafka({
     clientId: 'msgx-services',
-    brokers: [KAFKA_BROKERS],
+    brokers: [brokersOf(inst)],
     logLevel: logLevel.NOTHING,
     connectionTimeout: timeoutMs,
     requestTimeout: timeoutMs,
@@ -272,7 +281,7 @@ async function kafkaProbe(timeoutMs = 1500) {
     await admin.connect();
     const cluster = await admin.describeCluster();
     if (!cluster?.brokers?.length || cluster.controller == null || cluster.controller < 0) return null;
-    return KAFKA_BROKERS;
+    return brokersOf(inst);
   } catch {
     return null;
   } finally {
@@ -285,11 +294,11 @@ async function kafkaProbe(timeoutMs = 1500) {
  * __transaction_state) now, so the first test's consumer group or transactional producer does
  * not meet "coordinator not available/loading" errors. Best effort.
  */
-async function warmKafka() {
+async function warmKafka(inst) {
   const { Kafka, logLevel } = await import('kafkajs');
   const kafka = new Kafka({
     clientId: 'msgx-services',
-    brokers: [KAFKA_BROKERS],
+    brokers: [brokersOf(inst)],
     logLevel: logLevel.NOTHING,
     retry: { retries: 20, initialRetryTime: 200, maxRetryTime: 1000 },
   });
@@ -307,11 +316,14 @@ async function warmKafka() {
   }
 }
 
-function kafkaPid() {
-  const pid = Number.parseInt(readText(KAFKA_PID) ?? '', 10);
+/** The running broker's pid for this instance, or null. */
+export function kafkaPid(inst = DEFAULT_KAFKA) {
+  const { pid: pidFile, props } = kafkaFiles(inst);
+  const pid = Number.parseInt(readText(pidFile) ?? '', 10);
   if (!pid || !pidAlive(pid)) return null;
-  // Guard against a recycled pid: it must be our broker.
-  if (!cmdline(pid).includes('kafka.Kafka')) return null;
+  // Guard against a recycled pid: it must be this instance's broker.
+  const cmd = cmdline(pid);
+  if (!cmd.includes('kafka.Kafka') || !cmd.includes(props)) return null;
   return pid;
 }
 
@@ -348,48 +360,51 @@ async function ensureKafkaLibs() {
   throw new Fail(`could not fetch Apache Kafka (${KAFKA_VERSIONS.join(', ')}) with Maven; see ${logFile}\n${tail(logFile, 20)}`);
 }
 
-function writeKafkaConfig() {
+function writeKafkaConfig(inst) {
+  const { data, props: file } = kafkaFiles(inst);
   const tpl = fs.readFileSync(path.join(KAFKA_SRC, 'server.properties.template'), 'utf8');
   const props = tpl
-    .replaceAll('@PORT@', String(KAFKA_PORT))
-    .replaceAll('@CONTROLLER_PORT@', String(KAFKA_CONTROLLER_PORT))
-    .replaceAll('@LOG_DIR@', KAFKA_DATA);
-  if (readText(KAFKA_PROPS) !== props) fs.writeFileSync(KAFKA_PROPS, props);
+    .replaceAll('@PORT@', String(inst.port))
+    .replaceAll('@CONTROLLER_PORT@', String(inst.controllerPort))
+    .replaceAll('@LOG_DIR@', data);
+  if (readText(file) !== props) fs.writeFileSync(file, props);
 }
 
-function kafkaJvmArgs() {
+function kafkaJvmArgs(inst) {
   return [
     '-Xms256m', '-Xmx512m',
     '-XX:+UseG1GC', '-XX:MaxGCPauseMillis=20',
     '-Djava.awt.headless=true',
-    `-Dkafka.logs.dir=${KAFKA_DIR}`,
+    `-Dkafka.logs.dir=${inst.dir}`,
     `-Dlog4j.configuration=file:${path.join(KAFKA_SRC, 'log4j.properties')}`,
     '-cp', `${KAFKA_LIBS}/*`,
   ];
 }
 
 /** Formats the KRaft log directory once (a meta.properties file marks it formatted). */
-async function formatKafkaStorage() {
-  if (fs.existsSync(path.join(KAFKA_DATA, 'meta.properties'))) return;
-  mkdirp(KAFKA_DATA);
+async function formatKafkaStorage(inst) {
+  const { data, props } = kafkaFiles(inst);
+  if (fs.existsSync(path.join(data, 'meta.properties'))) return;
+  mkdirp(data);
   let clusterId;
   do clusterId = randomBytes(16).toString('base64url');
   while (clusterId.startsWith('-'));
-  const logFile = path.join(KAFKA_DIR, 'format.log');
+  const logFile = path.join(inst.dir, 'format.log');
   const rc = await run(javaBin(), [
-    ...kafkaJvmArgs(), 'kafka.tools.StorageTool',
-    'format', '-t', clusterId, '-c', KAFKA_PROPS, '--ignore-formatted',
+    ...kafkaJvmArgs(inst), 'kafka.tools.StorageTool',
+    'format', '-t', clusterId, '-c', props, '--ignore-formatted',
   ], logFile);
   if (rc !== 0) throw new Fail(`formatting the Kafka log dir failed (exit ${rc})\n${tail(logFile, 20)}`);
 }
 
-function startKafkaProcess() {
-  const outFd = fs.openSync(KAFKA_OUT, 'a');
+function startKafkaProcess(inst) {
+  const { props, pid: pidFile, out } = kafkaFiles(inst);
+  const outFd = fs.openSync(out, 'a');
   fs.writeSync(outFd, `\n--- start ${new Date().toISOString()}\n`);
   let child;
   try {
-    child = spawn(javaBin(), [...kafkaJvmArgs(), 'kafka.Kafka', KAFKA_PROPS], {
-      cwd: KAFKA_DIR,
+    child = spawn(javaBin(), [...kafkaJvmArgs(inst), 'kafka.Kafka', props], {
+      cwd: inst.dir,
       detached: true,
       stdio: ['ignore', outFd, outFd],
     });
@@ -401,13 +416,13 @@ function startKafkaProcess() {
   child.once('error', (e) => { exited = e.message; });
   child.unref();
   if (!child.pid) throw new Fail(`could not start java: ${exited ?? 'no pid'}`);
-  fs.writeFileSync(KAFKA_PID, `${child.pid}\n`);
+  fs.writeFileSync(pidFile, `${child.pid}\n`);
   return { pid: child.pid, exited: () => exited };
 }
 
 /** Start lock, so two concurrent `up`s do not start two brokers. */
-async function withKafkaLock(fn) {
-  const lock = path.join(KAFKA_DIR, 'start.lock');
+async function withKafkaLock(inst, fn) {
+  const lock = path.join(inst.dir, 'start.lock');
   const deadline = Date.now() + KAFKA_WAIT_MS + 60_000;
   for (;;) {
     try {
@@ -433,28 +448,33 @@ async function withKafkaLock(fn) {
   }
 }
 
-async function ensureKafka() {
-  if (await kafkaProbe()) return KAFKA_BROKERS;
-  mkdirp(KAFKA_DIR);
-  return withKafkaLock(async () => {
+/**
+ * Makes sure the instance's broker answers (starting it, with its data kept, when it does not) and
+ * returns its bootstrap address. `inst` defaults to the shared test broker.
+ */
+export async function startKafka(inst = DEFAULT_KAFKA) {
+  if (await kafkaProbe(inst)) return brokersOf(inst);
+  mkdirp(inst.dir);
+  return withKafkaLock(inst, async () => {
     // Someone may have started it while we waited for the lock.
-    if (await kafkaProbe()) return KAFKA_BROKERS;
-    let pid = kafkaPid();
+    if (await kafkaProbe(inst)) return brokersOf(inst);
+    let pid = kafkaPid(inst);
     let exited = () => (pidAlive(pid) ? null : 'the broker process exited');
     if (pid) {
       log(`Kafka broker (pid ${pid}) is running but not answering yet; waiting …`);
     } else {
-      if (await tcpOpen(KAFKA_PORT)) {
-        throw new Fail(`port ${KAFKA_PORT} is taken by something that does not answer as a Kafka broker`);
+      if (await tcpOpen(inst.port)) {
+        throw new Fail(`port ${inst.port} is taken by something that does not answer as a Kafka broker`);
       }
-      if (await tcpOpen(KAFKA_CONTROLLER_PORT)) {
-        throw new Fail(`port ${KAFKA_CONTROLLER_PORT} (Kafka controller) is taken by another process`);
+      if (await tcpOpen(inst.controllerPort)) {
+        throw new Fail(`port ${inst.controllerPort} (Kafka controller) is taken by another process`);
       }
+      mkdirp(KAFKA_DIR);
       const version = await ensureKafkaLibs();
-      writeKafkaConfig();
-      await formatKafkaStorage();
-      log(`starting Kafka ${version} broker on ${KAFKA_BROKERS} (log: ${path.relative(ROOT, KAFKA_DIR)}/server.log) …`);
-      const started = startKafkaProcess();
+      writeKafkaConfig(inst);
+      await formatKafkaStorage(inst);
+      log(`starting Kafka ${version} broker on ${brokersOf(inst)} (log: ${path.relative(ROOT, inst.dir)}/server.log) …`);
+      const started = startKafkaProcess(inst);
       pid = started.pid;
       exited = () => {
         const x = started.exited();
@@ -462,20 +482,22 @@ async function ensureKafka() {
       };
     }
     try {
-      await waitFor('Kafka broker', KAFKA_WAIT_MS, () => kafkaProbe(), { interval: 500, abort: exited });
-      await warmKafka();
+      await waitFor('Kafka broker', KAFKA_WAIT_MS, () => kafkaProbe(inst), { interval: 500, abort: exited });
+      await warmKafka(inst);
     } catch (e) {
-      const logs = tail(KAFKA_OUT, 10) + '\n' + tail(path.join(KAFKA_DIR, 'server.log'), 20);
+      const logs = tail(kafkaFiles(inst).out, 10) + '\n' + tail(path.join(inst.dir, 'server.log'), 20);
       throw new Fail(`${e.message}\n${logs.trim()}`);
     }
-    return KAFKA_BROKERS;
+    return brokersOf(inst);
   });
 }
 
-async function stopKafka({ kill = false } = {}) {
-  const pid = kafkaPid();
+/** Stops the instance's broker (data kept): SIGTERM, or SIGKILL with `kill`. False if it was not running. */
+export async function stopKafka(inst = DEFAULT_KAFKA, { kill = false } = {}) {
+  const pidFile = kafkaFiles(inst).pid;
+  const pid = kafkaPid(inst);
   if (!pid) {
-    fs.rmSync(KAFKA_PID, { force: true });
+    fs.rmSync(pidFile, { force: true });
     return false;
   }
   process.kill(pid, kill ? 'SIGKILL' : 'SIGTERM');
@@ -490,8 +512,8 @@ async function stopKafka({ kill = false } = {}) {
     await sleep(100);
   }
   // The listener is gone once the process is; make sure before returning (fault tests rely on it).
-  await waitFor('Kafka port release', 10_000, async () => !(await tcpOpen(KAFKA_PORT, 200)));
-  fs.rmSync(KAFKA_PID, { force: true });
+  await waitFor('Kafka port release', 10_000, async () => !(await tcpOpen(inst.port, 200)));
+  fs.rmSync(pidFile, { force: true });
   return true;
 }
 
@@ -502,7 +524,7 @@ async function up(args) {
   const quiet = args.includes('--quiet-stdout');
   mkdirp(STATE);
   // Databases in parallel; Kafka (which may download and take a while) alongside.
-  const [pg, my, kafka] = await Promise.all([ensurePg(), ensureMy(), ensureKafka()]);
+  const [pg, my, kafka] = await Promise.all([ensurePg(), ensureMy(), startKafka()]);
   const lines = [`MSGX_PG_URL=${pg}`, `MSGX_MAILBOX_URL=${my}`, `MSGX_KAFKA_BROKERS=${kafka}`];
   const text = lines.join('\n') + '\n';
   if (readText(path.join(STATE, 'env')) !== text) fs.writeFileSync(path.join(STATE, 'env'), text);
@@ -529,7 +551,7 @@ async function status() {
   const [pg, my, kafka] = await Promise.all([
     pgProbe().catch((e) => `error: ${e.message}`),
     myProbe().catch((e) => `error: ${e.message}`),
-    kafkaProbe(),
+    kafkaProbe(DEFAULT_KAFKA),
   ]);
   const pid = kafkaPid();
   const version = readText(path.join(KAFKA_LIBS, '.version'))?.trim();
@@ -558,10 +580,10 @@ async function main() {
       break;
     case 'kafka-start':
       mkdirp(STATE);
-      await ensureKafka();
+      await startKafka();
       break;
     case 'kafka-stop':
-      await stopKafka({ kill: args.includes('--kill') });
+      await stopKafka(DEFAULT_KAFKA, { kill: args.includes('--kill') });
       break;
     case '-h':
     case '--help':
@@ -574,11 +596,14 @@ async function main() {
   }
 }
 
-main().then(
-  // Exit explicitly: a lingering client socket must never keep `up` (and so `npm test`) waiting.
-  () => process.exit(process.exitCode ?? 0),
-  (e) => {
-    process.stderr.write(`services: ${e instanceof Fail ? e.message : e?.stack ?? e}\n`);
-    process.exit(1);
-  },
-);
+// Run as a command only; the fault runs import startKafka/stopKafka for their private brokers.
+if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  main().then(
+    // Exit explicitly: a lingering client socket must never keep `up` (and so `npm test`) waiting.
+    () => process.exit(process.exitCode ?? 0),
+    (e) => {
+      process.stderr.write(`services: ${e instanceof Fail ? e.message : e?.stack ?? e}\n`);
+      process.exit(1);
+    },
+  );
+}

@@ -1,29 +1,28 @@
 /**
  * Shared machinery of the fault runs: a fresh PostgreSQL database, MariaDB mailbox and pair of
- * Kafka topics per run; the real roles as child processes that can be SIGKILLed and restarted; a
- * flight workload whose every outcome is known in advance; and the invariant checker that reads
- * PostgreSQL, the mailbox and both topics back.
+ * Kafka topics per run (the mailbox and the topics on the run's PRIVATE MariaDB and broker,
+ * globalSetup.ts); the real roles as child processes that can be SIGKILLed and restarted; a
+ * flight workload whose every outcome is known in advance; and the invariant checker that only
+ * reads PostgreSQL, the mailbox and both topics back (it never repairs what it checks).
  */
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { closeSync, mkdirSync, openSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
+import { createInterface } from 'node:readline';
 import kafkajs from 'kafkajs';
 import mysql from 'mysql2/promise';
+import { inject } from 'vitest';
 import { loadConfig } from '../../lib/config/config.ts';
 import { flightJson } from '../../lib/flights/json.ts';
 import { readFlightsOfDay } from '../../lib/flights/store.ts';
 import { ensureTopics } from '../../lib/outbox/topics.ts';
-import { backfillSweep, reconcileBackfill } from '../../lib/pipeline/backfill.ts';
-import { systemClock } from '../../lib/shared/clock.ts';
 import { flight, flop, schd } from '../fixtures/messages/build.ts';
-import { makeContext } from '../helpers/pipeline.ts';
 import { freshMysql, freshPg, serviceUrls, type TestMysql, type TestPg } from '../helpers/services.ts';
+import { kafkaStart, kafkaStop, mariadbStart, mariadbStop } from './privateServices.ts';
 
 const { Kafka, logLevel } = kafkajs;
-const run = promisify(execFile);
 
 export const DAY = '20261129';
 export type RoleName = 'pump' | 'poller' | 'dispatcher' | 'sweep';
@@ -38,6 +37,10 @@ export const FAULT_ENV: Record<string, string> = {
   MSGX_DELIVERY_PUBLISH_TIMEOUT: '2s',
   MSGX_DELIVERY_POLL_INTERVAL: '200ms',
   MSGX_SCHD_FLUSH_PERIOD: '500ms',
+  // The sweep role retries back-fills a killed pump or a mailbox outage left behind; with the
+  // defaults (30 s doubling to 15 min) a run would wait minutes for the last mark.
+  MSGX_BACKFILL_INITIAL: '1s',
+  MSGX_BACKFILL_MAX: '4s',
 };
 
 export interface FaultRun {
@@ -111,6 +114,24 @@ interface Child {
   killed?: boolean;
 }
 
+/** A failure a role child reported (roleChild.ts prints `failure <json>` for each). */
+export interface RoleFailure {
+  role: RoleName;
+  at: number;
+  message: string;
+  detail: string;
+}
+
+/** A period in which the scenario itself breaks things (a killed service), plus its grace. */
+interface FaultWindow {
+  name: string;
+  from: number;
+  to: number;
+}
+
+/** After a fault ends, failures are still the fault's for this long (clients reconnecting). */
+export const FAULT_GRACE_MS = 5_000;
+
 /** Keeps one child process per role running; kill() SIGKILLs one and starts its successor. */
 export class RoleProcesses {
   readonly #run: FaultRun;
@@ -124,9 +145,33 @@ export class RoleProcesses {
    * this list stays empty.
    */
   crashes: { role: RoleName; code: number | null; at: number; error: string }[] = [];
+  /** Every failure any child logged (errors, lost lock sessions, unhandled rejections). */
+  failures: RoleFailure[] = [];
+  readonly #windows: FaultWindow[] = [];
 
   constructor(run: FaultRun) {
     this.#run = run;
+  }
+
+  /**
+   * Runs `fault` as a period in which role failures are expected: from its start until
+   * FAULT_GRACE_MS after it returns. Failures outside every such period fail the run.
+   */
+  async duringFault<T>(name: string, fault: () => Promise<T>): Promise<T> {
+    const w: FaultWindow = { name, from: Date.now(), to: Number.POSITIVE_INFINITY };
+    this.#windows.push(w);
+    try {
+      return await fault();
+    } finally {
+      w.to = Date.now() + FAULT_GRACE_MS;
+    }
+  }
+
+  /** Failures no fault window explains, as one line each (empty when the run was clean). */
+  unexplainedFailures(since = 0): string[] {
+    return this.failures
+      .filter((f) => f.at >= since && !this.#windows.some((w) => f.at >= w.from && f.at <= w.to))
+      .map((f) => `${new Date(f.at).toISOString()} ${f.role}: ${f.message} — ${f.detail}`);
   }
 
   /** Starts the role; resolves once the child printed its `started` line. */
@@ -151,17 +196,15 @@ export class RoleProcesses {
         if (!this.#stopping && !this.#children.has(role)) void this.start(role).catch(() => {});
       }, 1000);
     });
+    const lines = createInterface({ input: proc.stdout! });
     await new Promise<void>((resolve, reject) => {
-      let out = '';
-      const onData = (chunk: Buffer) => {
-        out += chunk.toString();
-        if (out.includes('started')) {
-          proc.stdout!.off('data', onData);
-          proc.stdout!.resume();
-          resolve();
+      lines.on('line', (line) => {
+        if (line.startsWith('started ')) resolve();
+        else if (line.startsWith('failure ')) {
+          const f = JSON.parse(line.slice('failure '.length)) as Omit<RoleFailure, 'detail'> & { detail: string };
+          this.failures.push({ ...f, role });
         }
-      };
-      proc.stdout!.on('data', onData);
+      });
       void exited.then(() => reject(new Error(`${role} child exited before starting (logs in ${this.#run.logDir})`)));
     });
   }
@@ -336,10 +379,19 @@ export async function progress(run: FaultRun): Promise<Progress> {
   return r.rows[0]!;
 }
 
-/** True when every message of the workload is terminal and every event left the outbox. */
+/** Mailbox rows the system has not back-filled yet (read on a fresh connection: MariaDB may have restarted). */
+export async function mailboxUnmarked(run: FaultRun): Promise<number> {
+  return (await run.mailboxQuery<{ n: number }[]>(`SELECT COUNT(*) AS n FROM CMINMSGS WHERE DATE_PROCESSED IS NULL`))[0]!.n;
+}
+
+/**
+ * True when every message of the workload is terminal, every event left the outbox and every
+ * mailbox row is back-filled — by the roles alone (the sweep retries what a killed pump or a
+ * mailbox outage left behind): nothing here or in the checker repairs anything.
+ */
 export async function drained(run: FaultRun, w: FlightWorkload): Promise<boolean> {
   const p = await progress(run);
-  return p.terminal === w.messageCount && p.open === 0 && p.eventsOpen === 0;
+  return p.terminal === w.messageCount && p.open === 0 && p.eventsOpen === 0 && (await mailboxUnmarked(run)) === 0;
 }
 
 /** Sessions of the run's database left idle in a transaction for longer than `olderThanMs`. */
@@ -421,8 +473,9 @@ export interface InvariantReport {
  * - per FLID, the msg events (PostgreSQL) and the msgx.msg records (Kafka, duplicates dropped by
  *   msgx-event-id) carry state versions 1..n in order, each made by the expected mailbox message;
  * - per FLID, msgx.schd versions only rise, and the last record is the flight's final state;
- * - no event DEAD or open; every mailbox row back-filled SUCCEEDED (after one sweep round, which
- *   is what heals a pump killed between its commit and its mailbox write);
+ * - no event DEAD or open; every mailbox row back-filled SUCCEEDED and no back-fill left to do
+ *   (the sweep role heals a pump killed between its commit and its mailbox write; the checker
+ *   only reads, so a sweep that did not recover fails here);
  * - no session idle in a transaction.
  */
 export async function checkInvariants(run: FaultRun, w: FlightWorkload): Promise<InvariantReport> {
@@ -537,15 +590,18 @@ export async function checkInvariants(run: FaultRun, w: FlightWorkload): Promise
       push(`msgx.schd ${f.flid}: last v${last.version} ≠ final state v${f.stateVersion}`);
   }
 
-  // The mailbox: every row back-filled, after one sweep round for rows whose pump died post-commit.
-  const ctx = makeContext({ db, mailbox: run.my.mailbox, clock: systemClock, env: { MSGX_LOG_LEVEL: 'SILENT' } });
-  stats.backfillTodosLeft = (await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM backfill_todo`)).rows[0]!.n;
-  await reconcileBackfill(ctx, 10_000);
-  while ((await backfillSweep(ctx, 1000)) > 0);
-  const mb = await run.mailboxQuery<{ s: string | null; n: number }[]>(
-    `SELECT PROC_STATUS AS s, COUNT(*) AS n FROM CMINMSGS GROUP BY PROC_STATUS`,
+  // The mailbox: every row back-filled by the system (the checker writes nothing).
+  const todos = (await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM backfill_todo`)).rows[0]!.n;
+  if (todos > 0) push(`${todos} back-fills still to do in backfill_todo`);
+  const mb = await run.mailboxQuery<{ s: string | null; n: number; unmarked: number }[]>(
+    `SELECT PROC_STATUS AS s, COUNT(*) AS n, SUM(DATE_PROCESSED IS NULL) AS unmarked FROM CMINMSGS GROUP BY PROC_STATUS`,
   );
-  for (const r of mb) if (r.s !== 'SUCCEEDED') push(`${r.n} mailbox rows with PROC_STATUS ${r.s}`);
+  for (const r of mb) {
+    if (r.s !== 'SUCCEEDED') push(`${r.n} mailbox rows with PROC_STATUS ${r.s}`);
+    if (Number(r.unmarked) > 0) push(`${r.unmarked} mailbox rows without DATE_PROCESSED`);
+  }
+  stats.mailboxRows = mb.reduce((n, r) => n + Number(r.n), 0);
+  if (stats.mailboxRows !== w.messageCount) push(`the mailbox holds ${stats.mailboxRows} rows, ${w.messageCount} were written`);
 
   const idle = await idleInTransaction(run);
   if (idle.length) push(`idle in transaction: ${JSON.stringify(idle)}`);
@@ -554,31 +610,24 @@ export async function checkInvariants(run: FaultRun, w: FlightWorkload): Promise
 
 const short = (xs: unknown[]) => (xs.length > 12 ? `${xs.slice(0, 12).join(',')},…(${xs.length})` : xs.join(','));
 
-// ---- Services ---------------------------------------------------------------------------------
+// ---- The run's private services (globalSetup.ts) -------------------------------------------------
 
-export async function services(...args: string[]): Promise<void> {
-  await run(process.execPath, ['scripts/services.mjs', ...args], { timeout: 180_000 });
+const privateServices = () => inject('faultServices');
+
+/** SIGKILL of the run's private Kafka broker (no clean shutdown, no controlled leadership move). */
+export async function kafkaKill(): Promise<void> {
+  await kafkaStop(privateServices().kafka, true);
 }
-
-export async function mariadbStop(): Promise<void> {
-  await run('mysqladmin', ['-uroot', 'shutdown'], { timeout: 60_000 });
+/** Starts the private broker again on its old data and waits until it answers. */
+export async function kafkaRestart(): Promise<void> {
+  await kafkaStart(privateServices().kafka);
 }
-
-export async function mariadbStart(): Promise<void> {
-  await run('start-stop-daemon', ['--start', '--oknodo', '--background', '--exec', '/usr/sbin/mariadbd'], { timeout: 30_000 });
-  const { mailboxUrl } = serviceUrls();
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    try {
-      const c = await mysql.createConnection({ uri: mailboxUrl, connectTimeout: 1000 });
-      await c.query('SELECT 1');
-      await c.end();
-      return;
-    } catch (err) {
-      if (Date.now() > deadline) throw err;
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  }
+/** SIGKILL of the run's private mariadbd: a crash, InnoDB recovers on the next start. */
+export async function mariadbKill(): Promise<void> {
+  await mariadbStop(privateServices().mariadb, true);
+}
+export async function mariadbRestart(): Promise<void> {
+  await mariadbStart(privateServices().mariadb);
 }
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

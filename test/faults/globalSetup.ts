@@ -1,0 +1,46 @@
+/**
+ * Once per fault run: a private MariaDB and a private Kafka broker (privateServices.ts) that the
+ * scenarios may SIGKILL, handed to every test file through `inject('faultServices')`
+ * (privateEnv.ts points MSGX_MAILBOX_URL / MSGX_KAFKA_BROKERS at them). Removed at the end.
+ */
+import { rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { TestProject } from 'vitest/node';
+import { freePort, kafkaStart, kafkaStop, type KafkaInstance, mariadbStart, mariadbStop, type MariadbInstance } from './privateServices.ts';
+
+export interface FaultServices {
+  kafka: KafkaInstance;
+  mariadb: MariadbInstance;
+  kafkaBrokers: string;
+  mailboxUrl: string;
+}
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    faultServices: FaultServices;
+  }
+}
+
+export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  const root = join(tmpdir(), `msgx-faults-services-${process.pid}-${Date.now().toString(36)}`);
+  const kafka: KafkaInstance = { dir: join(root, 'kafka'), port: await freePort(), controllerPort: await freePort() };
+  const mariadb: MariadbInstance = { dir: join(root, 'mariadb'), port: await freePort() };
+  const [kafkaBrokers, mailboxUrl] = await Promise.all([kafkaStart(kafka), mariadbStart(mariadb)]);
+  await mariadbQuery(mailboxUrl, 'CREATE DATABASE IF NOT EXISTS test');
+  project.provide('faultServices', { kafka, mariadb, kafkaBrokers, mailboxUrl: `${mailboxUrl}test` });
+  process.stderr.write(`[faults] private Kafka ${kafkaBrokers}, private MariaDB ${mailboxUrl} (in ${root})\n`);
+  return async () => {
+    // Whatever state a scenario left them in: stop both (SIGKILL; nothing in them is kept).
+    await kafkaStop(kafka, true).catch(() => {});
+    await mariadbStop(mariadb, true).catch(() => {});
+    rmSync(root, { recursive: true, force: true });
+  };
+}
+
+async function mariadbQuery(url: string, sql: string): Promise<void> {
+  const { default: mysql } = await import('mysql2/promise');
+  const c = await mysql.createConnection({ uri: url });
+  await c.query(sql);
+  await c.end();
+}

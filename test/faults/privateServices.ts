@@ -1,0 +1,133 @@
+/**
+ * The fault runs' own MariaDB and Kafka broker. The scenarios SIGKILL them, so they must never be
+ * the shared test services other work depends on: each fault run (vitest.faults.config.ts,
+ * `globalSetup.ts`) starts a private mariadbd and a private KRaft broker on free ports, with data
+ * directories under the OS temp dir, and removes them afterwards. PostgreSQL stays shared: the
+ * scenarios only terminate the backends of their own database.
+ */
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync } from 'node:fs';
+import net from 'node:net';
+import { userInfo } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import mysql from 'mysql2/promise';
+import { kafkaPid, startKafka, stopKafka } from '../../scripts/services.mjs';
+
+const run = promisify(execFile);
+const MARIADBD = '/usr/sbin/mariadbd';
+
+export interface KafkaInstance {
+  dir: string;
+  port: number;
+  controllerPort: number;
+}
+export interface MariadbInstance {
+  dir: string;
+  port: number;
+}
+
+/** A TCP port nobody listens on right now (the kernel's choice). */
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as net.AddressInfo;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+// ---- Kafka: scripts/services.mjs does the work (jars from Maven, KRaft format, start, probe) ----
+
+export async function kafkaStart(k: KafkaInstance): Promise<string> {
+  return startKafka(k);
+}
+
+/** Stops the private broker: SIGTERM, or SIGKILL (`kill`), and waits until its port is closed. */
+export async function kafkaStop(k: KafkaInstance, kill: boolean): Promise<void> {
+  const pid = kafkaPid(k);
+  if (!pid) throw new Error(`the private Kafka broker in ${k.dir} is not running`);
+  await stopKafka(k, { kill });
+}
+
+// ---- MariaDB ---------------------------------------------------------------------------------------
+
+const mariadbUrl = (m: MariadbInstance, db = '') => `mysql://root@127.0.0.1:${m.port}/${db}`;
+const pidFile = (m: MariadbInstance) => join(m.dir, 'mariadbd.pid');
+
+function mariadbPid(m: MariadbInstance): number | null {
+  const pid = Number.parseInt(existsSync(pidFile(m)) ? readFileSync(pidFile(m), 'utf8') : '', 10);
+  if (!pid) return null;
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return null;
+  }
+  const cmd = existsSync(`/proc/${pid}/cmdline`) ? readFileSync(`/proc/${pid}/cmdline`, 'utf8') : '';
+  return cmd.includes(m.dir) ? pid : null;
+}
+
+/** Creates the data directory once (system tables; root@127.0.0.1 with an empty password). */
+async function mariadbInstall(m: MariadbInstance): Promise<void> {
+  if (existsSync(join(m.dir, 'data', 'mysql'))) return;
+  mkdirSync(m.dir, { recursive: true });
+  await run(
+    'mariadb-install-db',
+    ['--no-defaults', `--datadir=${join(m.dir, 'data')}`, `--user=${userInfo().username}`, '--auth-root-authentication-method=normal', '--skip-test-db'],
+    { timeout: 120_000 },
+  );
+}
+
+/** Starts the private mariadbd (installing its data dir the first time) and waits until it answers. */
+export async function mariadbStart(m: MariadbInstance): Promise<string> {
+  await mariadbInstall(m);
+  if (!mariadbPid(m)) {
+    const log = openSync(join(m.dir, 'mariadbd.log'), 'a');
+    const child: ChildProcess = spawn(
+      MARIADBD,
+      [
+        '--no-defaults',
+        `--datadir=${join(m.dir, 'data')}`,
+        `--port=${m.port}`,
+        '--bind-address=127.0.0.1',
+        `--socket=${join(m.dir, 'sock')}`,
+        `--pid-file=${pidFile(m)}`,
+        `--user=${userInfo().username}`,
+        '--skip-log-bin',
+        '--innodb-buffer-pool-size=64M',
+        '--max-connections=500',
+      ],
+      { detached: true, stdio: ['ignore', log, log] },
+    );
+    closeSync(log);
+    child.unref();
+  }
+  const deadline = Date.now() + 90_000;
+  for (;;) {
+    try {
+      const c = await mysql.createConnection({ uri: mariadbUrl(m), connectTimeout: 1000 });
+      await c.query('SELECT 1');
+      await c.end();
+      return mariadbUrl(m);
+    } catch (err) {
+      if (Date.now() > deadline) throw new Error(`private MariaDB on ${m.port} did not answer: ${String(err)}; log ${join(m.dir, 'mariadbd.log')}`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+}
+
+/** SIGKILL (a crash: InnoDB recovers on the next start) or SIGTERM; waits for the process to end. */
+export async function mariadbStop(m: MariadbInstance, kill: boolean): Promise<void> {
+  const pid = mariadbPid(m);
+  if (!pid) throw new Error(`the private MariaDB in ${m.dir} is not running`);
+  process.kill(pid, kill ? 'SIGKILL' : 'SIGTERM');
+  const deadline = Date.now() + 60_000;
+  while (mariadbPid(m) === pid) {
+    if (Date.now() > deadline) throw new Error(`private MariaDB (pid ${pid}) did not stop`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+export { mariadbUrl };
