@@ -1,6 +1,12 @@
-import { mkdirSync } from 'node:fs';
 import { PGlite, type Results, type Transaction } from '@electric-sql/pglite';
 import type { Db, Queryable, QueryResult, Session } from './db.ts';
+import { EmbeddedStoreError, ensureDataDir, lockDataDir } from './pgliteDir.ts';
+
+/**
+ * PGlite's defaults reserve 160 MB of shared buffers, sized for a server; the twin's working set
+ * is small and its one connection needs little, so a laptop keeps ~120 MB for itself.
+ */
+const START_PARAMS = [...PGlite.defaultStartParams, '-c', 'shared_buffers=16MB', '-c', 'wal_buffers=1MB', '-c', 'temp_buffers=2MB'];
 
 /**
  * Embedded PostgreSQL for the twin's zero-configuration default. PGlite has exactly one
@@ -15,20 +21,45 @@ import type { Db, Queryable, QueryResult, Session } from './db.ts';
 export class PgliteDb implements Db {
   readonly kind = 'pglite' as const;
   readonly #db: PGlite;
+  readonly #unlock: () => void;
 
-  private constructor(db: PGlite) {
+  private constructor(db: PGlite, unlock: () => void) {
     this.#db = db;
+    this.#unlock = unlock;
   }
 
-  /** `dataDir` undefined keeps everything in memory (tests). */
-  static async open(dataDir?: string, options: { startParams?: string[] } = {}): Promise<PgliteDb> {
-    if (dataDir) mkdirSync(dataDir, { recursive: true });
-    const db = new PGlite(dataDir, {
-      parsers: { 20: (v: string) => Number.parseInt(v, 10) },
-      ...(options.startParams ? { startParams: options.startParams } : {}),
-    });
-    await db.waitReady;
-    return new PgliteDb(db);
+  /**
+   * `dataDir` undefined keeps everything in memory (tests). A directory is locked to this process
+   * for as long as it is open, and created on first use; anything that stops it being opened is
+   * an EmbeddedStoreError whose message says what to do.
+   */
+  static async open(dataDir?: string): Promise<PgliteDb> {
+    const release = dataDir ? lockDataDir(dataDir) : () => {};
+    // A process that ends without closing (an uncaught error) still leaves no lock behind.
+    process.once('exit', release);
+    const unlock = () => {
+      process.off('exit', release);
+      release();
+    };
+    try {
+      if (dataDir) await ensureDataDir(dataDir);
+      // PostgreSQL's own words on why it cannot start (PANIC: could not locate a valid checkpoint …).
+      let said = '';
+      const onStderr = (text: string) => {
+        if (/\b(PANIC|FATAL|ERROR):/.test(text)) said = text.replace(/^.*?\b(PANIC|FATAL|ERROR):\s*/, '').trim();
+        return true;
+      };
+      const db = new PGlite(dataDir, { parsers: { 20: (v: string) => Number.parseInt(v, 10) }, startParams: START_PARAMS, onStderr });
+      await db.waitReady.catch((err: unknown) => {
+        throw new EmbeddedStoreError(
+          `the embedded database in ${dataDir} cannot be opened (${said || oneLine(err)}); it was probably left inconsistent by a crash: move it aside (mv ${dataDir} ${dataDir}.broken) and start again with an empty database, or restore it from a copy`,
+        );
+      });
+      return new PgliteDb(db, unlock);
+    } catch (err) {
+      unlock();
+      throw err;
+    }
   }
 
   query<T>(sql: string, params: unknown[] = []): Promise<QueryResult<T>> {
@@ -49,7 +80,11 @@ export class PgliteDb implements Db {
   }
 
   async close(): Promise<void> {
-    await this.#db.close();
+    try {
+      await this.#db.close();
+    } finally {
+      this.#unlock();
+    }
   }
 }
 
@@ -86,4 +121,8 @@ function asPgError(err: unknown): unknown {
     delete e.queryOptions;
   }
   return err;
+}
+
+function oneLine(err: unknown): string {
+  return (err instanceof Error ? err.message : String(err)).split('\n')[0]!.slice(0, 200);
 }

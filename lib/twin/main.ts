@@ -1,3 +1,4 @@
+import { EmbeddedStoreError } from '../db/pgliteDir.ts';
 import { loadConfig } from '../config/config.ts';
 import { buildRouter } from '../http/app.ts';
 import { startHttpServer } from '../http/node.ts';
@@ -54,6 +55,11 @@ async function main(): Promise<void> {
 }
 
 main().catch((err) => {
+  // A reason the user can act on: one line, no stack.
+  if (err instanceof EmbeddedStoreError) {
+    process.stderr.write(`msgx: ${err.message}\n`);
+    process.exit(1);
+  }
   process.stderr.write(`msgx: failed to start: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
   process.exit(1);
 });

@@ -1,57 +1,19 @@
-import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, readFileSync, existsSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { flight, flop, schd } from '../fixtures/messages/build.ts';
 import { randomTopic, readTopic } from '../helpers/kafka.ts';
 import { freshMysql, freshPg, serviceUrls, waitFor } from '../helpers/services.ts';
+import { killTwins, startTwin } from '../helpers/twinChild.ts';
 
 /**
  * The twin as a user runs it: `npm start` in a fresh directory. Embedded defaults (PGlite, mailbox
  * tables in it, file sink), then the same with real PostgreSQL, MariaDB and Kafka. SIGTERM ends it
  * promptly.
  */
-const ROOT = resolve(import.meta.dirname, '..', '..');
-const children: ChildProcess[] = [];
-afterAll(() => {
-  for (const c of children) c.kill('SIGKILL');
-});
-
-async function freePort(): Promise<number> {
-  const srv = createServer();
-  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', () => r()));
-  const port = (srv.address() as { port: number }).port;
-  await new Promise((r) => srv.close(r));
-  return port;
-}
-
-async function startTwin(env: Record<string, string>, cwd: string) {
-  const port = await freePort();
-  // The twin runs in a directory of its own (its .msgx/ lands there): load tsx by absolute path.
-  const tsx = join(ROOT, 'node_modules', 'tsx', 'dist', 'loader.mjs');
-  const child = spawn(process.execPath, ['--import', tsx, join(ROOT, 'lib/twin/main.ts')], {
-    cwd,
-    env: { ...process.env, MSGX_PG_URL: '', MSGX_MAILBOX_URL: '', MSGX_KAFKA_BROKERS: '', ...env, MSGX_HTTP_PORT: String(port), MSGX_POLL_INTERVAL_MS: '200', MSGX_SCHD_FLUSH_PERIOD: '200ms' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  children.push(child);
-  let output = '';
-  child.stdout!.on('data', (d) => (output += d));
-  child.stderr!.on('data', (d) => (output += d));
-  const base = `http://127.0.0.1:${port}`;
-  const exited = once(child, 'exit').then(([code]) => {
-    throw new Error(`the twin exited with ${code}: ${output}`);
-  });
-  await Promise.race([
-    exited,
-    waitFor(async () => (await fetch(`${base}/health`)).status === 200, { timeoutMs: 50_000, what: 'the twin to answer /health' }),
-  ]);
-  exited.catch(() => {});
-  return { child, base, output: () => output };
-}
+afterAll(killTwins);
 
 const post = (base: string, xml: string) =>
   fetch(`${base}/cminmsgs/send`, { method: 'POST', headers: { 'content-type': 'application/xml' }, body: xml });

@@ -1,0 +1,102 @@
+import { execFile } from 'node:child_process';
+import { existsSync, linkSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
+import { promisify } from 'node:util';
+
+/**
+ * The embedded database's directory: one process at a time (a lock file holding the pid), created
+ * in a child process on first use, and refused with one line saying what to do when it cannot be
+ * used. PGlite is single-process PostgreSQL: two processes on one directory would corrupt it.
+ */
+export class EmbeddedStoreError extends Error {
+  override readonly name = 'EmbeddedStoreError';
+}
+
+const run = promisify(execFile);
+
+/**
+ * Takes `<dir>.lock` for this process; the returned function releases it. A lock whose process is
+ * gone (SIGKILL, power cut) is taken over. The lock is created with its pid in one step (link of
+ * a written file), so nobody ever reads a half-written lock.
+ */
+export function lockDataDir(dir: string): () => void {
+  const file = `${dir}.lock`;
+  mkdirSync(dirname(file), { recursive: true });
+  const mine = `${file}.${process.pid}`;
+  writeFileSync(mine, `${process.pid}\n`);
+  try {
+    for (let attempt = 0; attempt < 5; attempt++) {
+      try {
+        linkSync(mine, file);
+        return () => {
+          if (holderOf(file) === process.pid) rmSync(file, { force: true });
+        };
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      }
+      const holder = holderOf(file);
+      if (holder !== undefined && isRunning(holder))
+        throw new EmbeddedStoreError(
+          `the data directory ${dirname(dir)} is in use by another msgx twin (pid ${holder}); stop that one first or set MSGX_DATA_DIR to another directory (if no such process is running, delete ${file})`,
+        );
+      // A stale lock: its process is gone.
+      rmSync(file, { force: true });
+    }
+    throw new EmbeddedStoreError(`could not take the lock ${file}; delete it if no msgx twin is running`);
+  } finally {
+    rmSync(mine, { force: true });
+  }
+}
+
+function holderOf(file: string): number | undefined {
+  try {
+    const pid = Number.parseInt(readFileSync(file, 'utf8'), 10);
+    return Number.isSafeInteger(pid) && pid > 0 ? pid : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Whether `pid` is a live node process other than this one (a pid reused by another program is not). */
+function isRunning(pid: number): boolean {
+  if (pid === process.pid) return false; // a container restarted with the same pid
+  try {
+    process.kill(pid, 0);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EPERM') return false;
+  }
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(basename(process.execPath));
+  } catch {
+    return true; // no /proc (macOS): trust the signal check
+  }
+}
+
+/**
+ * Creates the database on first start. initdb runs in a short-lived child process: in this
+ * process its WebAssembly instance would stay resident (~600 MB) for the life of the twin. It
+ * writes to a sibling directory renamed into place at the end, so a first start interrupted
+ * half-way leaves nothing that looks like a database.
+ */
+export async function ensureDataDir(dir: string): Promise<void> {
+  if (existsSync(join(dir, 'PG_VERSION'))) return;
+  if (existsSync(dir) && readdirSync(dir).length > 0)
+    throw new EmbeddedStoreError(`${dir} exists but holds no database (an interrupted first start?); delete it and start again`);
+  const parent = dirname(dir);
+  mkdirSync(parent, { recursive: true });
+  // Leftovers of first starts killed half-way (we hold the lock: nobody else is initialising).
+  for (const f of readdirSync(parent)) if (f.startsWith(`${basename(dir)}.init-`)) rmSync(join(parent, f), { recursive: true, force: true });
+  const tmp = `${dir}.init-${process.pid}`;
+  const pglite = import.meta.resolve('@electric-sql/pglite');
+  const code = `const { PGlite } = await import(${JSON.stringify(pglite)}); const db = new PGlite(${JSON.stringify(tmp)}); await db.waitReady; await db.close();`;
+  try {
+    await run(process.execPath, ['--input-type=module', '-e', code], { env: { PATH: process.env.PATH ?? '' } });
+  } catch (err) {
+    rmSync(tmp, { recursive: true, force: true });
+    const stderr = String((err as { stderr?: string }).stderr ?? '').trim().split('\n').at(-1);
+    throw new EmbeddedStoreError(`could not create the embedded database in ${dir}: ${stderr || (err as Error).message}`);
+  }
+  if (existsSync(dir)) rmSync(dir, { recursive: true, force: true }); // empty, checked above
+  renameSync(tmp, dir);
+}
+
