@@ -16,6 +16,10 @@ export interface PrepareArgs {
   checkUrl: string;
   checkAfterMs?: number;
   checkTimeoutMs?: number;
+  /** The business the message belongs to (up to 70 characters), shown to operators. */
+  bizName?: string;
+  /** Who created the message (a user or service id, up to 70 characters), shown to operators. */
+  createdBy?: string;
   /** Makes a retried prepare return the same message; withTxMessage generates one when absent. */
   idempotencyKey?: string;
 }

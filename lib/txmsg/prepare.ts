@@ -46,8 +46,10 @@ export async function prepare(
       check_timeout_ms: p.checkTimeoutMs,
       next_check_at: new Date(now.getTime() + p.checkAfterMs),
       created_at: now,
+      biz_name: p.bizName ?? null,
+      created_by: p.createdBy ?? null,
     });
-    await appendTrace(tx, id, now, 'prepare', 'PREPARED', { topic: p.topic, key: p.key ?? null, idempotencyKey: idempotencyKey ?? null });
+    await appendTrace(tx, id, now, 'prepare', 'PREPARED', { topic: p.topic, key: p.key ?? null, idempotencyKey: idempotencyKey ?? null, bizName: p.bizName ?? null, createdBy: p.createdBy ?? null });
     return { earlierId: undefined, row };
   });
   if (outcome.row) return { row: outcome.row, created: true };

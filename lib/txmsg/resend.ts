@@ -21,7 +21,8 @@ export async function resend(
     const row = await lockMessage(tx, id);
     if (!row) throw new TxNotFoundError(id);
     if (row.status !== 'DEAD') throw new TxIllegalTransitionError(id, 'resend', row.status, `only a DEAD message can be resent; ${id} is ${row.status}`);
-    const cleared = { dead_phase: null, dead_reason: null, last_error: null };
+    // Seed 002 resend_msg_uid / resend_msg_time: the last operator who resent it, and when.
+    const cleared = { dead_phase: null, dead_reason: null, last_error: null, resent_by: actor, resent_at: now };
     const updated =
       row.dead_phase === 'check'
         ? await move(tx, row, 'resend-unconfirmed', now, { ...cleared, checks: 0, next_check_at: now }, { detail: { actor, reason: row.dead_reason } })

@@ -29,6 +29,11 @@ export interface TxRow {
   committed_at: Date | null;
   delivered_at: Date | null;
   finished_at: Date | null;
+  /** Seed 002 message table: msg_name, create_msg_uid, resend_msg_uid, resend_msg_time. */
+  biz_name: string | null;
+  created_by: string | null;
+  resent_by: string | null;
+  resent_at: Date | null;
   archived_at?: Date;
 }
 
@@ -37,18 +42,21 @@ export type TxPatch = Partial<Omit<TxRow, 'id' | 'topic' | 'msg_key' | 'payload'
 const PATCHABLE = new Set<string>([
   'status', 'checks', 'next_check_at', 'attempts', 'in_flight_event_id', 'redeliver_after_ms', 'next_delivery_at',
   'dead_phase', 'dead_reason', 'last_error', 'updated_at', 'committed_at', 'delivered_at', 'finished_at',
-  'check_after_ms', 'check_timeout_ms',
+  'check_after_ms', 'check_timeout_ms', 'resent_by', 'resent_at',
 ]);
 
-export type NewTxRow = Pick<TxRow, 'id' | 'topic' | 'msg_key' | 'payload' | 'headers' | 'check_url' | 'check_after_ms' | 'check_timeout_ms' | 'next_check_at' | 'created_at'>;
+export type NewTxRow = Pick<
+  TxRow,
+  'id' | 'topic' | 'msg_key' | 'payload' | 'headers' | 'check_url' | 'check_after_ms' | 'check_timeout_ms' | 'next_check_at' | 'created_at' | 'biz_name' | 'created_by'
+>;
 
 export async function insertMessage(q: Queryable, m: NewTxRow): Promise<TxRow> {
   const r = await q.query<TxRow>(
     `INSERT INTO tx_message (id, topic, msg_key, payload, headers, check_url, check_after_ms, check_timeout_ms,
-                             status, next_check_at, created_at, updated_at)
-     VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7, $8, 'PREPARED', $9, $10, $10)
+                             status, next_check_at, created_at, updated_at, biz_name, created_by)
+     VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7, $8, 'PREPARED', $9, $10, $10, $11, $12)
      RETURNING *`,
-    [m.id, m.topic, m.msg_key, m.payload, JSON.stringify(m.headers), m.check_url, m.check_after_ms, m.check_timeout_ms, m.next_check_at, m.created_at],
+    [m.id, m.topic, m.msg_key, m.payload, JSON.stringify(m.headers), m.check_url, m.check_after_ms, m.check_timeout_ms, m.next_check_at, m.created_at, m.biz_name, m.created_by],
   );
   return r.rows[0]!;
 }

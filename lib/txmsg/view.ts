@@ -22,6 +22,13 @@ export interface TxMessageView {
   nextDeliveryAt: string | null;
   deadReason: string | null;
   lastError: string | null;
+  /** The business the message belongs to, as the producer named it. */
+  bizName: string | null;
+  /** Who created the message, as the producer named them. */
+  createdBy: string | null;
+  /** The operator who last resent it (the x-msgx-actor of the resend), and when. */
+  resentBy: string | null;
+  resentAt: string | null;
   archived: boolean;
 }
 
@@ -47,6 +54,10 @@ export function toView(r: TxRow): TxMessageView {
     nextDeliveryAt: iso(r.next_delivery_at),
     deadReason: r.dead_reason,
     lastError: r.last_error,
+    bizName: r.biz_name,
+    createdBy: r.created_by,
+    resentBy: r.resent_by,
+    resentAt: iso(r.resent_at),
     archived: r.archived_at !== undefined,
   };
 }

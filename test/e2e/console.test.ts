@@ -158,7 +158,7 @@ describe('console end to end in Chromium against the twin', () => {
     const tx = JSON.parse(
       await post(
         '/v1/tx-messages',
-        JSON.stringify({ topic: 'points', key: 'order-42', payload: { orderId: 42, points: 120 }, checkUrl: `http://127.0.0.1:${checkPort}/check`, checkAfterMs: 0 }),
+        JSON.stringify({ topic: 'points', key: 'order-42', payload: { orderId: 42, points: 120 }, checkUrl: `http://127.0.0.1:${checkPort}/check`, checkAfterMs: 0, bizName: 'order-points', createdBy: 'orders-svc' }),
         'application/json',
       ),
     ) as { id: string };
@@ -265,9 +265,14 @@ describe('console end to end in Chromium against the twin', () => {
     await page.goto(`${base}/console#/dead/txmsg`);
     const row = page.locator(`[data-test=dead-table] tr[data-id="${txId}"]`);
     await row.waitFor();
+    // Seed 002's message fields: the business and the creator in the dead list and the trace.
+    expect(await row.textContent()).toContain('order-points');
+    expect(await row.textContent()).toContain('orders-svc');
     await row.locator('[data-test=trace-link]').click();
     await page.waitForSelector('[data-test=trace-title]');
     expect(await page.textContent('[data-test=trace-status]')).toBe('DEAD');
+    expect([await page.textContent('[data-test=tx-biz]'), await page.textContent('[data-test=tx-created-by]')]).toEqual(['order-points', 'orders-svc']);
+    expect(await page.locator('[data-test=tx-resent]').count()).toBe(0);
     expect(await page.textContent('[data-test=timeline]')).toContain('check');
 
     checkAnswer = 'COMMIT'; // the producer is back and says its local transaction committed
@@ -281,6 +286,7 @@ describe('console end to end in Chromium against the twin', () => {
     });
     const tl = await page.textContent('[data-test=timeline]');
     for (const k of ['prepare', 'check', 'dead', 'resend', 'commit', 'enqueue', 'sent']) expect(tl).toContain(k);
+    expect(await page.textContent('[data-test=tx-resent]')).toMatch(/^by console /);
     await shot('06-tx-trace');
     const audit = await pg.db.query<{ actor: string }>(`SELECT actor FROM audit_log WHERE action = 'txmsg.resend'`);
     expect(audit.rows).toEqual([{ actor: 'console' }]);

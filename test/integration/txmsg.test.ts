@@ -5,6 +5,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ORDERS_DDL, OrderService } from '../../examples/order-points/orders.ts';
 import { POINTS_DDL, PointsService, type ConsumedRecord } from '../../examples/order-points/points.ts';
 import { loadConfig } from '../../lib/config/config.ts';
+import { adminRoutes } from '../../lib/http/adminRoutes.ts';
 import { Router } from '../../lib/http/router.ts';
 import { silentLog } from '../../lib/observability/logger.ts';
 import { FakeClock, systemClock, type Clock } from '../../lib/shared/clock.ts';
@@ -203,6 +204,37 @@ describe('HTTP contract', () => {
       nextCheckAt: new Date(clock.now().getTime() + 30_000).toISOString(),
     });
     expect(await eventsOf(r.body.id)).toEqual([]); // invisible to consumers until committed
+  });
+
+  it('seed 002 message fields: business name and creator from the prepare, resender from the resend; in GET and the dead list', async () => {
+    const r = await api('POST', '/v1/tx-messages', prepareBody({ bizName: 'order-points', createdBy: 'u-1001', checkAfterMs: 0 }));
+    expect(r.status).toBe(201);
+    const id = r.body.id as string;
+    expect((await api('GET', `/v1/tx-messages/${id}`)).body).toMatchObject({ bizName: 'order-points', createdBy: 'u-1001', resentBy: null, resentAt: null });
+    // The producer cannot answer: DEAD unconfirmed after MSGX_TX_CHECK_MAX=3 check-backs.
+    checkOverride = (_req, res) => (res.writeHead(503).end(), true);
+    for (let i = 0; i < 3; i++) {
+      await checkBackOnce(ctx);
+      clock.advance(60_000);
+    }
+    const dead = await new Router(adminRoutes).handle(
+      { method: 'GET', path: '/admin/dead', headers: {}, query: { kind: 'txmsg' }, body: '', params: {}, isAdmin: true },
+      ctx,
+    );
+    expect((dead.body as any).items).toEqual([expect.objectContaining({ id, status: 'DEAD', bizName: 'order-points', createdBy: 'u-1001', resentBy: null })]);
+    const at = clock.now().toISOString();
+    expect((await api('POST', `/admin/tx-messages/${id}/resend`, undefined, { 'x-test-admin': 'yes', 'x-msgx-actor': 'bob' })).status).toBe(200);
+    expect((await api('GET', `/v1/tx-messages/${id}`)).body).toMatchObject({ status: 'PREPARED', bizName: 'order-points', createdBy: 'u-1001', resentBy: 'bob', resentAt: at });
+  });
+
+  it.each([
+    [{ bizName: 'x'.repeat(71) }, 'bizName'],
+    [{ bizName: '' }, 'bizName'],
+    [{ createdBy: 42 }, 'createdBy'],
+  ])('refuses prepare fields %o, naming %s', async (extra, field) => {
+    const r = await api('POST', '/v1/tx-messages', prepareBody(extra));
+    expect(r.status).toBe(400);
+    expect(JSON.stringify(r.body)).toContain(field);
   });
 
   it('an Idempotency-Key returns the same message (200); with another body it is 409', async () => {
