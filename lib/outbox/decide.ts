@@ -12,6 +12,8 @@ export interface RowUpdate {
   nextAt: Date | null;
   error: string | null;
   sentAs: number | null;
+  /** Failed only because the destination was away: no attempt spent, the target shows as stalled. */
+  stalled?: boolean;
 }
 
 export interface Outcome {
@@ -40,9 +42,10 @@ export function decide(
   const failedNow = (row: ClaimedRow, error: string, per: PublishResult[]): RowUpdate => {
     // Every failing publisher was unreachable: an outage, not this event's fault. It keeps its
     // attempts and is tried again after the initial backoff, so a broker outage of any length
-    // kills no event and delivery resumes within that backoff of the broker's return.
+    // kills no event and delivery resumes within that backoff of the broker's return. Anything
+    // else (docs/outbox.md "Which failures spend an attempt") is charged to the event.
     if (per.every((p) => p.ok || p.unavailable))
-      return { id: row.event_id, status: 'PENDING', attempts: row.attempts, nextAt: new Date(nowMs + settings.initialBackoffMs), error, sentAs: null };
+      return { id: row.event_id, status: 'PENDING', attempts: row.attempts, nextAt: new Date(nowMs + settings.initialBackoffMs), error, sentAs: null, stalled: true };
     const attempts = row.attempts + 1;
     const dead = attempts >= settings.maxRetryCount;
     return {

@@ -11,6 +11,8 @@ export interface KafkaClientOptions {
   /** Upper bound of one request (and of connecting); the publish deadline in practice. */
   requestTimeoutMs?: number;
   log?: Log;
+  /** kafkajs' own retries of connecting and requests (its defaults when absent). */
+  retry?: KafkaConfig['retry'];
 }
 
 /**
@@ -27,6 +29,7 @@ export function createKafka(kafka: Config['kafka'], options: KafkaClientOptions 
     ssl: kafka.ssl || !!kafka.iamRegion,
     connectionTimeout: Math.min(requestTimeout, 3000),
     requestTimeout,
+    ...(options.retry ? { retry: options.retry } : {}),
     // kafkajs logs every failed connection at ERROR; our own round log says the same once.
     logLevel: logLevel.WARN,
     logCreator: () => (entry) => {

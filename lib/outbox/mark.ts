@@ -7,7 +7,7 @@ import { round, type TargetReport } from './report.ts';
  * onSent/onDead hooks in the same transaction so their effects commit with the marks. */
 
 // One call records a whole batch: every row's new state and every publisher outcome (migration 004).
-const MARK_SQL = `SELECT * FROM msgx_outbox_mark($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`;
+const MARK_SQL = `SELECT * FROM msgx_outbox_mark($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`;
 
 /** Marks one batch and counts the result into the report; rows whose lease we lost are not ours to count. */
 export async function markRun(
@@ -73,6 +73,7 @@ async function mark(
     outcomes.map((o) => o.partition),
     outcomes.map((o) => o.offset),
     outcomes.map((o) => o.error),
+    updates.map((u) => !!u.stalled),
   ];
   type Row = { event_id: number; status: string; source_kind: string | null; source_id: string | null };
   const run = async (q: Queryable) => {

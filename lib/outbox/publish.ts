@@ -58,16 +58,17 @@ async function publishAll(
       const out: PublishResult[] = records.map(() => ({ ok: true as const, already: true }) as PublishResult);
       if (idx.length === 0) return out;
       const t = performance.now();
-      const got = await withDeadline(ctx.clock, settings.publishTimeoutMs, (signal) =>
+      let got = await withDeadline(ctx.clock, settings.publishTimeoutMs, (signal) =>
         p.publish(
           idx.map((i) => records[i]!),
           signal,
         ),
       ).catch((err: unknown): PublishResult[] => {
-        // The publish deadline passed: the destination did not answer in time.
+        // The publish deadline passed and the publisher did not say what it managed before it.
         const error = err instanceof Error ? err.message : String(err);
-        return idx.map(() => ({ ok: false as const, error, unavailable: true }));
+        return idx.map(() => ({ ok: false as const, error, timedOut: true }));
       });
+      got = await settleTimeouts(p, got, settings.publishTimeoutMs);
       report.publishMs[p.name] = round((report.publishMs[p.name] ?? 0) + performance.now() - t);
       for (let k = 0; k < idx.length; k++) {
         out[idx[k]!] = got[k] ?? { ok: false, error: `${p.name} returned ${got.length} results for ${idx.length} records` };
@@ -77,20 +78,55 @@ async function publishAll(
   );
 }
 
-/** Runs `fn` with a signal that aborts after `ms` of the clock; stops waiting at the deadline. */
+/** How long a probe may take; short, since it only asks "are you there". */
+const PROBE_MS = 2000;
+/** After the deadline aborts a publish, how long the publisher has to report what it did send. */
+const GRACE_MS = 250;
+
+/**
+ * A timeout alone does not say whose fault it is. If the destination answers a probe, it is up
+ * and this event is what hangs it: the timeout spends an attempt, so a poison event ends DEAD and
+ * its target moves on. If the probe fails too, the destination is away: an outage, no attempt.
+ */
+async function settleTimeouts(p: Publisher, results: PublishResult[], publishTimeoutMs: number): Promise<PublishResult[]> {
+  if (!results.some((r) => !r.ok && r.timedOut)) return results;
+  let answers = false;
+  let why = 'no probe';
+  if (p.probe) {
+    try {
+      await p.probe(AbortSignal.timeout(Math.min(PROBE_MS, publishTimeoutMs)));
+      answers = true;
+    } catch (err) {
+      why = err instanceof Error ? err.message : String(err);
+    }
+  }
+  return results.map((r) => {
+    if (r.ok || !r.timedOut) return r;
+    return answers
+      ? { ok: false as const, error: `${r.error} (the destination answers otherwise: this event's failure)` }
+      : { ok: false as const, error: `${r.error} (destination unreachable: ${why})`, unavailable: true };
+  });
+}
+
+/**
+ * Runs `fn` with a signal that aborts after `ms` of the clock; stops waiting at the deadline, after
+ * a short grace in which the publisher may still report per record what it did before it.
+ */
 async function withDeadline<T>(clock: Clock, ms: number, fn: (signal: AbortSignal) => Promise<T>): Promise<T> {
   const ac = new AbortController();
   const stopTimer = new AbortController();
   const timer = clock.sleep(ms, stopTimer.signal).then(() => {
     if (!stopTimer.signal.aborted) ac.abort(new Error(`publish timeout after ${ms}ms`));
   });
+  let grace: ReturnType<typeof setTimeout> | undefined;
   try {
     return await new Promise<T>((resolve, reject) => {
-      ac.signal.addEventListener('abort', () => reject(ac.signal.reason), { once: true });
+      ac.signal.addEventListener('abort', () => (grace = setTimeout(() => reject(ac.signal.reason), GRACE_MS)), { once: true });
       fn(ac.signal).then(resolve, reject);
     });
   } finally {
     stopTimer.abort();
+    clearTimeout(grace);
     void timer;
   }
 }

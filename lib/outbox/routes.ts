@@ -54,26 +54,32 @@ export interface TargetBacklog {
   oldestCreatedAt: Date;
   oldestAgeSeconds: number;
   dead: number;
+  /** The head's last error (an outage's reason, or why its last attempt failed); null if none. */
+  headLastError: string | null;
+  /** Since when the head is held by an outage of the whole destination (no attempt spent); null if not. */
+  stalledSince: Date | null;
+  stalledSeconds: number | null;
 }
 
 /** Open events per target (count, head, age of the oldest) plus the dead count of each target. */
 export async function pendingByTarget(db: Queryable, now: Date): Promise<TargetBacklog[]> {
   const r = await db.query<Record<string, unknown>>(
     `SELECT o.target, o.pending, o.delivering, o.oldest, h.event_id AS head_id, h.attempts AS head_attempts,
-            h.next_attempt_at AS head_next,
+            h.next_attempt_at AS head_next, h.last_error AS head_error, h.stalled_since,
             (SELECT count(*) FROM msg_event d WHERE d.status = 'DEAD' AND d.target = o.target) AS dead
      FROM (SELECT target,
                   count(*) FILTER (WHERE status = 'PENDING') AS pending,
                   count(*) FILTER (WHERE status = 'DELIVERING') AS delivering,
                   min(created_at) AS oldest
            FROM msg_event WHERE status IN ('PENDING', 'DELIVERING') GROUP BY target) o
-     CROSS JOIN LATERAL (SELECT event_id, attempts, next_attempt_at FROM msg_event m
+     CROSS JOIN LATERAL (SELECT event_id, attempts, next_attempt_at, last_error, stalled_since FROM msg_event m
                          WHERE m.target = o.target AND m.status IN ('PENDING', 'DELIVERING')
                          ORDER BY event_id LIMIT 1) h
      ORDER BY o.target`,
   );
   return r.rows.map((x) => {
     const oldest = new Date(x.oldest as string);
+    const stalled = x.stalled_since ? new Date(x.stalled_since as string) : null;
     return {
       target: x.target as string,
       pending: Number(x.pending),
@@ -84,6 +90,9 @@ export async function pendingByTarget(db: Queryable, now: Date): Promise<TargetB
       oldestCreatedAt: oldest,
       oldestAgeSeconds: Math.max(0, Math.round((now.getTime() - oldest.getTime()) / 1000)),
       dead: Number(x.dead),
+      headLastError: (x.head_error as string | null) ?? null,
+      stalledSince: stalled,
+      stalledSeconds: stalled ? Math.max(0, Math.round((now.getTime() - stalled.getTime()) / 1000)) : null,
     };
   });
 }

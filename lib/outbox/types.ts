@@ -28,11 +28,17 @@ export type PublishResult =
       /** Not tried because an earlier record failed: not this record's fault. */
       notAttempted?: boolean;
       /**
-       * The destination could not be reached (connection refused, timeout, no leader, 502/503/504):
-       * an outage, not this event's fault. No attempt is counted, so an outage of any length kills
-       * nothing; the event is tried again after the initial backoff.
+       * The destination as a whole could not be reached (no broker reachable, connection refused,
+       * DNS failure): an outage, not this event's fault. No attempt is counted, so an outage of any
+       * length kills nothing; the event is tried again after the initial backoff and its target is
+       * shown stalled. Everything else that failed (refused, too large, 4xx/5xx) spends an attempt.
        */
       unavailable?: boolean;
+      /**
+       * The request timed out. Ambiguous on its own: publish.ts asks the publisher's probe whether
+       * the destination answers otherwise (then the event spends an attempt) or not (an outage).
+       */
+      timedOut?: boolean;
     };
 
 export interface Publisher {
@@ -43,6 +49,12 @@ export interface Publisher {
    * give up when `signal` aborts (the publish deadline); the dispatcher also stops waiting then.
    */
   publish(records: OutRecord[], signal: AbortSignal): Promise<PublishResult[]>;
+  /**
+   * Resolves when the destination answers at all (a cheap request that involves no event), rejects
+   * when it does not. Used after a timeout to tell a hanging event from an outage; a publisher
+   * without a probe has its timeouts treated as outages.
+   */
+  probe?(signal: AbortSignal): Promise<void>;
   close(): Promise<void>;
 }
 

@@ -33,7 +33,7 @@ describe('delivery outcome rules', () => {
     const results: PublishResult[][] = [[{ ok: false, error: 'KafkaJSConnectionError: connect ECONNREFUSED', unavailable: true }, { ok: false, error: 'not sent', notAttempted: true }]];
     const { updates } = decide([pub], settings, now, rows, rows, results, false);
     expect(updates).toEqual([
-      { id: 1, status: 'PENDING', attempts: 2, nextAt: new Date(now.getTime() + 5000), error: 'kafka: KafkaJSConnectionError: connect ECONNREFUSED', sentAs: null },
+      { id: 1, status: 'PENDING', attempts: 2, nextAt: new Date(now.getTime() + 5000), error: 'kafka: KafkaJSConnectionError: connect ECONNREFUSED', sentAs: null, stalled: true },
       { id: 2, status: 'PENDING', attempts: 0, nextAt: null, error: null, sentAs: null },
     ]);
   });

@@ -3,7 +3,9 @@ import type { Message, Producer, ProducerConfig } from 'kafkajs';
 import type { Config } from '../../config/config.ts';
 import type { Log } from '../../observability/logger.ts';
 import { silentLog } from '../../observability/logger.ts';
+import { classifyKafkaError } from '../classify.ts';
 import { createKafka } from '../kafkaClient.ts';
+import { topicCatalogFor, type TopicCatalog } from '../topicCatalog.ts';
 import type { OutRecord, Publisher, PublishResult } from '../types.ts';
 
 const { Partitioners } = kafkajs;
@@ -44,6 +46,7 @@ export class KafkaPublisher implements Publisher {
    */
   #abandoned = new Map<string, Promise<unknown>>();
   #closed = false;
+  readonly #topics: TopicCatalog;
 
   constructor(kafka: Config['kafka'], options: KafkaPublisherOptions) {
     this.name = options.name ?? 'kafka';
@@ -54,13 +57,22 @@ export class KafkaPublisher implements Publisher {
       requestTimeoutMs: options.publishTimeoutMs,
       log: this.#log,
     });
+    this.#topics = topicCatalogFor(kafka, { log: this.#log });
+  }
+
+  /** The cluster answers a metadata request: after a timeout, the send was this batch's problem. */
+  async probe(signal: AbortSignal): Promise<void> {
+    await raceAbort(this.#topics.refresh(), signal);
   }
 
   async publish(records: OutRecord[], signal: AbortSignal): Promise<PublishResult[]> {
     if (records.length === 0) return [];
     const topic = records[0]!.topic;
-    const fail = (error: string, unavailable: boolean): PublishResult[] => records.map(() => ({ ok: false as const, error, unavailable }));
     try {
+      // A topic the cluster does not have fails at once (kafkajs would retry the metadata miss
+      // until the deadline and report a timeout); it is the route's fault, so it spends attempts.
+      if (!(await raceAbort(this.#topics.has(topic), signal)))
+        return records.map(() => ({ ok: false as const, error: `UNKNOWN_TOPIC_OR_PARTITION: topic ${topic} does not exist on the cluster` }));
       const previous = this.#abandoned.get(topic);
       if (previous) {
         await raceAbort(previous.catch(() => {}), signal);
@@ -105,11 +117,10 @@ export class KafkaPublisher implements Publisher {
         return { ok: true as const, partition, offset: b === undefined || b < 0 ? undefined : b + i };
       });
     } catch (err) {
-      const e = err as Error & { retriable?: boolean };
-      // kafkajs marks transient errors (connection lost, no leader, request timeout) retriable:
-      // the broker is away, the event is fine. A non-retriable one (too large, bad topic) counts.
-      const unavailable = signal.aborted || e.retriable === true || /Connection|Timeout|BrokerNotFound|NumberOfRetriesExceeded/.test(e.name);
-      return fail(signal.aborted ? `publish timeout after ${this.#opts.publishTimeoutMs}ms` : `${e.name}: ${e.message}`, unavailable);
+      // docs/outbox.md "Which failures spend an attempt": no broker reachable is an outage; a
+      // refusal of the record or its topic is the event's; a timeout is settled by a probe.
+      const c = signal.aborted ? { kind: 'timeout' as const, error: `publish timeout after ${this.#opts.publishTimeoutMs}ms` } : classifyKafkaError(err);
+      return records.map(() => ({ ok: false as const, error: c.error, unavailable: c.kind === 'outage', timedOut: c.kind === 'timeout' }));
     }
   }
 

@@ -1,4 +1,5 @@
 import { SIGNATURE_HEADER, sign } from '../../shared/signature.ts';
+import { classifyFetchError, type FailureKind } from '../classify.ts';
 import type { OutRecord, Publisher, PublishResult } from '../types.ts';
 import { HEADER_EVENT_ID, HEADER_EVENT_TYPE } from '../types.ts';
 
@@ -18,10 +19,18 @@ export interface WebhookPublisherOptions {
  * POSTs each record as JSON `{eventId, type, key, value, headers}` to one URL, one at a time in
  * event_id order; 2xx is success. It stops at the first failure: the records after it are
  * reported failed without being sent, so the receiver never sees an event overtake a failed one.
+ * Any HTTP answer other than 2xx is the event's failure (an attempt); a refused connection or
+ * unknown host is an outage; a timeout is settled by probe() (docs/outbox.md).
  */
-/** The receiver is down or overloaded, not refusing this event: no attempt is counted. */
-class UnreachableError extends Error {}
-const UNAVAILABLE_STATUS = new Set([502, 503, 504]);
+class PostError extends Error {
+  constructor(
+    message: string,
+    readonly kind: FailureKind,
+  ) {
+    super(message);
+    this.name = 'PostError';
+  }
+}
 
 export class WebhookPublisher implements Publisher {
   readonly name: string;
@@ -49,7 +58,8 @@ export class WebhookPublisher implements Publisher {
         results.push({ ok: true });
       } catch (err) {
         failure = err instanceof Error ? err.message : String(err);
-        results.push({ ok: false, error: failure, unavailable: err instanceof UnreachableError });
+        const kind = err instanceof PostError ? err.kind : 'event';
+        results.push({ ok: false, error: failure, unavailable: kind === 'outage', timedOut: kind === 'timeout' });
       }
     }
     return results;
@@ -71,12 +81,18 @@ export class WebhookPublisher implements Publisher {
       signal: AbortSignal.any([signal, AbortSignal.timeout(this.#o.timeoutMs)]),
     }).catch((err: Error) => {
       const cause = (err as { cause?: Error }).cause;
-      throw new UnreachableError(`POST ${this.#o.url}: ${err.name === 'TimeoutError' || err.name === 'AbortError' ? 'timeout' : err.message}${cause ? ` (${cause.message})` : ''}`);
+      const kind = classifyFetchError(err);
+      throw new PostError(`POST ${this.#o.url}: ${kind === 'timeout' && !cause ? 'timeout' : err.message}${cause ? ` (${cause.message})` : ''}`, kind);
     });
     // Drain the body so the connection can be reused; its content does not matter.
     await res.arrayBuffer().catch(() => {});
-    if (UNAVAILABLE_STATUS.has(res.status)) throw new UnreachableError(`POST ${this.#o.url}: HTTP ${res.status}`);
-    if (res.status < 200 || res.status > 299) throw new Error(`POST ${this.#o.url}: HTTP ${res.status}`);
+    if (res.status < 200 || res.status > 299) throw new PostError(`POST ${this.#o.url}: HTTP ${res.status}`, 'event');
+  }
+
+  /** Any HTTP answer to a HEAD of the URL (even 404 or 405) means the receiver is there. */
+  async probe(signal: AbortSignal): Promise<void> {
+    const res = await this.#fetch(this.#o.url, { method: 'HEAD', redirect: 'manual', signal });
+    await res.arrayBuffer().catch(() => {});
   }
 
   async close(): Promise<void> {}
