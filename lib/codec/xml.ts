@@ -29,6 +29,10 @@ const parser = new XMLParser({
   ignoreDeclaration: true,
   ignorePiTags: true,
   maxNestedTags: 64, // a second guard behind scanLimits
+  // Keep names like toString/valueOf as received (the parser would rename them "__toString"): with
+  // preserveOrder each becomes an own key of a fresh one-key object, and nodesToJson reads own keys
+  // only. The names that can pollute a prototype are refused before parsing (RESERVED_NAME).
+  onDangerousProperty: (name: string) => name,
 });
 
 // Characters XML 1.0 forbids: C0 controls other than tab, LF and CR, and U+FFFE/U+FFFF. The
@@ -138,7 +142,8 @@ export function nodesToJson(nodes: XmlNode[]): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const [name, value] of nodes) {
     const v = typeof value === 'string' ? value : nodesToJson(value);
-    if (counts.get(name)! > 1) ((out[name] ??= []) as unknown[]).push(v);
+    // Own keys only: a repeated <toString> must not find Object.prototype.toString here.
+    if (counts.get(name)! > 1) (Object.hasOwn(out, name) ? (out[name] as unknown[]) : (out[name] = [])).push(v);
     else out[name] = v;
   }
   return out;

@@ -61,6 +61,53 @@ async function assertStillSound(pg: TestPg): Promise<void> {
   expect(Object.prototype.hasOwnProperty.call(Object.prototype, 'polluted')).toBe(false);
 }
 
+/** What msgx wrote because of these messages: flight versions, events, snapshot-log rows. */
+async function writtenBy(pg: TestPg, ids: number[]): Promise<string[]> {
+  const r = await pg.db.query<{ what: string; msg_id: string }>(
+    `SELECT 'flight ' || flid AS what, last_msg_id::text AS msg_id FROM flight_schd WHERE last_msg_id = ANY($1::bigint[])
+     UNION ALL SELECT 'flight history ' || flid, last_msg_id::text FROM flight_hst WHERE last_msg_id = ANY($1::bigint[])
+     UNION ALL SELECT 'event ' || target || ' ' || event_id, source_id FROM msg_event WHERE source_kind = 'proc' AND source_id = ANY($1::text[])
+     UNION ALL SELECT 'snapshot log ' || id, msg_id::text FROM schd_snap_log WHERE msg_id = ANY($1::bigint[])`,
+    [ids],
+  );
+  return r.rows.map((x) => `${x.what} by message ${x.msg_id}`);
+}
+
+/**
+ * The cases whose reason says the content is "stored as received" or "kept verbatim": the unknown
+ * FLIGHT child after FLID, as the test reads it from the raw text (a chain of same-line elements
+ * around one text), must appear unchanged in the flight's state event.
+ */
+const VERBATIM = /stored as received|kept verbatim/;
+function expectedVerbatim(text: string): { flid: string; json: Record<string, unknown> } {
+  const m = /<FLID>([^<]*)<\/FLID>((?:<[^/>][^>]*>)+)([^<]*)</.exec(text);
+  if (!m) throw new Error(`no FLIGHT child after FLID in ${text.slice(0, 200)}`);
+  const names = [...m[2]!.matchAll(/<([^/>]+)>/g)].map((x) => x[1]!);
+  let value: unknown = m[3]!;
+  for (const n of names.reverse()) value = { [n]: value };
+  return { flid: m[1]!, json: value as Record<string, unknown> };
+}
+
+async function verbatimMismatches(pg: TestPg, cases: { name: string; text: string; id: number }[]): Promise<string[]> {
+  const wrong: string[] = [];
+  for (const c of cases) {
+    const want = expectedVerbatim(c.text);
+    const r = await pg.db.query<{ value: string }>(
+      `SELECT value FROM msg_event WHERE target = 'schd' AND source_kind = 'proc' AND source_id = $1::text`,
+      [c.id],
+    );
+    if (r.rowCount !== 1) {
+      wrong.push(`${c.name}: ${r.rowCount} schd events, expected 1`);
+      continue;
+    }
+    const got = JSON.parse(r.rows[0]!.value) as Record<string, unknown>;
+    if (got.FLID !== want.flid) wrong.push(`${c.name}: event for ${String(got.FLID)}, expected ${want.flid}`);
+    for (const [k, v] of Object.entries(want.json))
+      if (JSON.stringify(got[k]) !== JSON.stringify(v)) wrong.push(`${c.name}: ${k} is ${JSON.stringify(got[k])?.slice(0, 120)}, sent ${JSON.stringify(v).slice(0, 120)}`);
+  }
+  return wrong;
+}
+
 it('the corpus holds at least 200 cases, and the committed files are what generate.ts writes', () => {
   expect(corpus.length).toBeGreaterThanOrEqual(200);
   const built = buildCorpus();
@@ -103,6 +150,14 @@ describe('written into the mailbox as other systems write it', () => {
     // Every outcome is back-filled for the mailbox owner, DEAD ones with their class.
     const unmarked = await my.mailbox.filterUnprocessed([...ids.values()]);
     expect(unmarked).toEqual([]);
+    // A dead message changed nothing: no flight version, no event, no snapshot-log row.
+    const dead = corpus.filter((c) => c.expect.status === 'DEAD');
+    expect(dead.filter((c) => c.expect.errorClass === 'PROTOCOL').length).toBeGreaterThan(0);
+    expect(await writtenBy(pg, dead.map((c) => ids.get(c.name)!))).toEqual([]);
+    // What the reason says is kept as received is in the flight's state exactly as sent.
+    const verbatim = corpus.filter((c) => c.expect.status === 'SUCCEEDED' && VERBATIM.test(c.why ?? ''));
+    expect(verbatim.length).toBeGreaterThanOrEqual(10);
+    expect(await verbatimMismatches(pg, verbatim.map((c) => ({ name: c.name, text: c.text, id: ids.get(c.name)! })))).toEqual([]);
 
     const timings = timeDecoder({ runs: 3 });
     const bombs = timings.filter((t) => /laughs|blowup|xxe|doctype|entity-decl/.test(t.name));
@@ -136,7 +191,18 @@ describe('posted to POST /cminmsgs/send', () => {
 
   it('the ingress refuses what it must with the right 4xx and stores nothing; what it accepts ends as in the mailbox', async () => {
     const send = (body: string) => fetch(`${base}/cminmsgs/send`, { method: 'POST', headers: { 'content-type': 'application/xml' }, body });
-    const count = async () => (await my.query<{ n: number }[]>('SELECT COUNT(*) AS n FROM CMINMSGS'))[0]!.n;
+    // Everything a request could leave behind, in both databases.
+    const count = async () => {
+      const mb = await my.query<{ inbound: number; outbound: number }[]>(
+        'SELECT (SELECT COUNT(*) FROM CMINMSGS) AS inbound, (SELECT COUNT(*) FROM COUTMSGS) AS outbound',
+      );
+      const r = await pg.db.query<Record<string, number>>(
+        `SELECT (SELECT count(*)::int FROM proc_state) AS proc, (SELECT count(*)::int FROM proc_attempt) AS attempts,
+                (SELECT count(*)::int FROM msg_event) AS events, (SELECT count(*)::int FROM flight_schd) AS flights,
+                (SELECT count(*)::int FROM schd_snap_log) AS snapshots, (SELECT count(*)::int FROM backfill_todo) AS todos`,
+      );
+      return JSON.stringify({ ...mb[0], ...r.rows[0] });
+    };
     expect((await send(SETUP_TEXT)).status).toBe(200);
     const wrong: string[] = [];
     const accepted = new Map<string, number>();
@@ -154,15 +220,22 @@ describe('posted to POST /cminmsgs/send', () => {
           wrong.push(`${c.name}: answer is not JSON: ${body.slice(0, 100)}`);
         }
         if (res.status !== c.expect.http) wrong.push(`${c.name}: HTTP ${res.status} "${body.slice(0, 120)}", expected ${c.expect.http}`);
-        else if (c.expect.reason && !detail.includes(c.expect.reason) && c.expect.http !== 413)
+        else if (c.expect.reason && !detail.includes(c.expect.reason))
           wrong.push(`${c.name}: reason "${detail}" does not say "${c.expect.reason}"`);
         if ((await count()) !== before) wrong.push(`${c.name}: refused but stored`);
       } else if (res.status !== 200) wrong.push(`${c.name}: HTTP ${res.status} "${body.slice(0, 160)}", expected 200`);
       else accepted.set(c.name, Number(body));
     }
     expect(wrong).toEqual([]);
+    expect(accepted.size).toBe(corpus.filter((c) => c.expect.http === undefined).length);
+    // Stored as received: every accepted body is in the mailbox byte for byte.
+    const stored = await my.query<{ ID: number; MSG_TEXT: string }[]>('SELECT ID, MSG_TEXT FROM CMINMSGS WHERE ID IN (?)', [[...accepted.values()]]);
+    const textOf = new Map(stored.map((r) => [Number(r.ID), r.MSG_TEXT]));
+    const altered = corpus.filter((c) => accepted.has(c.name) && textOf.get(accepted.get(c.name)!) !== c.text).map((c) => c.name);
+    expect(altered).toEqual([]);
     // Still up and answering.
-    expect((await fetch(`${base}/health`)).status).toBeLessThan(600);
+    const health = await fetch(`${base}/health`);
+    expect(health.status).toBe(200);
     expect(server.listening).toBe(true);
 
     await drain(ctx, clock);
@@ -170,6 +243,10 @@ describe('posted to POST /cminmsgs/send', () => {
     const byId = new Map(rows.rows.map((r) => [r.msg_id, r]));
     const ends = corpus.filter((c) => accepted.has(c.name)).map((c) => mismatch(c.name, byId.get(accepted.get(c.name)!), c.expect)).filter(Boolean);
     expect(ends).toEqual([]);
+    const dead = corpus.filter((c) => accepted.has(c.name) && c.expect.status === 'DEAD');
+    expect(await writtenBy(pg, dead.map((c) => accepted.get(c.name)!))).toEqual([]);
+    const verbatim = corpus.filter((c) => accepted.has(c.name) && c.expect.status === 'SUCCEEDED' && VERBATIM.test(c.why ?? ''));
+    expect(await verbatimMismatches(pg, verbatim.map((c) => ({ name: c.name, text: c.text, id: accepted.get(c.name)! })))).toEqual([]);
     await assertStillSound(pg);
   });
 });

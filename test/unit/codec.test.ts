@@ -102,6 +102,13 @@ describe('codec: error classes', () => {
     expect(() => d(flop('ETOT', { seqn: 1 }, '<FLIGHT><FLID>1</FLID><FLNO>1</FLNO><FLNO>2</FLNO></FLIGHT>'))).toThrowError(/more than once/);
   });
 
+  it('keeps unknown elements named like Object.prototype members as received', () => {
+    const text = flop('UPDT', { seqn: 1 }, '<FLIGHT><FLID>1</FLID><toString>a</toString><valueOf>b</valueOf><toString>c</toString></FLIGHT>');
+    const p = d(text).payload as FlopPayload;
+    expect(p.flights[0]!.extra).toEqual([['toString', 'a'], ['valueOf', 'b'], ['toString', 'c']]);
+    expect(nodesToJson(p.flights[0]!.extra)).toEqual({ toString: ['a', 'c'], valueOf: 'b' });
+  });
+
   it('never expands a billion-laughs body: references stay verbatim, the DOCTYPE form is refused', () => {
     // Without a DOCTYPE the references are kept as the literal text: output size = input size.
     const refs = '&lol9;'.repeat(10_000) + '&amp;';
