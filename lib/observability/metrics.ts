@@ -12,6 +12,11 @@ export interface PipelineGauges {
   /** Messages, events and transactional messages that went DEAD in the last window. */
   deadInWindow: { proc: number; event: number; txmsg: number };
   oldestPendingEventSeconds: number;
+  /**
+   * Mailbox back-fills that failed at least once and are still owed (backfill_todo rows with
+   * attempts > 0): above zero for a while means the mailbox refuses our writes (seed 000 §9).
+   */
+  backfillFailures: number;
 }
 
 export async function readGauges(q: Queryable, now: Date, windowMs: number): Promise<PipelineGauges> {
@@ -23,6 +28,7 @@ export async function readGauges(q: Queryable, now: Date, windowMs: number): Pro
     dead_event: number;
     dead_tx: number;
     oldest_event: number | null;
+    backfill_failures: number;
   }>(
     `SELECT
        (SELECT extract(epoch FROM $1 - min(enqueued_at)) FROM proc_state
@@ -31,7 +37,8 @@ export async function readGauges(q: Queryable, now: Date, windowMs: number): Pro
        (SELECT count(*) FROM proc_state WHERE status = 'DEAD' AND finished_at > $2)::int AS dead_proc,
        (SELECT count(*) FROM msg_event WHERE status = 'DEAD' AND dead_at > $2)::int AS dead_event,
        (SELECT count(*) FROM tx_message WHERE status = 'DEAD' AND updated_at > $2)::int AS dead_tx,
-       (SELECT extract(epoch FROM $1 - min(created_at)) FROM msg_event WHERE status IN ('PENDING', 'DELIVERING'))::float8 AS oldest_event`,
+       (SELECT extract(epoch FROM $1 - min(created_at)) FROM msg_event WHERE status IN ('PENDING', 'DELIVERING'))::float8 AS oldest_event,
+       (SELECT count(*) FROM backfill_todo WHERE attempts > 0)::int AS backfill_failures`,
     [now, since],
   );
   const row = r.rows[0]!;
@@ -40,6 +47,7 @@ export async function readGauges(q: Queryable, now: Date, windowMs: number): Pro
     backlog: row.backlog,
     deadInWindow: { proc: row.dead_proc, event: row.dead_event, txmsg: row.dead_tx },
     oldestPendingEventSeconds: Math.max(0, row.oldest_event ?? 0),
+    backfillFailures: row.backfill_failures,
   };
 }
 
@@ -48,6 +56,7 @@ export function emitGauges(g: PipelineGauges, namespace = 'msgx'): void {
   m.addMetric('HeadAgeSeconds', MetricUnit.Seconds, g.headAgeSeconds);
   m.addMetric('Backlog', MetricUnit.Count, g.backlog);
   m.addMetric('OldestPendingEventSeconds', MetricUnit.Seconds, g.oldestPendingEventSeconds);
+  m.addMetric('BackfillFailures', MetricUnit.Count, g.backfillFailures);
   m.publishStoredMetrics();
   for (const [kind, n] of Object.entries(g.deadInWindow)) {
     const d = new Metrics({ namespace, serviceName: 'msgx' });

@@ -56,11 +56,14 @@ export async function applyGroup(
         );
   const records: AttemptRecord[] = [];
   let stopped = false;
+  // An attempt's real start: the first message's is the step's start (its mailbox read and decode
+  // were part of it), each next one starts when the one before it finished.
+  let cursor = now;
 
   for (const item of group) {
     const row = locked.get(item.msgId);
     if (!row) break; // moved by someone else (replay, another pump): keep FIFO, stop here
-    const startedAt = now;
+    const startedAt = cursor;
     let identity: string | null = row.identity_key;
     let outcome: Outcome;
 
@@ -74,7 +77,8 @@ export async function applyGroup(
       if (!identity) {
         const holder = boundHere.get(msg.identity) ?? holders.get(msg.identity);
         if (holder !== undefined && holder !== row.msg_id) {
-          records.push(record(row, { status: 'SKIPPED', note: `duplicate-of:${holder}` }, null, item, startedAt, now, config));
+          cursor = ctx.clock.now();
+          records.push(record(row, { status: 'SKIPPED', note: `duplicate-of:${holder}` }, null, item, startedAt, cursor, config));
           continue;
         }
         identity = msg.identity;
@@ -83,7 +87,8 @@ export async function applyGroup(
       outcome = await runProcessor(ctx, tx, item, now, scope);
     }
 
-    const rec = record(row, outcome, identity, item, startedAt, now, config);
+    cursor = ctx.clock.now();
+    const rec = record(row, outcome, identity, item, startedAt, cursor, config);
     records.push(rec);
     if (rec.status === 'FAILED') {
       stopped = true;
@@ -98,7 +103,7 @@ export async function applyGroup(
     ? []
     : records
         .filter((r) => r.status !== 'FAILED' && r.status !== 'PENDING')
-        .map((r) => ({ id: r.msgId, status: r.status, note: noteFor(r.status, r.errorClass, r.errorDetail, r.note), processedAt: now }));
+        .map((r) => ({ id: r.msgId, status: r.status, note: noteFor(r.status, r.errorClass, r.errorDetail, r.note), processedAt: r.finishedAt }));
   await writeAttempts(tx, records, marks);
   return { records, marks, stopped };
 }
@@ -151,7 +156,10 @@ function lazySavepoint(tx: Queryable) {
   };
 }
 
-/** Turns an outcome into the row update, applying the attempt limit and the head deadline. */
+/**
+ * Turns an outcome into the row update, applying the attempt limit and the head deadline.
+ * `now` is when the attempt finished: the next attempt and the deadline count from it.
+ */
 export function record(
   row: OpenRow,
   outcome: Outcome,

@@ -2,6 +2,7 @@ import { checkWellFormed, DEFAULT_LIMITS } from '../codec/decode.ts';
 import type { AppContext } from '../shared/context.ts';
 import { MalformedError, RequestError } from '../shared/errors.ts';
 import { enqueueMessages } from './procState.ts';
+import { logIngress, since } from './stepLog.ts';
 
 const XML_TYPES = new Set(['application/xml', 'text/xml', 'text/plain']);
 
@@ -15,6 +16,7 @@ export async function acceptInbound(
   body: string,
   contentType: string | undefined,
 ): Promise<{ msgId: number; enqueued: boolean }> {
+  const t0 = performance.now();
   const type = (contentType ?? 'text/plain').split(';')[0]!.trim().toLowerCase();
   if (!XML_TYPES.has(type))
     throw new RequestError(415, 'unsupported_media_type', `content type ${type} is not accepted; send application/xml, text/xml or text/plain`);
@@ -27,7 +29,11 @@ export async function acceptInbound(
     if (err instanceof MalformedError) throw new RequestError(400, 'malformed', err.message);
     throw err;
   }
+  const checkMs = since(t0);
+  const tMailbox = performance.now();
   const msgId = await ctx.mailbox.insertInbound(body);
+  const mailboxMs = since(tMailbox);
+  const tEnqueue = performance.now();
   let enqueued = false;
   try {
     const now = ctx.clock.now();
@@ -42,5 +48,6 @@ export async function acceptInbound(
   } catch (err) {
     ctx.log.warn('enqueue after mailbox insert failed; the poller will find the row', { msgId, error: String(err) });
   }
+  logIngress(ctx.log, { msg_id: msgId, check_ms: checkMs, mailbox_ms: mailboxMs, enqueue_ms: since(tEnqueue), enqueued, total_ms: since(t0) });
   return { msgId, enqueued };
 }

@@ -4,6 +4,7 @@ import { type Prepared, prepare } from './attempt.ts';
 import { backfillNow, noteFor } from './backfill.ts';
 import { applyGroup, type GroupResult, record } from './group.ts';
 import { holdHead, type OpenRow, readHead, writeAttempts } from './procState.ts';
+import { logFailedAttempts, logPumpStep, since } from './stepLog.ts';
 
 export type PumpStep =
   | { kind: 'processed'; count: number; stopped: boolean }
@@ -18,7 +19,9 @@ export type PumpStep =
  */
 export async function pumpOnce(ctx: AppContext): Promise<PumpStep> {
   const now = ctx.clock.now();
+  const t0 = performance.now();
   const { paused, rows } = await readHead(ctx.db, ctx.config.pipeline.groupCommit);
+  const readHeadMs = since(t0);
   if (paused) return { kind: 'paused' };
   const head = rows[0];
   if (!head) return { kind: 'idle' };
@@ -31,6 +34,7 @@ export async function pumpOnce(ctx: AppContext): Promise<PumpStep> {
   const group = firstGap > 0 ? rows.slice(0, firstGap) : rows;
 
   let prepared: Prepared[];
+  const tPrepare = performance.now();
   try {
     prepared = await prepareGroup(ctx, group);
   } catch (err) {
@@ -39,17 +43,40 @@ export async function pumpOnce(ctx: AppContext): Promise<PumpStep> {
     // kills nothing (it would otherwise exhaust one head after another).
     const untilMs = now.getTime() + ctx.config.pipeline.backoffInitialMs;
     await holdHead(ctx.db, head.msg_id, `mailbox read failed: ${asMsgxError(err).message}`, new Date(untilMs), now);
-    ctx.log.warn('mailbox read failed; the head waits', { head: head.msg_id, error: String(err) });
+    // Same fields as a failed attempt, though none is counted (seed 000 §9).
+    ctx.log.warn({
+      message: 'mailbox read failed; the head waits',
+      msg_id: head.msg_id,
+      error_class: 'INFRA',
+      attempt: head.attempts,
+      next_attempt_at: new Date(untilMs).toISOString(),
+      error: String(err),
+    });
     return { kind: 'waiting', untilMs, msgId: head.msg_id };
   }
 
+  const prepareMs = since(tPrepare);
+  const tCommit = performance.now();
   const committed = await commitGroup(ctx, prepared, now);
+  const commitMs = since(tCommit);
   if ('error' in committed) {
     await failHead(ctx, head, `transaction failed: ${committed.error}`, now).catch(() => {});
     return { kind: 'processed', count: 0, stopped: true };
   }
   const result = committed.result;
+  logFailedAttempts(ctx.log, result.records);
+  const tBackfill = performance.now();
   await backfillNow(ctx, result.marks, now);
+  logPumpStep(ctx.log, {
+    processed: result.records.length,
+    stopped: result.stopped,
+    head: head.msg_id,
+    read_head_ms: readHeadMs,
+    prepare_ms: prepareMs,
+    commit_ms: commitMs,
+    backfill_ms: since(tBackfill),
+    total_ms: since(t0),
+  });
   return { kind: 'processed', count: result.records.length, stopped: result.stopped };
 }
 
@@ -93,11 +120,12 @@ async function prepareGroup(ctx: AppContext, group: OpenRow[]): Promise<Prepared
 async function failHead(ctx: AppContext, head: OpenRow, reason: string, now: Date): Promise<void> {
   const error = asMsgxError(reason);
   const item: Prepared = { msgId: head.msg_id, rawText: head.raw_text, error };
-  const rec = record(head, { status: 'FAILED', errorClass: 'INFRA', detail: reason }, head.identity_key, item, now, now, ctx.config);
+  const rec = record(head, { status: 'FAILED', errorClass: 'INFRA', detail: reason }, head.identity_key, item, now, ctx.clock.now(), ctx.config);
   const marks =
     rec.status === 'DEAD' && !ctx.config.shadow
       ? [{ id: rec.msgId, status: rec.status, note: noteFor(rec.status, rec.errorClass, rec.errorDetail, null), processedAt: now }]
       : [];
   await writeAttempts(ctx.db, [rec], marks);
+  logFailedAttempts(ctx.log, [rec]);
   await backfillNow(ctx, marks, now);
 }

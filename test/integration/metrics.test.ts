@@ -26,6 +26,7 @@ describe('alarm gauges', () => {
       backlog: 2,
       deadInWindow: { proc: 1, event: 0, txmsg: 0 },
       oldestPendingEventSeconds: 60,
+      backfillFailures: 0,
     });
   });
 });

@@ -1,0 +1,62 @@
+import type { Log } from '../observability/logger.ts';
+import type { AttemptRecord } from './procState.ts';
+
+/**
+ * Per-stage timing lines of the inbox side, like the relay's round log (lib/outbox/roundLog.ts,
+ * seed 001 room_command_timing): where the time of a pump step or an ingress request went.
+ * Durations are wall-clock milliseconds (performance.now), whatever clock the pipeline runs on.
+ */
+export interface PumpTiming {
+  /** Messages whose outcome was written this step. */
+  processed: number;
+  /** A message failed and now holds the head. */
+  stopped: boolean;
+  head: number;
+  read_head_ms: number;
+  /** Reading missing texts from the mailbox and decoding, outside any transaction. */
+  prepare_ms: number;
+  /** The group's transaction, fallbacks included. */
+  commit_ms: number;
+  backfill_ms: number;
+  total_ms: number;
+}
+
+export function logPumpStep(log: Log, t: PumpTiming): void {
+  log.info({ message: 'pump_step_timing', ...t });
+}
+
+export interface IngressTiming {
+  msg_id: number;
+  /** Content type, size and well-formedness checks. */
+  check_ms: number;
+  mailbox_ms: number;
+  enqueue_ms: number;
+  enqueued: boolean;
+  total_ms: number;
+}
+
+export function logIngress(log: Log, t: IngressTiming): void {
+  log.info({ message: 'ingress_timing', ...t });
+}
+
+/**
+ * Every failed attempt, one line each (seed 000 §9): the message, its error class, the attempt
+ * count and when the next attempt is due (null when it is now DEAD and there is none).
+ */
+export function logFailedAttempts(log: Log, records: readonly AttemptRecord[]): void {
+  for (const r of records) {
+    if (r.status !== 'FAILED' && r.status !== 'DEAD') continue;
+    log.warn({
+      message: 'pipeline_attempt_failed',
+      msg_id: r.msgId,
+      status: r.status,
+      error_class: r.errorClass,
+      error_detail: r.errorDetail,
+      attempt: r.attempt,
+      next_attempt_at: r.status === 'FAILED' ? r.nextAttemptAt.toISOString() : null,
+    });
+  }
+}
+
+/** Milliseconds since `start` (performance.now), rounded to 0.1 ms. */
+export const since = (start: number): number => Math.round((performance.now() - start) * 10) / 10;
