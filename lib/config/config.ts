@@ -12,6 +12,13 @@ const schema = z
     MSGX_RUNTIME: z.enum(['twin', 'lambda']).optional(),
     MSGX_HTTP_PORT: z.coerce.number().int().min(0).max(65535).default(8080),
     MSGX_HTTP_HOST: z.string().min(1).default('127.0.0.1'),
+    // Host names (or host:port) the twin answers to beyond loopback and MSGX_HTTP_HOST (DNS rebinding guard).
+    MSGX_HTTP_ALLOWED_HOSTS: commaList().refine(
+      (hosts) => hosts.every((h) => /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+)(:\d{1,5})?$/.test(h)),
+      'must be a comma list of host names, each optionally with :port (no scheme or path)',
+    ),
+    // Longest a client may take to send its headers and body; then 408 and the socket is closed.
+    MSGX_HTTP_REQUEST_TIMEOUT: duration('30s'),
     MSGX_DATA_DIR: z.string().default('.msgx'),
     MSGX_PG_URL: z.string().url().optional(),
     MSGX_MAILBOX_URL: z
@@ -32,7 +39,10 @@ const schema = z
           return false;
         }
       }, 'must be an IANA time zone such as Asia/Shanghai'),
-    MSGX_ADMIN_TOKEN: z.string().min(1).optional(),
+    MSGX_ADMIN_TOKEN: z
+      .string()
+      .min(16, 'must be at least 16 characters; use a long random string, e.g. `openssl rand -hex 32`')
+      .optional(),
     MSGX_SHADOW: flag(false),
     MSGX_SIGNING_SECRET: z.string().min(1).optional(),
     MSGX_LOG_LEVEL: z.enum(['DEBUG', 'INFO', 'WARN', 'ERROR', 'SILENT']).default('INFO'),
@@ -108,7 +118,7 @@ type Env = z.infer<typeof schema>;
 
 export interface Config {
   runtime: 'twin' | 'lambda';
-  http: { port: number; host: string; maxBodyBytes: number; adminToken?: string };
+  http: { port: number; host: string; allowedHosts: string[]; requestTimeoutMs: number; maxBodyBytes: number; adminToken?: string };
   dataDir: string;
   pgUrl?: string;
   mailboxUrl?: string;
@@ -183,7 +193,14 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   };
   const config: Config = {
     runtime,
-    http: { port: e.MSGX_HTTP_PORT, host: e.MSGX_HTTP_HOST, maxBodyBytes: e.MSGX_MAX_BODY_BYTES, adminToken: e.MSGX_ADMIN_TOKEN },
+    http: {
+      port: e.MSGX_HTTP_PORT,
+      host: e.MSGX_HTTP_HOST,
+      allowedHosts: e.MSGX_HTTP_ALLOWED_HOSTS,
+      requestTimeoutMs: e.MSGX_HTTP_REQUEST_TIMEOUT,
+      maxBodyBytes: e.MSGX_MAX_BODY_BYTES,
+      adminToken: e.MSGX_ADMIN_TOKEN,
+    },
     dataDir: e.MSGX_DATA_DIR,
     pgUrl: e.MSGX_PG_URL,
     mailboxUrl: e.MSGX_MAILBOX_URL,

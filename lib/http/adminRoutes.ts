@@ -1,14 +1,23 @@
+import { z } from 'zod';
 import { deadEvents, pendingByTarget } from '../outbox/routes.ts';
 import { replayDeadEvents } from '../outbox/replay.ts';
 import { isPaused, setPaused } from '../pipeline/pause.ts';
 import { listDead, pipelineStats } from '../pipeline/procState.ts';
 import { parseReplayRequest, replayMessages } from '../pipeline/replay.ts';
-import { actorOf } from '../pipeline/routes.ts';
 import { RequestError } from '../shared/errors.ts';
 import { deadTxMessages } from '../txmsg/dead.ts';
 import { txCountsByStatus } from '../txmsg/stats.ts';
-import { json, parseJsonBody } from './router.ts';
+import { actorOf } from './actor.ts';
+import { intParam, parseQuery } from './query.ts';
+import { json, parseJsonObject } from './router.ts';
 import type { HttpRequest, Route } from './types.ts';
+
+const deadQuery = z.object({
+  kind: z.enum(['proc', 'event', 'txmsg'], 'must be proc, event or txmsg').default('proc'),
+  limit: intParam(1, 1000, 100),
+  errorClass: z.string().max(40).optional(),
+  target: z.string().max(200).optional(),
+});
 
 /** Operator routes that span domains: stats, dead letters, replay, pause. */
 export const adminRoutes: Route[] = [
@@ -32,12 +41,10 @@ export const adminRoutes: Route[] = [
     path: '/admin/dead',
     admin: true,
     async handle(req, ctx) {
-      const kind = req.query.kind ?? 'proc';
-      const limit = Math.min(Number(req.query.limit ?? 100) || 100, 1000);
-      if (kind === 'proc') return json(200, { kind, items: await listDead(ctx.db, { errorClass: req.query.errorClass, limit }) });
-      if (kind === 'event') return json(200, { kind, items: await deadEvents(ctx.db, { target: req.query.target, limit }) });
-      if (kind === 'txmsg') return json(200, { kind, items: await deadTxMessages(ctx.db, { limit }) });
-      throw new RequestError(400, 'invalid_request', `kind must be proc, event or txmsg (got ${kind})`);
+      const { kind, limit, errorClass, target } = parseQuery(req, deadQuery);
+      if (kind === 'proc') return json(200, { kind, items: await listDead(ctx.db, { errorClass, limit }) });
+      if (kind === 'event') return json(200, { kind, items: await deadEvents(ctx.db, { target, limit }) });
+      return json(200, { kind, items: await deadTxMessages(ctx.db, { limit }) });
     },
   },
   {
@@ -45,9 +52,9 @@ export const adminRoutes: Route[] = [
     path: '/admin/replay',
     admin: true,
     async handle(req, ctx) {
-      const { kind, ...rest } = parseJsonBody(req) as Record<string, unknown>;
+      const { kind, ...rest } = parseJsonObject(req);
       const now = ctx.clock.now();
-      if (kind === 'proc') return json(200, await replayMessages(ctx.db, parseReplayRequest(rest), actorOf(req.headers), now));
+      if (kind === 'proc') return json(200, await replayMessages(ctx.db, parseReplayRequest(rest), actorOf(req), now));
       if (kind === 'event') return json(200, await replayEvents(req, rest, ctx.db, now));
       throw new RequestError(400, 'invalid_request', `kind must be "proc" or "event" (got ${String(kind)})`);
     },
@@ -64,7 +71,7 @@ async function replayEvents(req: HttpRequest, body: Record<string, unknown>, db:
   if (!ids && !body.target) throw new RequestError(400, 'invalid_request', 'body: name a target or a non-empty list of ids');
   const r = await replayDeadEvents(
     db,
-    { ids: ids as number[] | undefined, target: body.target as string | undefined, dryRun: body.dryRun === true, actor: actorOf(req.headers) },
+    { ids: ids as number[] | undefined, target: body.target as string | undefined, dryRun: body.dryRun === true, actor: actorOf(req) },
     { now },
   );
   // Same shape as the proc replay, so the console and CLI render both alike.
@@ -82,7 +89,7 @@ function pauseRoute(path: string, paused: boolean): Route {
     path,
     admin: true,
     async handle(req, ctx) {
-      await setPaused(ctx.db, paused, actorOf(req.headers), ctx.clock.now());
+      await setPaused(ctx.db, paused, actorOf(req), ctx.clock.now());
       return json(200, { paused });
     },
   };

@@ -3,15 +3,18 @@ import { type HttpRequest, type HttpResponse, serializeBody } from './types.ts';
 
 /**
  * API Gateway (REST, payload 1.0) event → HttpRequest, and back. Admin routes are IAM-only at the
- * gateway; a request that reached us with an IAM caller on an /admin path is an operator.
+ * gateway; a request that reached us with an IAM caller on an /admin path is an operator, and
+ * that principal is the audit actor. Headers that could claim an identity are dropped: in the
+ * cloud only IAM says who the caller is.
  */
+const IDENTITY_HEADERS = new Set(['x-msgx-actor', 'x-amzn-principal']);
+
 export function fromApiGateway(event: APIGatewayProxyEvent): HttpRequest {
   const headers: Record<string, string> = {};
-  for (const [k, v] of Object.entries(event.headers ?? {})) if (v !== undefined) headers[k.toLowerCase()] = v;
+  for (const [k, v] of Object.entries(event.headers ?? {})) if (v !== undefined && !IDENTITY_HEADERS.has(k.toLowerCase())) headers[k.toLowerCase()] = v;
   const body = event.body ? (event.isBase64Encoded ? Buffer.from(event.body, 'base64').toString('utf8') : event.body) : '';
   const identity = event.requestContext?.identity;
   const caller = identity?.userArn ?? identity?.caller ?? undefined;
-  if (caller) headers['x-amzn-principal'] = caller;
   return {
     method: event.httpMethod.toUpperCase(),
     path: event.path,
@@ -20,6 +23,7 @@ export function fromApiGateway(event: APIGatewayProxyEvent): HttpRequest {
     body,
     params: {},
     isAdmin: Boolean(caller),
+    principal: caller,
   };
 }
 

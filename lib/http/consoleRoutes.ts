@@ -1,4 +1,5 @@
 import { timingSafeEqual } from 'node:crypto';
+import { z } from 'zod';
 import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { readMessageTrace } from '../observability/trace.ts';
@@ -6,6 +7,7 @@ import { eventsBySource } from '../outbox/sourceEvents.ts';
 import { readThroughput } from '../observability/throughput.ts';
 import type { AppContext } from '../shared/context.ts';
 import { RequestError } from '../shared/errors.ts';
+import { intParam, parseQuery } from './query.ts';
 import { json } from './router.ts';
 import type { HttpRequest, HttpResponse, Route } from './types.ts';
 
@@ -24,13 +26,16 @@ import type { HttpRequest, HttpResponse, Route } from './types.ts';
 
 const CONSOLE_DIR = fileURLToPath(new URL('./console/', import.meta.url));
 
-/** The console's files: a fixed list, so no request path ever reaches the file system. */
-const ASSETS: Record<string, string> = {
-  'index.html': 'text/html; charset=utf-8',
-  'app.js': 'text/javascript; charset=utf-8',
-  'style.css': 'text/css; charset=utf-8',
-  'login.html': 'text/html; charset=utf-8',
-};
+/**
+ * The console's files: a fixed list, so no request path ever reaches the file system. A Map, not
+ * an object literal, so inherited names (`constructor`, `__proto__`) are not assets.
+ */
+const ASSETS = new Map<string, string>([
+  ['index.html', 'text/html; charset=utf-8'],
+  ['app.js', 'text/javascript; charset=utf-8'],
+  ['style.css', 'text/css; charset=utf-8'],
+  ['login.html', 'text/html; charset=utf-8'],
+]);
 
 const SECURITY_HEADERS = {
   'cache-control': 'no-store',
@@ -42,7 +47,7 @@ const SECURITY_HEADERS = {
 const PAGE_CSP = "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'";
 
 async function asset(name: string, extra: Record<string, string> = {}, status = 200): Promise<HttpResponse> {
-  const type = ASSETS[name];
+  const type = ASSETS.get(name);
   if (!type) throw new RequestError(404, 'not_found', `no console asset ${name}`);
   const body = await readFile(CONSOLE_DIR + name, 'utf8');
   return { status, headers: { 'content-type': type, ...SECURITY_HEADERS, ...extra }, body };
@@ -51,7 +56,13 @@ async function asset(name: string, extra: Record<string, string> = {}, status = 
 function cookie(req: HttpRequest, name: string): string | undefined {
   for (const part of (req.headers.cookie ?? '').split(';')) {
     const i = part.indexOf('=');
-    if (i > 0 && part.slice(0, i).trim() === name) return decodeURIComponent(part.slice(i + 1).trim());
+    if (i > 0 && part.slice(0, i).trim() === name) {
+      try {
+        return decodeURIComponent(part.slice(i + 1).trim());
+      } catch {
+        return undefined; // not a token we set; the caller is simply not signed in
+      }
+    }
   }
   return undefined;
 }
@@ -81,7 +92,7 @@ export const consoleRoutes: Route[] = [
     path: '/console/{asset}',
     handle: (req, ctx) => {
       const name = req.params.asset!;
-      if (!(name in ASSETS) || name === 'login.html') throw new RequestError(404, 'not_found', `no console asset ${name}`);
+      if (!ASSETS.has(name) || name === 'login.html') throw new RequestError(404, 'not_found', `no console asset ${name}`);
       return guarded(req, ctx, name);
     },
   },
@@ -104,9 +115,7 @@ export const consoleRoutes: Route[] = [
     path: '/admin/throughput',
     admin: true,
     async handle(req, ctx) {
-      const minutes = req.query.minutes === undefined ? 60 : Number(req.query.minutes);
-      if (!Number.isInteger(minutes) || minutes < 1 || minutes > 1440)
-        throw new RequestError(400, 'invalid_request', 'minutes: must be an integer from 1 to 1440');
+      const { minutes } = parseQuery(req, z.object({ minutes: intParam(1, 1440, 60) }));
       return json(200, await readThroughput(ctx.db, ctx.clock.now(), minutes));
     },
   },

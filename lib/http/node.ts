@@ -1,18 +1,31 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { timingSafeEqual } from 'node:crypto';
 import type { AppContext } from '../shared/context.ts';
-import type { Router } from './router.ts';
+import { RequestError } from '../shared/errors.ts';
+import { guardLocalRequest } from './localGuard.ts';
+import { errorResponse, type Router } from './router.ts';
 import { type HttpRequest, type HttpResponse, serializeBody } from './types.ts';
 
 /**
  * The twin's HTTP server: each request becomes the same HttpRequest an API Gateway event becomes,
- * so one router serves both. Bodies beyond the size limit are cut off and answered 413 without
- * being buffered whole.
+ * so one router serves both. Before that, what only a server on a developer's machine needs:
+ * the Host/Origin guard (localGuard.ts), and bodies bounded in size and time — a Content-Length
+ * over the limit is refused unread, a longer stream is cut off at the limit, and a client that
+ * stops sending gets 408 after MSGX_HTTP_REQUEST_TIMEOUT. Those refusals close the connection,
+ * so the rest of the body is never read.
  */
 export function startHttpServer(ctx: AppContext, router: Router, o: { port: number; host?: string }): Promise<Server> {
-  const server = createServer((req, res) => {
-    void handle(ctx, router, req, res);
-  });
+  const timeoutMs = ctx.config.http.requestTimeoutMs;
+  const server = createServer(
+    {
+      // Node's own limits are the backstop for clients that never finish their headers; the
+      // body deadline below answers first with a JSON 408.
+      headersTimeout: timeoutMs,
+      requestTimeout: timeoutMs * 2,
+      connectionsCheckingInterval: Math.min(30_000, Math.max(50, Math.floor(timeoutMs / 4))),
+    },
+    (req, res) => void handle(ctx, router, req, res),
+  );
   server.keepAliveTimeout = 65_000;
   return new Promise((resolve, reject) => {
     server.once('error', reject);
@@ -21,15 +34,23 @@ export function startHttpServer(ctx: AppContext, router: Router, o: { port: numb
 }
 
 async function handle(ctx: AppContext, router: Router, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const method = (req.method ?? 'GET').toUpperCase();
+  const headers: Record<string, string> = {};
+  for (const [k, v] of Object.entries(req.headers)) if (typeof v === 'string') headers[k.toLowerCase()] = v;
   try {
-    const limit = ctx.config.http.maxBodyBytes;
-    const body = await readBody(req, limit);
-    if (body === null) return send(res, { status: 413, body: { error: 'payload_too_large', detail: `the body is larger than ${limit} bytes` } });
-    const url = new URL(req.url ?? '/', 'http://twin');
-    const headers: Record<string, string> = {};
-    for (const [k, v] of Object.entries(req.headers)) if (typeof v === 'string') headers[k.toLowerCase()] = v;
+    guardLocalRequest(
+      { method, headers, localAddress: req.socket.localAddress, localPort: req.socket.localPort },
+      { host: ctx.config.http.host, allowedHosts: ctx.config.http.allowedHosts },
+    );
+    const body = await readBody(req, ctx.config.http.maxBodyBytes, ctx.config.http.requestTimeoutMs);
+    let url: URL;
+    try {
+      url = new URL(req.url ?? '/', 'http://twin');
+    } catch {
+      throw new RequestError(400, 'invalid_request', 'the request target is not a valid URL path');
+    }
     const request: HttpRequest = {
-      method: (req.method ?? 'GET').toUpperCase(),
+      method,
       path: url.pathname,
       headers,
       query: Object.fromEntries(url.searchParams),
@@ -39,36 +60,65 @@ async function handle(ctx: AppContext, router: Router, req: IncomingMessage, res
     };
     send(res, await router.handle(request, ctx));
   } catch (err) {
-    send(res, { status: 500, body: { error: 'internal', detail: String(err) } });
+    if (!(err instanceof RequestError)) ctx.log.error('request failed', { method, path: req.url?.slice(0, 300), error: err as Error });
+    // A refusal before the body was read whole closes the connection rather than read the rest.
+    const r = errorResponse(err);
+    send(res, req.complete ? r : { ...r, headers: { ...r.headers, connection: 'close' } });
+    if (!req.complete) res.once('finish', () => req.socket.destroySoon());
   }
 }
 
-/** Admin in the twin: the bearer token when one is set, else any caller on loopback. */
+/**
+ * Admin in the twin: `Authorization: Bearer <MSGX_ADMIN_TOKEN>` when a token is set (no other
+ * form, so the token never travels in a URL or a bare header), else any caller on loopback.
+ */
 export function isTwinAdmin(token: string | undefined, authorization: string | undefined, remote: string | undefined): boolean {
   if (token) {
-    const given = Buffer.from(authorization?.replace(/^Bearer\s+/i, '') ?? '');
+    const m = /^Bearer ([^\s]+)$/i.exec(authorization?.trim() ?? '');
+    if (!m) return false;
+    const given = Buffer.from(m[1]!);
     const want = Buffer.from(token);
     return given.length === want.length && timingSafeEqual(given, want);
   }
   return remote === '127.0.0.1' || remote === '::1' || remote === '::ffff:127.0.0.1';
 }
 
-function readBody(req: IncomingMessage, limit: number): Promise<string | null> {
+/** The body as text: 413 past `limit` bytes (declared or streamed), 408 when it is not all in within `timeoutMs`. */
+function readBody(req: IncomingMessage, limit: number, timeoutMs: number): Promise<string> {
+  const tooLarge = () => new RequestError(413, 'payload_too_large', `the body is larger than ${limit} bytes`);
+  const declared = req.headers['content-length'];
+  if (declared !== undefined && Number(declared) > limit) return Promise.reject(tooLarge());
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
-    let over = false;
-    req.on('data', (c: Buffer) => {
+    const done = (err?: RequestError) => {
+      clearTimeout(timer);
+      req.removeListener('data', onData);
+      if (err) {
+        req.pause(); // read no further; the caller answers and closes the connection
+        reject(err);
+      } else resolve(Buffer.concat(chunks).toString('utf8'));
+    };
+    const onData = (c: Buffer) => {
       size += c.length;
-      if (size > limit) over = true;
+      if (size > limit) done(tooLarge());
       else chunks.push(c);
+    };
+    const timer = setTimeout(
+      () => done(new RequestError(408, 'request_timeout', `the body did not arrive within ${timeoutMs} ms`)),
+      timeoutMs,
+    );
+    req.on('data', onData);
+    req.once('end', () => done());
+    req.once('error', (e) => {
+      clearTimeout(timer);
+      reject(e);
     });
-    req.on('end', () => resolve(over ? null : Buffer.concat(chunks).toString('utf8')));
-    req.on('error', reject);
   });
 }
 
 export function send(res: ServerResponse, r: HttpResponse): void {
+  if (res.headersSent) return;
   const { headers, body } = serializeBody(r);
   res.writeHead(r.status, headers);
   res.end(body);

@@ -12,6 +12,8 @@ export interface HttpRequest {
   params: Record<string, string>;
   /** The caller is an operator (IAM in the cloud, token or loopback in the twin). */
   isAdmin: boolean;
+  /** The IAM principal API Gateway authenticated (cloud only); the audit actor when present. */
+  principal?: string;
 }
 
 export interface HttpResponse {
@@ -27,6 +29,11 @@ export interface Route {
   path: string;
   /** Admin routes answer 401/403 to callers that are not operators. */
   admin?: boolean;
+  /**
+   * Media types a body may have (without parameters). Unset: a JSON route, whose body must be
+   * declared `application/json`.
+   */
+  accepts?: readonly string[];
   handle(req: HttpRequest, ctx: AppContext): Promise<HttpResponse>;
 }
 

@@ -4,7 +4,8 @@ import { MalformedError, RequestError } from '../shared/errors.ts';
 import { enqueueMessages } from './procState.ts';
 import { logIngress, since } from './stepLog.ts';
 
-const XML_TYPES = new Set(['application/xml', 'text/xml', 'text/plain']);
+/** DESIGN.md: the raw XML body may be declared as any of these (a missing type means text/plain). */
+export const XML_TYPES: readonly string[] = ['application/xml', 'text/xml', 'text/plain'];
 
 /**
  * `POST /cminmsgs/send`: refuse bad input before anything is stored, then mailbox insert, then
@@ -18,7 +19,7 @@ export async function acceptInbound(
 ): Promise<{ msgId: number; enqueued: boolean }> {
   const t0 = performance.now();
   const type = (contentType ?? 'text/plain').split(';')[0]!.trim().toLowerCase();
-  if (!XML_TYPES.has(type))
+  if (!XML_TYPES.includes(type))
     throw new RequestError(415, 'unsupported_media_type', `content type ${type} is not accepted; send application/xml, text/xml or text/plain`);
   const limit = ctx.config.http.maxBodyBytes;
   if (Buffer.byteLength(body, 'utf8') > limit)

@@ -1,13 +1,14 @@
 import { json } from '../http/router.ts';
 import type { Route } from '../http/types.ts';
 import { RequestError } from '../shared/errors.ts';
-import { acceptInbound } from './ingress.ts';
+import { acceptInbound, XML_TYPES } from './ingress.ts';
 import { getProc, listAttempts } from './procState.ts';
 
 export const pipelineRoutes: Route[] = [
   {
     method: 'POST',
     path: '/cminmsgs/send',
+    accepts: XML_TYPES,
     async handle(req, ctx) {
       const { msgId } = await acceptInbound(ctx, req.body, req.headers['content-type']);
       return { status: 200, headers: { 'content-type': 'text/plain; charset=utf-8' }, body: String(msgId) };
@@ -25,8 +26,3 @@ export const pipelineRoutes: Route[] = [
     },
   },
 ];
-
-/** Who asked: the IAM principal or a named operator header; audited with every admin action. */
-export function actorOf(headers: Record<string, string>): string {
-  return headers['x-msgx-actor'] ?? headers['x-amzn-principal'] ?? 'operator';
-}

@@ -1,5 +1,6 @@
 import { json, parseJsonBody } from '../http/router.ts';
-import type { HttpRequest, Route } from '../http/types.ts';
+import { actorOf } from '../http/actor.ts';
+import type { Route } from '../http/types.ts';
 import { runAction, type TxAction } from './actions.ts';
 import { TxNotFoundError } from './errors.ts';
 import { prepare } from './prepare.ts';
@@ -15,9 +16,6 @@ const action = (name: TxAction): Route => ({
     return json(200, await runAction(ctx, req.params.id!, name));
   },
 });
-
-/** Who did it, for audit_log: the operator's own label when given, else a generic one. */
-const actorOf = (req: HttpRequest) => req.headers['x-msgx-actor']?.slice(0, 200) || 'operator';
 
 /** The transactional message API (DESIGN.md); the lead mounts these in the twin and the ingress. */
 export const txmsgRoutes: Route[] = [

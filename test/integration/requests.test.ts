@@ -134,7 +134,7 @@ describe('admin route and reference data', () => {
   const req = (body: unknown, isAdmin = true): HttpRequest => ({
     method: 'POST',
     path: '/admin/requests',
-    headers: {},
+    headers: { 'content-type': 'application/json' },
     query: {},
     body: JSON.stringify(body),
     params: {},

@@ -159,7 +159,7 @@ describe('trace of an inbound message, throughput, console routes', () => {
     expect(t.backfill.procNote).toMatch(/^EXHAUSTED: UNSUPPORTED/);
 
     const replay = await router.handle(
-      { method: 'POST', path: '/admin/replay', headers: { 'x-msgx-actor': 'console' }, query: {}, params: {}, isAdmin: true, body: JSON.stringify({ kind: 'proc', ids: [ids.unsupported] }) },
+      { method: 'POST', path: '/admin/replay', headers: { 'content-type': 'application/json', 'x-msgx-actor': 'console' }, query: {}, params: {}, isAdmin: true, body: JSON.stringify({ kind: 'proc', ids: [ids.unsupported] }) },
       ctx,
     );
     expect(replay.status).toBe(200);

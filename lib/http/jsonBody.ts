@@ -1,0 +1,59 @@
+import { RequestError } from '../shared/errors.ts';
+import type { HttpRequest } from './types.ts';
+
+/** Deeper than any body msgx defines; a limit keeps recursive code (zod, hashing) off the stack's end. */
+export const MAX_JSON_DEPTH = 32;
+
+/** `application/json`, with or without parameters (charset), or any `+json` type. */
+export function isJsonType(contentType: string | undefined): boolean {
+  const type = mediaType(contentType);
+  return type === 'application/json' || /^application\/[\w.+-]+\+json$/.test(type);
+}
+
+export const mediaType = (contentType: string | undefined): string => (contentType ?? '').split(';')[0]!.trim().toLowerCase();
+
+/**
+ * Parses a JSON body or throws a 4xx that says why: 415 for a body that is not declared JSON
+ * (a cross-site form can only send form or text types), 400 for bad JSON, nesting deeper than
+ * MAX_JSON_DEPTH, or a NUL character (PostgreSQL text and jsonb cannot store U+0000).
+ */
+export function parseJsonBody(req: Pick<HttpRequest, 'body' | 'headers'>): unknown {
+  const declared = req.headers['content-type'];
+  if (declared !== undefined && !isJsonType(declared))
+    throw new RequestError(415, 'unsupported_media_type', `content type ${mediaType(declared) || '(empty)'} is not accepted; send application/json`);
+  if (!req.body) throw new RequestError(400, 'invalid_request', 'a JSON body is required');
+  if (declared === undefined) throw new RequestError(415, 'unsupported_media_type', 'content-type is missing; send application/json');
+  checkJsonText(req.body);
+  try {
+    return JSON.parse(req.body);
+  } catch (err) {
+    throw new RequestError(400, 'invalid_request', `body is not valid JSON: ${(err as Error).message}`);
+  }
+}
+
+/** parseJsonBody for routes whose body is an object: `null`, arrays and scalars are a 400. */
+export function parseJsonObject(req: Pick<HttpRequest, 'body' | 'headers'>): Record<string, unknown> {
+  const v = parseJsonBody(req);
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) throw new RequestError(400, 'invalid_request', 'body: must be a JSON object');
+  return v as Record<string, unknown>;
+}
+
+/** One linear pass, no recursion: nesting depth and `\u0000` escapes (a raw NUL is invalid JSON anyway). */
+export function checkJsonText(text: string): void {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c /* \ */) {
+        if (text[i + 1] === 'u' && /^[0]{4}$/.test(text.slice(i + 2, i + 6)))
+          throw new RequestError(400, 'invalid_request', 'body: a string holds a NUL character (\\u0000), which msgx cannot store');
+        i++;
+      } else if (c === 0x22 /* " */) inString = false;
+      else if (c === 0) throw new RequestError(400, 'invalid_request', 'body: a string holds a NUL character (\\u0000), which msgx cannot store');
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x7b || c === 0x5b) {
+      if (++depth > MAX_JSON_DEPTH) throw new RequestError(400, 'invalid_request', `body: JSON nested deeper than ${MAX_JSON_DEPTH} levels`);
+    } else if (c === 0x7d || c === 0x5d) depth--;
+  }
+}
