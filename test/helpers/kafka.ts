@@ -110,3 +110,21 @@ export async function readTopic(brokers: string[], topic: string, n: number, opt
   }
   return got.sort((a, b) => a.partition - b.partition || a.offset - b.offset);
 }
+
+/**
+ * Reads EVERY record of `topic`: from the beginning up to each partition's high watermark taken
+ * at the call (so a duplicate after the n-th record is seen, unlike readTopic(n)). Per partition
+ * in offset order, partitions concatenated.
+ */
+export async function readTopicToEnd(brokers: string[], topic: string, options: { timeoutMs?: number } = {}): Promise<ReadRecord[]> {
+  const kafka = new Kafka({ clientId: 'msgx-test-reader', brokers, logLevel: logLevel.NOTHING });
+  const admin = kafka.admin();
+  await admin.connect();
+  const ends = await admin.fetchTopicOffsets(topic).finally(() => admin.disconnect());
+  const total = ends.reduce((n, e) => n + Number(e.high) - Number(e.low), 0);
+  if (total === 0) return [];
+  const got = await readTopic(brokers, topic, total, options);
+  // Nothing beyond the watermarks taken above may be counted (a later write is not "the end").
+  const high = new Map(ends.map((e) => [e.partition, Number(e.high)]));
+  return got.filter((r) => r.offset < high.get(r.partition)!);
+}

@@ -15,7 +15,7 @@ import type { Publisher } from '../../lib/outbox/types.ts';
 import { silentLog } from '../../lib/observability/logger.ts';
 import { systemClock } from '../../lib/shared/clock.ts';
 import { freshPg, serviceUrls, waitFor, type TestPg } from '../helpers/services.ts';
-import { randomTopic, readTopic, type ReadRecord } from '../helpers/kafka.ts';
+import { randomTopic, readTopic, readTopicToEnd, type ReadRecord } from '../helpers/kafka.ts';
 
 // Integration: real PostgreSQL (own database), the real Kafka broker (own random topics), real
 // time with short backoffs. Unavailability is simulated with publishers pointed at a dead port;
@@ -133,8 +133,10 @@ describe('delivery to Kafka', () => {
     } finally {
       await kafka.close();
     }
-    const got = await readTopic(kafkaBrokers, topicMsg, 300);
+    // Every record on the topic, to its end: exactly the 300, none twice.
+    const got = await readTopicToEnd(kafkaBrokers, topicMsg);
     expect(got).toHaveLength(300);
+    expect(new Set(got.map((r) => r.headers['msgx-event-id'])).size).toBe(300);
     assertKeyOrder(got);
     const first = got.find((r) => r.headers['msgx-event-id'] === String(ids[0]))!;
     expect(first).toMatchObject({ key: 'F0', value: '{"i":0}' });
@@ -212,13 +214,19 @@ describe('delivery to Kafka', () => {
       `SELECT locked_by, count(*)::int AS n FROM msg_event WHERE locked_by IN ('A', 'B') AND status = 'SENT' GROUP BY locked_by`,
     );
     expect(byWho.rows.reduce((n, r) => n + r.n, 0)).toBe(2000);
-    const msg = await readTopic(kafkaBrokers, topicMsg, 1000);
-    const tx = await readTopic(kafkaBrokers, txTopic, 1000);
+    // Both worked at once (otherwise this proves nothing about two dispatchers).
+    const sentBy = Object.fromEntries(byWho.rows.map((r) => [r.locked_by, r.n]));
+    expect(sentBy.A, 'events dispatcher A sent').toBeGreaterThan(0);
+    expect(sentBy.B, 'events dispatcher B sent').toBeGreaterThan(0);
+    // Every record on both topics, to the end of every partition.
+    const msg = await readTopicToEnd(kafkaBrokers, topicMsg);
+    const tx = await readTopicToEnd(kafkaBrokers, txTopic);
     assertKeyOrder(msg);
     assertKeyOrder(tx);
     // Nothing was delivered twice: a claim never overlapped another one.
     expect(msg).toHaveLength(1000);
     expect(tx).toHaveLength(1000);
+    expect(new Set([...msg, ...tx].map((r) => r.headers['msgx-event-id'])).size).toBe(2000);
   });
 
   test('a dispatcher killed mid-batch: its lease expires and another one delivers the batch again, in order', async () => {
