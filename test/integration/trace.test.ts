@@ -1,5 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { buildRouter } from '../../lib/http/app.ts';
+import { startHttpServer } from '../../lib/http/node.ts';
 import type { HttpRequest } from '../../lib/http/types.ts';
 import { registerFlightProcessors } from '../../lib/flights/index.ts';
 import { PgMailbox } from '../../lib/mailbox/pg.ts';
@@ -227,7 +230,21 @@ describe('trace of an inbound message, throughput, console routes', () => {
     expect(String(page.body)).toContain('/console/app.js');
     expect((await get('/console/app.js')).headers?.['content-type']).toMatch(/javascript/);
     expect((await get('/console/style.css')).headers?.['content-type']).toMatch(/^text\/css/);
-    expect((await get('/console/../package.json')).status).toBe(404);
+    // Traversal probes sent over real HTTP with the path exactly as written (no URL
+    // normalisation on the way), so they reach the console route as an attacker sends them.
+    const server = await startHttpServer(ctx, router, { port: 0 });
+    try {
+      const port = (server.address() as AddressInfo).port;
+      for (const probe of ['/console/../package.json', '/console/%2e%2e/package.json', '/console/..%2fpackage.json', '/console/%2e%2e%2f%2e%2e%2fpackage.json', '/console/....//package.json']) {
+        const res = await rawGet(port, probe);
+        expect([400, 403, 404], `${probe} → ${res.status}`).toContain(res.status);
+        expect(res.body, probe).not.toContain('devDependencies');
+      }
+      // The same server does serve the console's own files.
+      expect((await rawGet(port, '/console/style.css')).status).toBe(200);
+    } finally {
+      server.close();
+    }
     expect((await get('/console/login.html')).status).toBe(404);
     expect((await get('/console', { admin: false })).status).toBe(403);
 
@@ -243,3 +260,17 @@ describe('trace of an inbound message, throughput, console routes', () => {
     expect((await anon('/console/app.js', { cookie: 'msgx_admin_token=s3cret' })).status).toBe(200);
   });
 });
+
+/** GET with the request line's path exactly as given (node's http.request does not normalise it). */
+function rawGet(port: number, path: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: '127.0.0.1', port, path, method: 'GET' }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => (body += c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
