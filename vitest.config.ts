@@ -1,13 +1,29 @@
 import { defineConfig } from 'vitest/config';
 
+/**
+ * Suites that also run on the twin's embedded engine (PGlite), so the default users keep is
+ * tested like the real one: test/helpers/services.ts freshPg() gives a PgliteDb under
+ * MSGX_TEST_ENGINE=pglite. test/integration/embedded.test.ts adds the twin's whole stack on PGlite.
+ */
+const ON_BOTH_ENGINES = [
+  'test/integration/pipeline.test.ts',
+  'test/integration/pipeline-fallback.test.ts',
+  'test/integration/requests.test.ts',
+  'test/integration/replay.test.ts',
+  'test/integration/flights.flop.test.ts',
+];
+
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
     exclude: ['test/faults/**', 'node_modules/**'],
     testTimeout: 60_000,
     hookTimeout: 60_000,
     // Two cores: a few files at a time, each in its own database.
     maxWorkers: 3,
     pool: 'forks',
+    projects: [
+      { extends: true, test: { name: 'pg', include: ['test/**/*.test.ts'] } },
+      { extends: true, test: { name: 'pglite', include: ON_BOTH_ENGINES, env: { MSGX_TEST_ENGINE: 'pglite' } } },
+    ],
   },
 });

@@ -3,8 +3,12 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import mysql from 'mysql2/promise';
 import pg from 'pg';
+import { createHash } from 'node:crypto';
+import { cpSync, mkdirSync, mkdtempSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import type { Db } from '../../lib/db/db.ts';
 import { PgDb } from '../../lib/db/pg.ts';
-import { migrate } from '../../lib/db/migrate.ts';
+import { migrate, readMigrations } from '../../lib/db/migrate.ts';
 import { MysqlMailbox } from '../../lib/mailbox/mysql.ts';
 
 /**
@@ -38,12 +42,20 @@ function withDatabase(url: string, database: string): string {
 
 export interface TestPg {
   url: string;
-  db: PgDb;
+  db: Db;
   drop(): Promise<void>;
 }
 
-/** A fresh PostgreSQL database for one test file, migrated; drop() removes it. */
+/** The engine freshPg() gives: real PostgreSQL, or the twin's embedded PGlite (vitest project `pglite`). */
+export const testEngine = (): 'pg' | 'pglite' => (process.env.MSGX_TEST_ENGINE === 'pglite' ? 'pglite' : 'pg');
+
+/**
+ * A fresh PostgreSQL database for one test file, migrated; drop() removes it. Under
+ * MSGX_TEST_ENGINE=pglite the same suites run on the twin's embedded engine instead: a PgliteDb in
+ * a temporary data directory (it has no URL: a suite that needs one runs on PostgreSQL only).
+ */
 export async function freshPg(options: { migrate?: boolean } = {}): Promise<TestPg> {
+  if (testEngine() === 'pglite') return freshPglite(options);
   const { pgUrl } = serviceUrls();
   const name = uniqueName('msgx_t');
   const admin = new pg.Client({ connectionString: pgUrl });
@@ -64,6 +76,75 @@ export async function freshPg(options: { migrate?: boolean } = {}): Promise<Test
       await c.end();
     },
   };
+}
+
+/** Puts a migrated embedded database at `<dataDir>/pg`, as the twin's first start would leave it. */
+export async function seedPgliteDataDir(dataDir: string): Promise<void> {
+  cpSync(join(await pgliteTemplate(), 'pg'), join(dataDir, 'pg'), { recursive: true });
+}
+
+async function freshPglite(options: { migrate?: boolean }): Promise<TestPg> {
+  const { PgliteDb } = await import('../../lib/db/pglite.ts');
+  const dir = mkdtempSync(join(tmpdir(), 'msgx-pglite-'));
+  if (options.migrate !== false) await seedPgliteDataDir(dir);
+  const db = await PgliteDb.open(join(dir, 'pg'));
+  return {
+    get url(): string {
+      throw new Error('this test needs a PostgreSQL URL; it cannot run on the embedded engine (MSGX_TEST_ENGINE=pglite)');
+    },
+    db,
+    async drop() {
+      await db.close().catch(() => {});
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * A migrated PGlite data directory, made once per machine for this PGlite and these migrations,
+ * and copied by each test file: initdb and the migrations take ~20 s on a busy machine.
+ */
+async function pgliteTemplate(): Promise<string> {
+  const pgliteVersion = readFileSync(new URL('../package.json', import.meta.resolve('@electric-sql/pglite')), 'utf8');
+  const key = createHash('sha256')
+    .update(pgliteVersion)
+    .update(readMigrations().map((m) => `${m.name}\n${m.sql}`).join('\n'))
+    .digest('hex')
+    .slice(0, 16);
+  const dir = join(tmpdir(), `msgx-pglite-template-${key}`);
+  // One builder at a time across the test workers (mkdir is atomic); the others wait for it.
+  const building = `${dir}.building`;
+  const deadline = Date.now() + 120_000;
+  for (;;) {
+    if (existsSync(join(dir, 'ready'))) return dir;
+    try {
+      mkdirSync(building);
+      break;
+    } catch {
+      // A builder that died long ago leaves its mark: take over.
+      if (Date.now() - (statSync(building, { throwIfNoEntry: false })?.mtimeMs ?? Date.now()) > 180_000) rmSync(building, { recursive: true, force: true });
+      if (Date.now() > deadline) throw new Error(`timed out waiting for another test worker to build ${dir}`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+  try {
+    if (existsSync(join(dir, 'ready'))) return dir;
+    await buildTemplate(dir);
+    return dir;
+  } finally {
+    rmSync(building, { recursive: true, force: true });
+  }
+}
+
+async function buildTemplate(dir: string): Promise<void> {
+  const { PgliteDb } = await import('../../lib/db/pglite.ts');
+  const build = mkdtempSync(join(tmpdir(), 'msgx-pglite-build-'));
+  const db = await PgliteDb.open(join(build, 'pg'));
+  await migrate(db);
+  await db.close();
+  writeFileSync(join(build, 'ready'), '');
+  rmSync(dir, { recursive: true, force: true });
+  renameSync(build, dir);
 }
 
 export interface TestMysql {
