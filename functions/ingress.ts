@@ -13,7 +13,7 @@ const pumpFunction = process.env.MSGX_PUMP_FUNCTION_NAME;
 
 export async function handler(event: APIGatewayProxyEvent): Promise<APIGatewayProxyResult> {
   const ctx = await lambdaContext();
-  router ??= buildRouter(kafkaHealth(ctx.config));
+  router ??= buildRouter(kafkaHealth(ctx));
   const request = fromApiGateway(event);
   const response = await router.handle(request, ctx);
   if (pumpFunction && request.path === '/cminmsgs/send' && response.status === 200) {

@@ -4,6 +4,7 @@ import { migrate } from '../db/migrate.ts';
 import { openDb } from '../db/open.ts';
 import { type AdminApi, AdminCallError, openAdminApi } from './admin.ts';
 import { setSchedulesEnabled } from './schedules.ts';
+import { renderStatus, type StatsView } from './status.ts';
 import { keyValues, table } from './table.ts';
 
 const program = new Command()
@@ -125,34 +126,6 @@ for (const [name, paused] of [
         process.stdout.write(`pipeline ${paused ? 'paused' : 'running'} (${api.mode})\n`);
       }),
     );
-}
-
-interface StatsView {
-  at: string;
-  paused: boolean;
-  pipeline: { backlog: number; head: Record<string, unknown> | null; byStatus: Record<string, number>; deadByClass: Record<string, number> };
-  events?: { target: string; pending: number; oldestAgeSeconds: number | null; dead: number }[];
-  txmsg?: Record<string, number>;
-}
-
-export function renderStatus(s: StatsView): string {
-  const head = s.pipeline.head;
-  const out = [
-    keyValues({
-      pipeline: s.paused ? 'PAUSED' : 'running',
-      backlog: s.pipeline.backlog,
-      head: head ? `#${head.msgId} ${head.status} attempts=${head.attempts} age=${Math.round(Number(head.ageSeconds))}s${head.errorClass ? ` ${head.errorClass}` : ''}` : '(empty)',
-    }),
-    '',
-    'messages by status',
-    table(Object.entries(s.pipeline.byStatus).map(([status, count]) => ({ status, count }))),
-    '',
-    'dead by class',
-    table(Object.entries(s.pipeline.deadByClass).map(([errorClass, count]) => ({ errorClass, count }))),
-  ];
-  if (s.events) out.push('', 'events by target', table(s.events));
-  if (s.txmsg) out.push('', 'transactional messages by state', table(Object.entries(s.txmsg).map(([state, count]) => ({ state, count }))));
-  return `${out.join('\n')}\n`;
 }
 
 function compact(row: Record<string, unknown>): Record<string, unknown> {

@@ -84,6 +84,11 @@ const schema = z
     MSGX_TX_REDELIVERY_SCHEDULE: durationList('0s,1m,4m,10m,30m,60m'),
     MSGX_TX_REDELIVERY_BATCH: positiveInt(100),
     MSGX_TX_RETENTION: duration('168h'),
+    MSGX_TX_TOPICS: commaList().refine(
+      (list) => list.every((t) => t.length <= 249 && /^[A-Za-z0-9._-]+$/.test(t)),
+      'must be a comma list of Kafka topic names (letters, digits, ".", "_", "-"; at most 249 characters each)',
+    ),
+    MSGX_STALE_TARGET_AFTER: duration('5m'),
 
     // Lifecycle (seed 000 §6.2)
     MSGX_HISTORY_RETENTION_DAYS: positiveInt(7),
@@ -152,6 +157,8 @@ export interface Config {
     pollIntervalMs: number;
     /** Per-target delivery settings over the globals above (MSGX_DELIVERY_TARGET_OVERRIDES). */
     targetOverrides: Record<string, TargetOverride>;
+    /** MSGX_STALE_TARGET_AFTER: a target whose head is older is listed as stale (stats, status, console). */
+    staleAfterMs: number;
   };
   txmsg: {
     checkAllowedOrigins: string[];
@@ -160,6 +167,8 @@ export interface Config {
     redeliveryScheduleMs: number[];
     redeliveryBatch: number;
     retentionMs: number;
+    /** MSGX_TX_TOPICS: the only topics producers may name; empty = any topic the cluster has. */
+    topics: string[];
   };
   lifecycle: {
     historyRetentionDays: number;
@@ -231,6 +240,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       schdFlushLimit: e.MSGX_SCHD_FLUSH_LIMIT,
       pollIntervalMs: e.MSGX_DELIVERY_POLL_INTERVAL,
       targetOverrides: checkTargetOverrides({ ...delivery, targetOverrides: e.MSGX_DELIVERY_TARGET_OVERRIDES }),
+      staleAfterMs: e.MSGX_STALE_TARGET_AFTER,
     },
     txmsg: {
       checkAllowedOrigins: e.MSGX_TX_CHECK_ALLOWED_ORIGINS,
@@ -239,6 +249,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       redeliveryScheduleMs: e.MSGX_TX_REDELIVERY_SCHEDULE,
       redeliveryBatch: e.MSGX_TX_REDELIVERY_BATCH,
       retentionMs: e.MSGX_TX_RETENTION,
+      topics: e.MSGX_TX_TOPICS,
     },
     lifecycle: {
       historyRetentionDays: e.MSGX_HISTORY_RETENTION_DAYS,

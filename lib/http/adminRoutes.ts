@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { deadEvents, pendingByTarget } from '../outbox/routes.ts';
+import { deliveryProblems } from '../outbox/problems.ts';
 import { replayDeadEvents } from '../outbox/replay.ts';
 import { isPaused, setPaused } from '../pipeline/pause.ts';
 import { listDead, pipelineStats } from '../pipeline/procState.ts';
@@ -33,7 +34,9 @@ export const adminRoutes: Route[] = [
         pendingByTarget(ctx.db, now),
         txCountsByStatus(ctx.db),
       ]);
-      return json(200, { at: now.toISOString(), paused, pipeline, events, txmsg });
+      // Delivery that is not progressing, said plainly: stalled, stale and topic-less targets.
+      const problems = await deliveryProblems(ctx, events);
+      return json(200, { at: now.toISOString(), paused, pipeline, events, txmsg, ...problems });
     },
   },
   {

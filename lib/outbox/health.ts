@@ -1,12 +1,15 @@
-import type { Config } from '../config/config.ts';
 import type { HealthCheck } from '../http/health.ts';
+import type { AppContext } from '../shared/context.ts';
 import { createKafka } from './kafkaClient.ts';
+import { describeMissing, missingTopics } from './missingTopics.ts';
 
 /**
- * `GET /health`'s Kafka check when brokers are configured (none for the file sink): the cluster
- * answers a metadata request. One admin client per process, connected on first use.
+ * `GET /health`'s Kafka checks when brokers are configured (none for the file sink): the cluster
+ * answers a metadata request, and every topic msgx must write exists (msg, schd, MSGX_TX_TOPICS,
+ * the topic of every target with open events). One admin client per process, connected on first use.
  */
-export function kafkaHealth(config: Pick<Config, 'kafka'>): Record<string, HealthCheck> {
+export function kafkaHealth(ctx: Pick<AppContext, 'config' | 'db'>): Record<string, HealthCheck> {
+  const { config } = ctx;
   if (config.kafka.brokers.length === 0) return {};
   const admin = createKafka(config.kafka, { clientId: 'msgx-health' }).admin();
   let connected: Promise<void> | undefined;
@@ -18,6 +21,10 @@ export function kafkaHealth(config: Pick<Config, 'kafka'>): Record<string, Healt
       });
       await connected;
       await admin.describeCluster();
+    },
+    'kafka-topics': async () => {
+      const missing = await missingTopics(config, ctx.db);
+      if (missing.length) throw new Error(`missing on the cluster: ${describeMissing(missing)}`);
     },
   };
 }

@@ -3,6 +3,7 @@ import type { AppContext } from '../shared/context.ts';
 import { TxIdempotencyConflictError, TxValidationError } from './errors.ts';
 import { claimKey, requestHash } from './idempotency.ts';
 import { findMessage, insertMessage, type TxRow } from './store.ts';
+import { checkTxTopic } from './topics.ts';
 import { appendTrace } from './trace.ts';
 import { parsePrepare } from './validate.ts';
 
@@ -24,6 +25,8 @@ export async function prepare(
   const p = parsePrepare(body, ctx.config.txmsg.checkAllowedOrigins);
   if (idempotencyKey !== undefined && (idempotencyKey.length === 0 || idempotencyKey.length > 200))
     throw new TxValidationError('Idempotency-Key', 'must be 1 to 200 characters');
+  // A topic msgx could never deliver to is refused now, not discovered by retrying later.
+  await checkTxTopic(ctx.config, p.topic);
   const now = ctx.clock.now();
   const id = randomUUID();
   const hash = requestHash(p);

@@ -117,6 +117,27 @@ function table(columns, rows, opts = {}) {
   return h('div', { class: 'table-wrap' }, h('table', opts.attrs ?? null, h('thead', null, head), h('tbody', null, body)));
 }
 
+/** Delivery that is not moving, above everything else: stale targets and topics the cluster lacks. */
+function deliveryProblemsCallout(stats) {
+  const stale = stats.staleTargets ?? [];
+  const missing = stats.missingTopics ?? [];
+  if (!stale.length && !missing.length) return null;
+  return h(
+    'div',
+    { class: 'callout bad section-gap', 'data-test': 'delivery-problems' },
+    h('strong', null, 'Delivery is not moving'),
+    stale.length
+      ? h('ul', null, stale.map((t) => h('li', { 'data-test': 'stale-target' },
+          h('code', null, t.target), ` head #${t.headEventId} waiting ${fmtDuration(t.ageSeconds * 1000)}`,
+          t.stalledSeconds != null ? ` · stalled ${fmtDuration(t.stalledSeconds * 1000)} (destination unreachable)` : ` · ${t.headAttempts} attempts`,
+          t.reason ? [' · ', h('span', { class: 'err' }, t.reason)] : null)))
+      : null,
+    missing.length
+      ? h('ul', null, missing.map((m) => h('li', { 'data-test': 'missing-topic' }, 'Kafka topic ', h('code', null, m.topic), ` does not exist (target ${m.target}${m.open ? `, ${m.open} events waiting` : ''})`)))
+      : null,
+  );
+}
+
 function card(title, body, opts = {}) {
   return h('section', { class: 'card', ...(opts.attrs ?? {}) }, title ? h('div', { class: 'card-head' }, h('h2', null, title), opts.right ?? null) : null, body);
 }
@@ -387,10 +408,22 @@ async function overviewPage() {
       { label: 'head', num: true, render: (r) => (r.headAttempts ? [String(r.headEventId), ' ', badge('FAILED', `×${r.headAttempts}`)] : String(r.headEventId)) },
       { label: 'oldest', num: true, render: (r) => fmtDuration((r.oldestAgeSeconds ?? 0) * 1000) },
       { label: 'dead', num: true, render: (r) => (r.dead ? h('a', { href: `#/dead/event?target=${encodeURIComponent(r.target)}` }, n(r.dead)) : '0') },
+      // Stalled = held by an outage of its destination (no attempt spent); the reason is the head's last error.
+      {
+        label: 'state',
+        wrap: true,
+        render: (r) =>
+          r.stalledSeconds != null
+            ? h('span', { 'data-test': 'target-stalled' }, h('span', { class: 'badge bad' }, `STALLED ${fmtDuration(r.stalledSeconds * 1000)}`), ' ', h('span', { class: 'err' }, r.headLastError ?? ''))
+            : r.headLastError && r.headAttempts
+              ? h('span', null, badge('FAILED', `×${r.headAttempts}`), ' ', h('span', { class: 'err' }, r.headLastError))
+              : h('span', { class: 'badge ok' }, 'moving'),
+      },
     ],
     stats.events ?? [],
     { empty: 'Every event is delivered.', attrs: { 'data-test': 'events-table' } },
   ));
+  const problems = deliveryProblemsCallout(stats);
 
   const deadClasses = card('Dead messages per class', table(
     [
@@ -419,6 +452,7 @@ async function overviewPage() {
   view.replaceChildren(
     h('div', { class: 'page-head' }, h('div', null, h('h1', null, 'Overview'), h('p', null, `As of ${fmtTime(stats.at, true)} · refreshes every ${REFRESH_MS / 1000} s`))),
     kpis,
+    problems,
     h('div', { class: 'grid two section-gap' }, chartCard, events),
     h('div', { class: 'grid three section-gap' }, deadClasses, byStatus, tx),
   );

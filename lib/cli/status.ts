@@ -1,0 +1,75 @@
+import { keyValues, table } from './table.ts';
+
+/** `msgx status`: the /admin/stats answer as text (issue 13: stalled, stale and topic-less targets said plainly). */
+export interface StatsView {
+  at: string;
+  paused: boolean;
+  pipeline: { backlog: number; head: Record<string, unknown> | null; byStatus: Record<string, number>; deadByClass: Record<string, number> };
+  events?: {
+    target: string;
+    pending: number;
+    delivering?: number;
+    oldestAgeSeconds: number | null;
+    dead: number;
+    headAttempts?: number;
+    stalledSeconds?: number | null;
+    headLastError?: string | null;
+  }[];
+  txmsg?: Record<string, number>;
+  staleAfterSeconds?: number;
+  staleTargets?: { target: string; ageSeconds: number; headEventId: number; headAttempts: number; reason: string | null; stalledSeconds: number | null }[];
+  missingTopics?: { target: string; topic: string; open: number }[] | null;
+  missingTopicsError?: string;
+}
+
+export function renderStatus(s: StatsView): string {
+  const head = s.pipeline.head;
+  const out = [
+    keyValues({
+      pipeline: s.paused ? 'PAUSED' : 'running',
+      backlog: s.pipeline.backlog,
+      head: head ? `#${head.msgId} ${head.status} attempts=${head.attempts} age=${Math.round(Number(head.ageSeconds))}s${head.errorClass ? ` ${head.errorClass}` : ''}` : '(empty)',
+    }),
+    '',
+    'messages by status',
+    table(Object.entries(s.pipeline.byStatus).map(([status, count]) => ({ status, count }))),
+    '',
+    'dead by class',
+    table(Object.entries(s.pipeline.deadByClass).map(([errorClass, count]) => ({ errorClass, count }))),
+  ];
+  if (s.events)
+    out.push(
+      '',
+      'events by target',
+      table(
+        s.events.map((e) => ({
+          target: e.target,
+          pending: e.pending,
+          oldest: `${e.oldestAgeSeconds ?? 0}s`,
+          dead: e.dead,
+          // stalled = held by an outage (no attempt spent); failing = its head spends attempts.
+          state: e.stalledSeconds != null ? `STALLED ${e.stalledSeconds}s` : e.headAttempts ? `failing x${e.headAttempts}` : 'ok',
+          'last error': (e.headLastError ?? '').slice(0, 120),
+        })),
+      ),
+    );
+  if (s.staleTargets?.length)
+    out.push(
+      '',
+      `STALE TARGETS (head older than ${s.staleAfterSeconds}s, MSGX_STALE_TARGET_AFTER)`,
+      table(
+        s.staleTargets.map((t) => ({
+          target: t.target,
+          age: `${t.ageSeconds}s`,
+          head: `#${t.headEventId} attempts=${t.headAttempts}`,
+          stalled: t.stalledSeconds != null ? `${t.stalledSeconds}s` : '',
+          reason: (t.reason ?? '').slice(0, 120),
+        })),
+      ),
+    );
+  if (s.missingTopics?.length)
+    out.push('', 'MISSING KAFKA TOPICS', table(s.missingTopics.map((m) => ({ topic: m.topic, target: m.target, waiting: m.open }))));
+  if (s.missingTopicsError) out.push('', `Kafka topics not checked: ${s.missingTopicsError}`);
+  if (s.txmsg) out.push('', 'transactional messages by state', table(Object.entries(s.txmsg).map(([state, count]) => ({ state, count }))));
+  return `${out.join('\n')}\n`;
+}

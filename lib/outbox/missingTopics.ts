@@ -1,0 +1,53 @@
+import type { Config } from '../config/config.ts';
+import type { Queryable } from '../db/db.ts';
+import { topicForTarget } from './publish.ts';
+import { topicCatalogFor } from './topicCatalog.ts';
+
+export interface MissingTopic {
+  /** 'msg', 'schd', 'tx:<topic>', or 'MSGX_TX_TOPICS' for a listed topic nothing waits for yet. */
+  target: string;
+  topic: string;
+  /** Open (PENDING or DELIVERING) events waiting for it. */
+  open: number;
+}
+
+/**
+ * The topics msgx must write that the cluster does not have (issue 13): msg, schd, every topic
+ * listed in MSGX_TX_TOPICS, and the topic of every target with open events. Reported by /health
+ * and logged at start, so a missing topic is seen before anyone wonders why nothing arrives.
+ * Rejects when Kafka cannot be asked (then the kafka check fails anyway). None with the file sink.
+ */
+export async function missingTopics(
+  config: Pick<Config, 'kafka' | 'outbox' | 'shadow' | 'txmsg'>,
+  db: Queryable,
+): Promise<MissingTopic[]> {
+  if (config.kafka.brokers.length === 0) return [];
+  const r = await db.query<{ target: string; open: number }>(
+    // One probe per target over the open-events index (a loose index scan), however long the backlog.
+    `WITH RECURSIVE t AS (
+       (SELECT target FROM msg_event WHERE status IN ('PENDING', 'DELIVERING') ORDER BY target LIMIT 1)
+       UNION ALL
+       SELECT (SELECT m.target FROM msg_event m WHERE m.status IN ('PENDING', 'DELIVERING') AND m.target > t.target
+               ORDER BY m.target LIMIT 1)
+       FROM t WHERE t.target IS NOT NULL)
+     SELECT t.target, (SELECT count(*) FROM msg_event m WHERE m.target = t.target AND m.status IN ('PENDING', 'DELIVERING'))::int AS open
+     FROM t WHERE t.target IS NOT NULL`,
+  );
+  const wanted = new Map<string, MissingTopic>();
+  const add = (target: string, open: number) => {
+    const topic = topicForTarget(config, target);
+    if (topic && !wanted.has(topic)) wanted.set(topic, { target, topic, open });
+  };
+  for (const row of r.rows) add(row.target, row.open);
+  add('msg', 0);
+  add('schd', 0);
+  for (const t of config.txmsg.topics) add(`tx:${t}`, 0);
+  const catalog = topicCatalogFor(config.kafka);
+  const missing = new Set(await catalog.missing([...wanted.keys()]));
+  return [...wanted.values()].filter((w) => missing.has(w.topic));
+}
+
+/** One line naming each missing topic and what waits for it. */
+export function describeMissing(list: MissingTopic[]): string {
+  return list.map((m) => `${m.topic} (target ${m.target}${m.open ? `, ${m.open} events waiting` : ''})`).join(', ');
+}

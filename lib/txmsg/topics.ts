@@ -1,0 +1,23 @@
+import type { Config } from '../config/config.ts';
+import { topicForTarget } from '../outbox/publish.ts';
+import { topicCatalogFor } from '../outbox/topicCatalog.ts';
+import { TxTopicCheckUnavailableError, TxTopicNotAllowedError, TxUnknownTopicError } from './errors.ts';
+
+/**
+ * A producer may only name a topic msgx can deliver to (issue 13): one listed in MSGX_TX_TOPICS
+ * when that is set, and one the cluster has (cached metadata, refreshed on a miss). Checked before
+ * anything is stored, so a refused prepare leaves nothing behind. With the file sink every topic
+ * exists.
+ */
+export async function checkTxTopic(config: Pick<Config, 'kafka' | 'outbox' | 'shadow' | 'txmsg'>, topic: string): Promise<void> {
+  const allowed = config.txmsg.topics;
+  if (allowed.length > 0 && !allowed.includes(topic)) throw new TxTopicNotAllowedError(topic, allowed);
+  const actual = topicForTarget(config, `tx:${topic}`)!;
+  let exists: boolean;
+  try {
+    exists = await topicCatalogFor(config.kafka).has(actual);
+  } catch (err) {
+    throw new TxTopicCheckUnavailableError(actual, err instanceof Error ? err.message : String(err));
+  }
+  if (!exists) throw new TxUnknownTopicError(actual);
+}
