@@ -5,8 +5,8 @@ import { describeMissing, missingTopics } from './missingTopics.ts';
 
 /**
  * `GET /health`'s Kafka checks when brokers are configured (none for the file sink): the cluster
- * answers a metadata request, and every topic msgx must write exists (msg, schd, MSGX_TX_TOPICS,
- * the topic of every target with open events). One admin client per process, connected on first use.
+ * answers a metadata request, and every topic msgx must write exists (MSGX_TX_TOPICS and the
+ * topic of every target with open events). One admin client per process, connected on first use.
  */
 export function kafkaHealth(ctx: Pick<AppContext, 'config' | 'db'>): Record<string, HealthCheck> {
   const { config } = ctx;

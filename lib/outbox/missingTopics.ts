@@ -12,8 +12,8 @@ export interface MissingTopic {
 }
 
 /**
- * The topics msgx must write that the cluster does not have (issue 13): msg, schd, every topic
- * listed in MSGX_TX_TOPICS, and the topic of every target with open events. Reported by /health
+ * The topics msgx must write that the cluster does not have (issue 13): the topic of every
+ * target with open events, and every topic listed in MSGX_TX_TOPICS. Reported by /health
  * and logged at start, so a missing topic is seen before anyone wonders why nothing arrives.
  * Rejects when Kafka cannot be asked (then the kafka check fails anyway). None with the file sink.
  */
@@ -39,8 +39,6 @@ export async function missingTopics(
     if (topic && !wanted.has(topic)) wanted.set(topic, { target, topic, open });
   };
   for (const row of r.rows) add(row.target, row.open);
-  add('msg', 0);
-  add('schd', 0);
   for (const t of config.txmsg.topics) add(`tx:${t}`, 0);
   const catalog = topicCatalogFor(config.kafka);
   const missing = new Set(await catalog.missing([...wanted.keys()]));

@@ -68,7 +68,7 @@ describe('the twin (npm start)', () => {
         dir,
       );
       const health = (await (await fetch(`${twin.base}/health`)).json()) as { checks: Record<string, string> };
-      expect(health.checks).toEqual({ database: 'ok', migrations: 'ok', mailbox: 'ok', kafka: 'ok' });
+      expect(health.checks).toEqual({ database: 'ok', migrations: 'ok', mailbox: 'ok', kafka: 'ok', 'kafka-topics': 'ok' });
       expect((await post(twin.base, dayPlan)).status).toBe(200);
       const id = Number(await (await post(twin.base, gateChange)).text());
 
