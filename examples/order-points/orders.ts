@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type pg from 'pg';
 import type { TxMessageClient } from '../../lib/txmsg/client.ts';
-import { SIGNATURE_HEADER, verify } from '../../lib/shared/signature.ts';
+import { SIGNATURE_HEADER, verifySignature } from '../../lib/shared/signature.ts';
 
 /**
  * The producer of seed 002's example: an order service that grants points through a
@@ -79,8 +79,9 @@ export class OrderService {
   async handleHttp(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', this.o.checkUrl);
     if (req.method !== 'GET' || url.pathname !== new URL(this.o.checkUrl).pathname) return send(res, 404, { error: 'not_found' });
-    if (this.o.signingSecret && !verify(this.o.signingSecret, url.toString(), req.headers[SIGNATURE_HEADER] as string | undefined))
-      return send(res, 401, { error: 'bad_signature' });
+    // Signed over the full URL with a timestamp; older than 5 minutes is a replay (docs/txmsg.md).
+    const signed = this.o.signingSecret ? verifySignature(this.o.signingSecret, url.toString(), req.headers[SIGNATURE_HEADER] as string | undefined) : undefined;
+    if (signed && !signed.ok) return send(res, 401, { error: 'bad_signature', detail: signed.reason });
     const id = url.searchParams.get('id');
     if (!id) return send(res, 400, { error: 'id is required' });
     send(res, 200, { status: await this.checkStatus(id) });

@@ -60,6 +60,9 @@ export function checkCheckUrl(checkUrl: string, allowedOrigins: string[]): URL {
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new TxValidationError('checkUrl', 'must be an http or https URL');
   if (url.username || url.password) throw new TxValidationError('checkUrl', 'must not carry credentials');
+  // A fragment is never sent, so the URL msgx signs would differ from the one the producer sees.
+  if (checkUrl.includes('#'))
+    throw new TxValidationError('checkUrl', 'must not contain a fragment (#…): it is never sent, so the producer could not verify the signed URL');
   if (!allowedOrigins.some((o) => normaliseOrigin(o) === url.origin))
     throw new TxValidationError('checkUrl', `origin ${url.origin} is not listed in MSGX_TX_CHECK_ALLOWED_ORIGINS`);
   return url;

@@ -15,6 +15,7 @@ import {
   archiveConsumed, checkBackOnce, deadTxMessages, redeliverOnce, txmsgDeadHook, txmsgRoutes, txmsgSentHook,
 } from '../../lib/txmsg/index.ts';
 import { freshPg, waitFor, type TestPg } from '../helpers/services.ts';
+import { verifySignature } from '../../lib/shared/signature.ts';
 
 // ---------------------------------------------------------------------------------------------
 // Harness: msgx's txmsg routes over real HTTP, the example's order (producer) and points
@@ -523,7 +524,9 @@ describe('seed 002 failure points, producer side', () => {
     }
     expect(seen.filter((s) => s.url.startsWith('/tx-check')).length).toBe(3); // the redirect was not followed
     expect(seen[0]!.url).toBe(`/tx-check?id=${id}`);
-    expect(seen[0]!.sig).toMatch(/^sha256=[0-9a-f]{64}$/);
+    // signed over the full URL msgx called, with a timestamp (DESIGN.md), verifiable by the producer
+    expect(seen[0]!.sig).toMatch(/^t=\d+,v1=[0-9a-f]{64}$/);
+    expect(verifySignature(ctx.config.signingSecret!, `${orderUrl}${seen[0]!.url}`, seen[0]!.sig)).toMatchObject({ ok: true });
     const r = await row(id);
     expect(r).toMatchObject({ status: 'DEAD', dead_reason: 'check-back exhausted', checks: 3 });
     const trace = (await api('GET', `/admin/tx-messages/${id}/trace`, undefined, { 'x-test-admin': 'yes' })).body.trace as any[];

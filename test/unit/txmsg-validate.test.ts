@@ -1,8 +1,9 @@
+import { createHmac } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { TxValidationError } from '../../lib/txmsg/errors.ts';
 import { requestHash } from '../../lib/txmsg/idempotency.ts';
 import { checkUrlFor } from '../../lib/txmsg/checkCall.ts';
-import { sign, verify } from '../../lib/shared/signature.ts';
+import { sign, verify, verifySignature } from '../../lib/shared/signature.ts';
 import { parsePrepare } from '../../lib/txmsg/validate.ts';
 
 const ALLOWED = ['http://orders.local:7001', 'https://shop.example'];
@@ -73,13 +74,54 @@ describe('check-back URL and signature', () => {
     expect(checkUrlFor({ id: 'a b', check_url: 'http://h:1/c' })).toBe('http://h:1/c?id=a+b');
   });
 
-  it('signs the URL with HMAC-SHA256 and verifies it', () => {
-    const s = sign('secret', 'http://h:1/c?id=1');
-    expect(s).toMatch(/^sha256=[0-9a-f]{64}$/);
-    expect(verify('secret', 'http://h:1/c?id=1', s)).toBe(true);
-    expect(verify('secret', 'http://h:1/c?id=2', s)).toBe(false);
-    expect(verify('other', 'http://h:1/c?id=1', s)).toBe(false);
-    expect(verify('secret', 'http://h:1/c?id=1', undefined)).toBe(false);
+  it('refuses a fragment in the check URL at prepare, naming it', () => {
+    for (const checkUrl of ['https://shop.example/check#x', 'https://shop.example/check?a=1#', 'https://shop.example/check#'])
+      expect(rejection({ ...base, checkUrl }).detail).toMatch(/^checkUrl: must not contain a fragment \(#…\)/);
+  });
+});
+
+describe('signatures (fake clock: every time is given)', () => {
+  const URL_TEXT = 'http://h:1/c?id=1';
+  const T0 = Date.UTC(2026, 10, 30, 12, 0, 0); // a fixed instant; nothing reads the real clock
+
+  it('is t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<text>">', () => {
+    const h = sign('secret', URL_TEXT, T0 + 999);
+    const t = T0 / 1000;
+    expect(h).toBe(`t=${t},v1=${createHmac('sha256', 'secret').update(`${t}.${URL_TEXT}`).digest('hex')}`);
+  });
+
+  it('verifies a valid signature within the window, either side (clock skew)', () => {
+    const h = sign('secret', URL_TEXT, T0);
+    expect(verifySignature('secret', URL_TEXT, h, { nowMs: T0 })).toEqual({ ok: true, t: T0 / 1000 });
+    expect(verify('secret', URL_TEXT, h, { nowMs: T0 + 300_000 })).toBe(true);
+    expect(verify('secret', URL_TEXT, h, { nowMs: T0 - 300_000 })).toBe(true);
+    // a receiver rotating secrets may be sent several v1 values; any one matching is enough
+    const other = sign('old', URL_TEXT, T0).split(',')[1];
+    expect(verify('secret', URL_TEXT, `${h},${other}`, { nowMs: T0 })).toBe(true);
+  });
+
+  it('refuses a tampered text, timestamp or secret', () => {
+    const h = sign('secret', URL_TEXT, T0);
+    const now = { nowMs: T0 };
+    expect(verifySignature('secret', 'http://h:1/c?id=2', h, now)).toEqual({ ok: false, reason: 'mismatch' });
+    expect(verifySignature('other', URL_TEXT, h, now)).toEqual({ ok: false, reason: 'mismatch' });
+    // moving t (to make an old capture look fresh) breaks the HMAC
+    const moved = h.replace(/^t=(\d+)/, (_, t: string) => `t=${Number(t) + 60}`);
+    expect(verifySignature('secret', URL_TEXT, moved, { nowMs: T0 + 60_000 })).toEqual({ ok: false, reason: 'mismatch' });
+  });
+
+  it('refuses a replay older than the window, and one from too far ahead', () => {
+    const h = sign('secret', URL_TEXT, T0);
+    expect(verifySignature('secret', URL_TEXT, h, { nowMs: T0 + 301_000 })).toEqual({ ok: false, reason: 'too_old' });
+    expect(verifySignature('secret', URL_TEXT, h, { nowMs: T0 + 60_000, toleranceSeconds: 30 })).toEqual({ ok: false, reason: 'too_old' });
+    expect(verifySignature('secret', URL_TEXT, h, { nowMs: T0 - 301_000 })).toEqual({ ok: false, reason: 'in_future' });
+  });
+
+  it('refuses a missing or malformed header', () => {
+    const now = { nowMs: T0 };
+    expect(verifySignature('secret', URL_TEXT, undefined, now)).toEqual({ ok: false, reason: 'missing' });
+    for (const h of ['sha256=' + '0'.repeat(64), 't=abc,v1=' + '0'.repeat(64), `t=${T0 / 1000}`, `t=${T0 / 1000},v1=xyz`])
+      expect(verifySignature('secret', URL_TEXT, h, now)).toEqual({ ok: false, reason: 'malformed' });
   });
 });
 
