@@ -56,6 +56,7 @@ function decodePayload(type: string, body: XmlNode[]): Payload {
         kind: 'SCHD',
         OPDY: optionalText(body, 'OPDY', 'SCHD'),
         CNT: optionalText(body, 'CNT', 'SCHD'),
+        RQSN: optionalText(body, 'RQSN', 'SCHD'),
         flights: flightsOf(body, 'SCHD'),
       };
     case 'FLOP':

@@ -34,6 +34,8 @@ export interface SchdPayload {
   kind: 'SCHD';
   OPDY?: string;
   CNT?: string;
+  /** RESP only: our request's SEQN echoed back, when upstream carries it (exact matching). */
+  RQSN?: string;
   flights: FlightPatch[];
 }
 export interface FlopPayload {

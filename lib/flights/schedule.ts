@@ -65,6 +65,8 @@ export const scheduleProcessor: Processor = async (ctx): Promise<ProcessOutcome>
       kind: 'RQFD',
       scope: message.payload.OPDY,
       answerAt: message.sentAt,
+      echo: message.payload.RQSN,
+      msgId: ctx.msgId,
       now: ctx.now,
       timeoutMs: ctx.config.lifecycle.requestTimeoutMs,
     });

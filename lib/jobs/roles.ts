@@ -7,7 +7,7 @@ import { backfillSweep, reconcileBackfill } from '../pipeline/backfill.ts';
 import { pollOnce } from '../pipeline/poller.ts';
 import { INBOX_CHANNEL } from '../pipeline/procState.ts';
 import { pumpOnce } from '../pipeline/pump.ts';
-import { expireRequests } from '../requests/index.ts';
+import { expireRequests, reconcileRequests } from '../requests/index.ts';
 import { emitGauges, readGauges } from '../observability/metrics.ts';
 import type { AppContext } from '../shared/context.ts';
 import { archiveConsumed, checkBackOnce, redeliverOnce, txmsgDeadHook, txmsgSentHook } from '../txmsg/index.ts';
@@ -69,6 +69,8 @@ export function defaultSweepTasks(ctx: AppContext): SweepTask[] {
     { name: 'backfill-reconcile', everyMs: 30_000, run: (c) => reconcileBackfill(c) },
     { name: 'tx-check-back', everyMs: 1000, run: (c) => checkBackOnce(c) },
     { name: 'tx-redelivery', everyMs: 1000, run: (c) => redeliverOnce(c) },
+    // Compensation first: a request whose write was never confirmed is looked for in COUTMSGS.
+    { name: 'request-reconcile', everyMs: 2000, run: (c) => reconcileRequests(c) },
     { name: 'request-expiry', everyMs: 10_000, run: (c) => expireRequests(c) },
     { name: 'flight-history', everyMs: 60_000, run: (c) => historySweepIfDue(c) },
     {

@@ -31,6 +31,12 @@ export interface Mailbox {
   insertOutbound(text: string): Promise<number>;
   /** Whether an outbound row exists (confirms a request was written). */
   outboundExists(id: number): Promise<boolean>;
+  /**
+   * The earliest of the newest `window` outbound rows whose text contains every one of
+   * `fragments` (a request's own marker), or undefined: how a write whose outcome was never
+   * confirmed is reconciled before anything is resent.
+   */
+  findOutbound(fragments: string[], window: number): Promise<number | undefined>;
   ping(): Promise<void>;
   close(): Promise<void>;
 }
@@ -38,3 +44,6 @@ export interface Mailbox {
 /** PROC_NOTE is VARCHAR(1000); longer reasons are cut, never rejected. */
 export const clipNote = (note: string | null): string | null =>
   note === null ? null : note.length > 1000 ? `${note.slice(0, 997)}...` : note;
+
+/** A LIKE pattern matching text that contains `fragment` literally (`\\` is the escape of both dialects). */
+export const likeContaining = (fragment: string): string => `%${fragment.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;

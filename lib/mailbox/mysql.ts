@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import mysql from 'mysql2/promise';
 import { migrationsDir } from '../db/migrate.ts';
-import { type BackfillMark, clipNote, type Mailbox, type MailboxRow } from './mailbox.ts';
+import { type BackfillMark, clipNote, likeContaining, type Mailbox, type MailboxRow } from './mailbox.ts';
 
 export class MysqlMailbox implements Mailbox {
   readonly kind = 'mysql' as const;
@@ -85,6 +85,16 @@ export class MysqlMailbox implements Mailbox {
   async outboundExists(id: number): Promise<boolean> {
     const [rows] = await this.#pool.query<mysql.RowDataPacket[]>('SELECT 1 FROM COUTMSGS WHERE ID = ?', [id]);
     return rows.length > 0;
+  }
+
+  async findOutbound(fragments: string[], window: number): Promise<number | undefined> {
+    // The newest rows by primary key, then the text match: bounded whatever the table's size.
+    const [rows] = await this.#pool.query<mysql.RowDataPacket[]>(
+      `SELECT ID FROM (SELECT ID, MSG_TEXT FROM COUTMSGS ORDER BY ID DESC LIMIT ?) t
+       WHERE ${fragments.map(() => `MSG_TEXT LIKE ?`).join(' AND ')} ORDER BY ID LIMIT 1`,
+      [window, ...fragments.map(likeContaining)],
+    );
+    return rows[0] ? Number(rows[0].ID) : undefined;
   }
 
   async ping(): Promise<void> {

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Db } from '../db/db.ts';
 import { migrationsDir } from '../db/migrate.ts';
-import { type BackfillMark, clipNote, type Mailbox, type MailboxRow } from './mailbox.ts';
+import { type BackfillMark, clipNote, likeContaining, type Mailbox, type MailboxRow } from './mailbox.ts';
 
 /** The mailbox as upper-case tables in msgx's own PostgreSQL: the twin's default. */
 export class PgMailbox implements Mailbox {
@@ -69,6 +69,15 @@ export class PgMailbox implements Mailbox {
   async outboundExists(id: number): Promise<boolean> {
     const r = await this.db.query(`SELECT 1 FROM "COUTMSGS" WHERE "ID" = $1`, [id]);
     return r.rowCount > 0;
+  }
+
+  async findOutbound(fragments: string[], window: number): Promise<number | undefined> {
+    const r = await this.db.query<{ ID: number }>(
+      `SELECT "ID" FROM (SELECT "ID", "MSG_TEXT" FROM "COUTMSGS" ORDER BY "ID" DESC LIMIT $1) t
+       WHERE "MSG_TEXT" LIKE ALL ($2::text[]) ORDER BY "ID" LIMIT 1`,
+      [window, fragments.map(likeContaining)],
+    );
+    return r.rows[0]?.ID;
   }
 
   async ping(): Promise<void> {

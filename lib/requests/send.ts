@@ -1,7 +1,7 @@
-import { encodeRqfd, encodeRqrf } from '../codec/encode.ts';
 import type { AppContext } from '../shared/context.ts';
 import { InfraError, RequestError } from '../shared/errors.ts';
-import { expireOverdue, getRequest, markSent, type ReqKind, type ReqRow, registerRequest } from './track.ts';
+import { reconcileRequest, writeAndConfirm } from './reconcile.ts';
+import { expireOverdue, getRequest, listUnconfirmed, markSendAttempt, markSent, type ReqKind, type ReqRow, registerRequest } from './track.ts';
 
 export interface RequestResult {
   id: number;
@@ -10,6 +10,8 @@ export interface RequestResult {
   status: ReqRow['status'];
   outboundId: number | null;
   shadow: boolean;
+  /** True when an earlier, unconfirmed write of the same request was found in COUTMSGS instead of writing again. */
+  reconciled?: boolean;
 }
 
 type Ctx = Pick<AppContext, 'db' | 'mailbox' | 'config' | 'clock'>;
@@ -17,36 +19,46 @@ type Ctx = Pick<AppContext, 'db' | 'mailbox' | 'config' | 'clock'>;
 /**
  * Sends a request upstream: REGISTERED in PostgreSQL first (expiring the open one of its kind),
  * then the COUTMSGS row outside any transaction, then SENT only once the row is confirmed to
- * exist. A crash in between leaves it REGISTERED, and the timeout expires it; its SEQN (our
- * request ID) makes a duplicate recognisable upstream. In shadow mode nothing is written to the
- * shared mailbox and the request stays REGISTERED until it times out.
+ * exist. The send time is recorded before the write, so a request left REGISTERED with a send
+ * time is known to be "maybe written": it is reconciled against COUTMSGS by its own marker (our
+ * SEQN) before anything is resent — here at once, else by the sweep (seed 000 §4.2). In shadow
+ * mode nothing is written to the shared mailbox and the request stays REGISTERED until it times out.
  */
-async function send(ctx: Ctx, kind: ReqKind, scope: string, encode: (seqn: string, at: Date) => string): Promise<RequestResult> {
+async function send(ctx: Ctx, kind: ReqKind, scope: string): Promise<RequestResult> {
+  const base = { kind, scope, shadow: ctx.config.shadow };
+  // Asked again while the last request of this kind may have been written: look before writing
+  // another. Found for the same scope → that request is the answer, nothing is written twice.
+  if (!ctx.config.shadow) {
+    const open = (await listUnconfirmed(ctx.db)).find((r) => r.kind === kind);
+    if (open && (await reconcileRequest(ctx, open)) === 'confirmed' && open.scope === scope) {
+      const now = await getRequest(ctx.db, open.id);
+      return { ...base, id: open.id, status: now!.status, outboundId: now!.outbound_id, reconciled: true };
+    }
+  }
   const req = await ctx.db.tx((tx) => registerRequest(tx, kind, scope, ctx.clock.now()));
-  const result: RequestResult = { id: req.id, kind, scope, status: 'REGISTERED', outboundId: null, shadow: ctx.config.shadow };
+  const result: RequestResult = { ...base, id: req.id, status: 'REGISTERED', outboundId: null };
   if (ctx.config.shadow) return result;
   // The send time is taken before writing: upstream cannot answer before it reads the row.
   const sentAt = ctx.clock.now();
-  const outboundId = await ctx.mailbox.insertOutbound(encode(String(req.id), sentAt));
-  if (!(await ctx.mailbox.outboundExists(outboundId)))
-    throw new InfraError(`request ${req.id}: COUTMSGS row ${outboundId} not confirmed; left REGISTERED`);
+  await markSendAttempt(ctx.db, req.id, sentAt);
+  const outboundId = await writeAndConfirm(ctx, req, sentAt);
+  if (outboundId === undefined)
+    throw new InfraError(`request ${req.id}: COUTMSGS row not confirmed; left REGISTERED, reconciled against COUTMSGS before any resend`);
   const moved = await markSent(ctx.db, req.id, outboundId, sentAt);
   const now = await getRequest(ctx.db, req.id);
   return { ...result, status: moved ? 'SENT' : (now?.status ?? 'EXPIRED'), outboundId };
 }
 
-const meta = (ctx: Ctx, seqn: string, at: Date) => ({ sender: 'MSGX', receiver: 'FIMS', seqn, at, timezone: ctx.config.timezone });
-
 /** RQFD: asks upstream for every flight of `day` (yyyyMMdd); the answer is a SCHD/RESP. */
 export async function requestDay(ctx: Ctx, day: string): Promise<RequestResult> {
   if (!/^\d{8}$/.test(day)) throw new RequestError(400, 'invalid_request', `day "${day}" is not YYYYMMDD`);
-  return send(ctx, 'RQFD', day, (seqn, at) => encodeRqfd(meta(ctx, seqn, at), day));
+  return send(ctx, 'RQFD', day);
 }
 
 /** RQRF: asks upstream for one reference-data set; the answer is a REFD. */
 export async function requestReference(ctx: Ctx, rtype: string): Promise<RequestResult> {
   if (!/^[A-Z0-9_]{1,32}$/.test(rtype)) throw new RequestError(400, 'invalid_request', `rtype "${rtype}" is not a reference type code`);
-  return send(ctx, 'RQRF', rtype, (seqn, at) => encodeRqrf(meta(ctx, seqn, at), rtype));
+  return send(ctx, 'RQRF', rtype);
 }
 
 /** Called by the sweep role: open requests past MSGX_REQUEST_TIMEOUT become EXPIRED. */

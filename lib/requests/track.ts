@@ -25,6 +25,15 @@ export interface ReqRow {
   closed_at: Date | null;
   close_reason: string | null;
   resp_msg_id: number | null;
+  /** Reconciliations and how the answer was matched, in order (seed 000 §4.2). */
+  audit: AuditEntry[];
+}
+
+/** One entry of a request's own audit. */
+export interface AuditEntry {
+  at: string;
+  what: 'reconciled' | 'reconcile-absent' | 'resent' | 'confirmed-by-answer' | 'answer-matched';
+  [detail: string]: unknown;
 }
 
 const OPEN = `status IN ('REGISTERED', 'SENT')`;
@@ -42,8 +51,35 @@ export async function registerRequest(q: Queryable, kind: ReqKind, scope: string
   return r.rows[0]!;
 }
 
+/**
+ * About to write the COUTMSGS row: sent_at is set while the request stays REGISTERED, so that a
+ * write whose outcome is lost (a crash, an unconfirmed insert) is recognisable: REGISTERED with a
+ * sent_at means "maybe written" and is reconciled against COUTMSGS before anything is resent.
+ */
+export async function markSendAttempt(q: Queryable, id: number, at: Date): Promise<boolean> {
+  const r = await q.query(`UPDATE req_track SET sent_at = $2 WHERE id = $1 AND status = 'REGISTERED'`, [id, at]);
+  return r.rowCount === 1;
+}
+
+/** Open requests whose COUTMSGS write was attempted but never confirmed. */
+export async function listUnconfirmed(q: Queryable): Promise<ReqRow[]> {
+  const r = await q.query<ReqRow>(`SELECT * FROM req_track WHERE status = 'REGISTERED' AND sent_at IS NOT NULL ORDER BY id`);
+  return r.rows;
+}
+
+/** Appends to the request's own audit. */
+export async function appendAudit(q: Queryable, id: number, entry: Omit<AuditEntry, 'at'>, at: Date): Promise<void> {
+  await q.query(`UPDATE req_track SET audit = audit || $2::jsonb WHERE id = $1`, [id, JSON.stringify([{ at: at.toISOString(), ...entry }])]);
+}
+
+/** A request by ID, locked (an answer that echoes our request names it exactly). */
+export async function lockRequest(q: Queryable, id: number): Promise<ReqRow | undefined> {
+  const r = await q.query<ReqRow>(`SELECT * FROM req_track WHERE id = $1 FOR UPDATE`, [id]);
+  return r.rows[0];
+}
+
 /** REGISTERED → SENT, only once the outbound row is confirmed. False when the request moved on meanwhile. */
-export async function markSent(q: Queryable, id: number, outboundId: number, sentAt: Date): Promise<boolean> {
+export async function markSent(q: Queryable, id: number, outboundId: number | null, sentAt: Date): Promise<boolean> {
   const r = await q.query(
     `UPDATE req_track SET status = 'SENT', outbound_id = $2, sent_at = $3 WHERE id = $1 AND status = 'REGISTERED'`,
     [id, outboundId, sentAt],

@@ -2,12 +2,12 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { Router } from '../../lib/http/router.ts';
 import type { HttpRequest } from '../../lib/http/types.ts';
 import { readFlight } from '../../lib/flights/store.ts';
-import { expireRequests, readRefSet, requestDay, requestRoutes } from '../../lib/requests/index.ts';
+import { expireRequests, readRefSet, reconcileRequests, requestDay, requestRoutes } from '../../lib/requests/index.ts';
 import { canMove, REQ_TRANSITIONS, type ReqStatus } from '../../lib/requests/track.ts';
 import { formatLocalTime } from '../../lib/shared/time.ts';
 import { flight, refd, schd } from '../fixtures/messages/build.ts';
 import { flightPipeline } from '../fixtures/messages/pump.ts';
-import { freshPg, type TestPg } from '../helpers/services.ts';
+import { freshMysql, freshPg, type TestPg } from '../helpers/services.ts';
 import { mailboxWith } from '../helpers/pipeline.ts';
 
 let pg: TestPg;
@@ -25,6 +25,22 @@ beforeEach(async () => {
 const reqRows = async () =>
   (await pg.db.query<{ id: number; status: ReqStatus; close_reason: string | null; scope: string }>(`SELECT id, status, close_reason, scope FROM req_track ORDER BY id`)).rows;
 const outbound = async () => (await pg.db.query<{ ID: number; MSG_TEXT: string }>(`SELECT "ID", "MSG_TEXT" FROM "COUTMSGS" ORDER BY "ID"`)).rows;
+/** The COUTMSGS rows carrying request `id`'s own marker (its SEQN), read from the mailbox table. */
+const rowsOf = async (id: number) =>
+  (await pg.db.query<{ ID: number }>(`SELECT "ID" FROM "COUTMSGS" WHERE "MSG_TEXT" LIKE $1 AND "MSG_TEXT" LIKE '%<TYPE>RQFD</TYPE>%' ORDER BY "ID"`, [`%<SEQN>${id}</SEQN>%`])).rows;
+const adminGet = (path: string): HttpRequest => ({ method: 'GET', path, headers: {}, query: {}, body: '', params: {}, isAdmin: true });
+const view = async (id: number) => (await new Router(requestRoutes).handle(adminGet(`/admin/requests/${id}`), p.ctx)).body as { status: string; audit: Record<string, unknown>[] };
+/** A mailbox whose outbound write is lost on the way back: the row is written, the caller gets an error. */
+const answerLost = () =>
+  mailboxWith(p.mailbox, {
+    insertOutbound: async (text) => {
+      await p.mailbox.insertOutbound(text);
+      throw new Error('connection reset after insert');
+    },
+    findOutbound: async () => {
+      throw new Error('mailbox unreachable');
+    },
+  });
 const tz = 'Asia/Shanghai';
 const local = (at: Date) => formatLocalTime(at, tz);
 const resp = (day: string, dttm: string) =>
@@ -48,9 +64,18 @@ describe('RQFD request lifecycle', () => {
     expect(out.at(-1)!.MSG_TEXT).toContain(`<SEQN>${r.id}</SEQN>`);
   });
 
-  it('an unconfirmed outbound row leaves the request REGISTERED', async () => {
+  it('a written row that cannot be confirmed by its ID is found by its marker: SENT, written once, audited', async () => {
     const ctx = { ...p.ctx, mailbox: mailboxWith(p.mailbox, { outboundExists: async () => false }) };
-    await expect(requestDay(ctx, '20261130')).rejects.toThrow(/not confirmed/);
+    const r = await requestDay(ctx, '20261130');
+    expect(r).toMatchObject({ status: 'SENT' });
+    expect(await rowsOf(r.id)).toHaveLength(1);
+    expect(r.outboundId).toBe((await rowsOf(r.id))[0]!.ID);
+    expect((await view(r.id)).audit).toEqual([expect.objectContaining({ what: 'reconciled', outboundId: r.outboundId, when: 'on send' })]);
+  });
+
+  it('a write whose outcome is unknown and cannot be checked leaves the request REGISTERED', async () => {
+    const ctx = { ...p.ctx, mailbox: mailboxWith(p.mailbox, { outboundExists: async () => false, findOutbound: async () => { throw new Error('mailbox gone'); } }) };
+    await expect(requestDay(ctx, '20261130')).rejects.toThrow(/not confirmed; left REGISTERED/);
     expect((await reqRows()).map((r) => r.status)).toEqual(['REGISTERED']);
   });
 
@@ -127,6 +152,102 @@ describe('RESP matching', () => {
     await berlin.drain();
     expect(await berlin.status(id!)).toMatchObject({ status: 'SUCCEEDED' });
     expect(await readFlight(pg.db, `R${seq}`)).toBeDefined();
+  });
+});
+
+describe('compensation (seed 000 §4.2): reconcile against COUTMSGS before anything is resent', () => {
+  it('written but unconfirmed: the answer waits (not skipped), the sweep finds the row, no resend, the answer then matches', async () => {
+    const sentAt = p.clock.now();
+    await expect(requestDay({ ...p.ctx, mailbox: answerLost() }, '20261130')).rejects.toThrow(/not confirmed/);
+    const [req] = await reqRows();
+    expect(req).toMatchObject({ status: 'REGISTERED' });
+
+    // The real answer arrives before the sweep ran: it waits as FAILED(INFRA), it is not skipped.
+    const [id] = await p.post(resp('20261130', local(sentAt)));
+    await p.drain();
+    expect(await p.status(id!)).toMatchObject({ status: 'FAILED', error_class: 'INFRA' });
+    expect((await p.status(id!))!.error_detail).toMatch(/not confirmed yet/);
+
+    expect(await reconcileRequests(p.ctx)).toEqual({ confirmed: 1, resent: 0 });
+    expect(await rowsOf(req!.id)).toHaveLength(1); // never written twice
+    expect(await view(req!.id)).toMatchObject({ status: 'SENT', audit: [expect.objectContaining({ what: 'reconciled', outboundId: (await rowsOf(req!.id))[0]!.ID })] });
+
+    p.clock.advance(p.ctx.config.pipeline.backoffMaxMs);
+    await p.drain();
+    expect(await p.status(id!)).toMatchObject({ status: 'SUCCEEDED' });
+    const v = await view(req!.id);
+    expect(v.status).toBe('DONE');
+    // Matched without an echo: the fallback, recorded as such.
+    expect(v.audit.at(-1)).toMatchObject({ what: 'answer-matched', method: 'fallback', rule: 'same kind, open, DTTM >= sentAt', msgId: id });
+  });
+
+  it('never written: the sweep finds no row, and only then writes it again, once, with the same SEQN', async () => {
+    const failing = mailboxWith(p.mailbox, {
+      insertOutbound: async () => {
+        throw new Error('mailbox refused the insert');
+      },
+    });
+    await expect(requestDay({ ...p.ctx, mailbox: failing }, '20261130')).rejects.toThrow(/not confirmed/);
+    const [req] = await reqRows();
+    expect(await rowsOf(req!.id)).toHaveLength(0);
+    expect(await reconcileRequests(p.ctx)).toEqual({ confirmed: 0, resent: 1 });
+    expect(await reconcileRequests(p.ctx)).toEqual({ confirmed: 0, resent: 0 });
+    expect(await rowsOf(req!.id)).toHaveLength(1);
+    const v = await view(req!.id);
+    expect(v.status).toBe('SENT');
+    expect(v.audit.map((a) => a.what)).toEqual(['reconcile-absent', 'resent']);
+  });
+
+  it('asked again while the last request may have been written: the row is looked for first, not written twice', async () => {
+    await expect(requestDay({ ...p.ctx, mailbox: answerLost() }, '20261130')).rejects.toThrow(/not confirmed/);
+    const again = await requestDay(p.ctx, '20261130');
+    const [req] = await reqRows();
+    expect(again).toMatchObject({ id: req!.id, status: 'SENT', reconciled: true });
+    expect(await reqRows()).toHaveLength(1);
+    expect(await rowsOf(req!.id)).toHaveLength(1);
+  });
+
+  it('an answer echoing our SEQN (SCHD/RQSN) matches exactly, and confirms an unconfirmed write', async () => {
+    const sentAt = p.clock.now();
+    await expect(requestDay({ ...p.ctx, mailbox: answerLost() }, '20261130')).rejects.toThrow(/not confirmed/);
+    const [req] = await reqRows();
+    const echoed = (id: number, dttm: string) => resp('20261130', dttm).replace('<SCHD>', `<SCHD><RQSN>${id}</RQSN>`);
+    const [a] = await p.post(echoed(req!.id, local(sentAt)));
+    await p.drain();
+    expect(await p.status(a!)).toMatchObject({ status: 'SUCCEEDED' });
+    const v = await view(req!.id);
+    expect(v.status).toBe('DONE');
+    expect(v.audit.map((x) => [x.what, x.method ?? null])).toEqual([['confirmed-by-answer', null], ['answer-matched', 'echo']]);
+    expect(await rowsOf(req!.id)).toHaveLength(1);
+
+    // An echo of a closed (or unknown) request is never applied to the open one.
+    const next = await requestDay(p.ctx, '20261130');
+    const [b, c] = await p.post(echoed(req!.id, local(p.clock.now())), echoed(999999, local(p.clock.now())));
+    await p.drain();
+    expect(await p.status(b!)).toMatchObject({ status: 'SKIPPED', note: `request-closed:${req!.id}:DONE` });
+    expect(await p.status(c!)).toMatchObject({ status: 'SKIPPED', note: 'unknown-request:999999' });
+    expect((await view(next.id)).status).toBe('SENT');
+  });
+});
+
+describe('finding a request row by its marker, on both mailboxes', () => {
+  it.each(['pg', 'mysql'] as const)('%s: the earliest row with every fragment, among the newest rows; wildcards are literal', async (kind) => {
+    const my = kind === 'mysql' ? await freshMysql() : undefined;
+    const box = my?.mailbox ?? p.mailbox;
+    try {
+      const enc = (id: number, type: string) => `<MSG><META><SNDR>MSGX</SNDR><RCVR>FIMS</RCVR><SEQN>${id}</SEQN><TYPE>${type}</TYPE></META></MSG>`;
+      await box.insertOutbound(enc(900042, 'RQRF'));
+      await box.insertOutbound(enc(9000421, 'RQFD'));
+      const ours = await box.insertOutbound(enc(900042, 'RQFD'));
+      await box.insertOutbound(enc(900042, 'RQFD')); // a duplicate: the first one is the answer
+      await box.insertOutbound('text with aXbYc');
+      expect(await box.findOutbound(['<SNDR>MSGX</SNDR>', '<SEQN>900042</SEQN>', '<TYPE>RQFD</TYPE>'], 100)).toBe(ours);
+      expect(await box.findOutbound(['<SEQN>900043</SEQN>'], 100)).toBeUndefined();
+      expect(await box.findOutbound(['a_b%c'], 100)).toBeUndefined();
+      expect(await box.findOutbound(['<SEQN>900042</SEQN>', '<TYPE>RQFD</TYPE>'], 2)).toBe(ours + 1); // only the newest 2 rows are looked at
+    } finally {
+      await my?.drop();
+    }
   });
 });
 
