@@ -18,7 +18,7 @@ const clock = new FakeClock();
 const router = new Router(txmsgRoutes);
 
 const call = (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) =>
-  router.handle({ method, path, headers, query: {}, body: body === undefined ? '' : JSON.stringify(body), params: {}, isAdmin: true } as HttpRequest, ctx);
+  router.handle({ method, path, headers: { 'content-type': 'application/json', ...headers }, query: {}, body: body === undefined ? '' : JSON.stringify(body), params: {}, isAdmin: true } as HttpRequest, ctx);
 
 beforeAll(async () => {
   db = await PgliteDb.open();
