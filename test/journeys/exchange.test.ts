@@ -1,0 +1,241 @@
+import { execFile } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { promisify } from 'node:util';
+import kafkajs from 'kafkajs';
+import mysql from 'mysql2/promise';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { flight, flop, schd } from '../fixtures/messages/build.ts';
+import { randomTopic, readTopicToEnd, type ReadRecord } from '../helpers/kafka.ts';
+import { freshMysql, freshPg, serviceUrls, type TestMysql, type TestPg, waitFor } from '../helpers/services.ts';
+import { killTwins, startTwin, type Twin } from '../helpers/twinChild.ts';
+
+/**
+ * Journeys: msgx driven ONLY from outside, as its users drive it — rows INSERTed into the mailbox
+ * table by "another system", HTTP, a real Kafka consumer on the topics, the CLI (`bin/msgx.mjs`)
+ * — against the twin on real PostgreSQL, MariaDB and Kafka. Each journey is judged by a model the
+ * test builds by hand from what it sent (never by reading msgx's own tables back).
+ */
+const ROOT = resolve(import.meta.dirname, '..', '..');
+const DAY = '20261129';
+const run = promisify(execFile);
+
+let pg: TestPg;
+let my: TestMysql;
+let twin: Twin;
+let brokers: string[];
+const topicMsg = randomTopic('msgx.journey.msg');
+const topicSchd = randomTopic('msgx.journey.schd');
+const txTopic = randomTopic('msgx.journey.orders');
+
+beforeAll(async () => {
+  pg = await freshPg({ migrate: false });
+  my = await freshMysql();
+  brokers = serviceUrls().kafkaBrokers;
+  // The consumer's own topic for transactional messages exists before anyone writes to it.
+  const admin = new kafkajs.Kafka({ brokers, logLevel: kafkajs.logLevel.NOTHING }).admin();
+  await admin.connect();
+  await admin.createTopics({ topics: [{ topic: txTopic, numPartitions: 1 }], waitForLeaders: true });
+  await admin.disconnect();
+  twin = await startTwin(
+    {
+      MSGX_PG_URL: pg.url,
+      MSGX_MAILBOX_URL: my.url,
+      MSGX_KAFKA_BROKERS: brokers.join(','),
+      MSGX_TOPIC_MSG: topicMsg,
+      MSGX_TOPIC_SCHD: topicSchd,
+      MSGX_TOPIC_PARTITIONS: '2',
+      MSGX_DELIVERY_POLL_INTERVAL: '200ms',
+      MSGX_TX_CHECK_ALLOWED_ORIGINS: 'http://127.0.0.1:9',
+    },
+    mkdtempSync(join(tmpdir(), 'msgx-journey-')),
+  );
+}, 120_000);
+afterAll(async () => {
+  await twin?.stop('SIGTERM');
+  killTwins();
+  await my?.drop();
+  await pg?.drop();
+});
+
+// ---- The independent model of the flight journeys ----------------------------------------------
+
+type Fields = Record<string, string | Record<string, string>[]>;
+/** Per FLID: the fields a reader must see and the state version (one per message that changed it). */
+const model = new Map<string, { fields: Fields; version: number }>();
+const planned = (flid: string): Fields => ({ FLID: flid, OPDY: DAY, AWCD: 'CZ', FLNO: flid.slice(-4), STAT: 'SCH' });
+function apply(flid: string, fields: Fields): void {
+  const m = model.get(flid)!;
+  m.fields = { ...m.fields, ...fields };
+  m.version++;
+}
+const pad = (n: number) => String(n).padStart(2, '0');
+
+/** Every FLOP carries a value never sent before, so each one changes its flight exactly once. */
+function nextFlop(i: number, flid: string): { text: string; fields: Fields } {
+  const t = `${DAY}${pad(8 + (i % 10))}${pad(i % 60)}00`;
+  const kind = i % 3;
+  const fields: Fields = kind === 0 ? { ETOT: t } : kind === 1 ? { XREM: `journey remark ${i}` } : { GATE: [{ CODE: `J${i}`, BEG: t, END: '' }] };
+  const styp = kind === 0 ? 'ETOT' : kind === 1 ? 'UPDT' : 'GATE';
+  return { text: flop(styp, { seqn: `j${i}`, dttm: t }, flight({ FLID: flid, ...fields })), fields };
+}
+
+async function readFlightOverHttp(flid: string): Promise<Record<string, unknown>> {
+  const res = await fetch(`${twin.base}/v1/flights/${flid}`);
+  expect(res.status).toBe(200);
+  return (await res.json()) as Record<string, unknown>;
+}
+
+/**
+ * What a reader must see of each modelled flight: the read API, msgx.msg and the last msgx.schd
+ * record. The relay delivers a moment after the flight changed, so this retries until the topics
+ * show it too (or 30 s pass), then asserts once more for a readable failure.
+ */
+async function judgeFlights(flids: string[]): Promise<void> {
+  await waitFor(() => checkFlights(flids).then(() => true, () => false), { timeoutMs: 30_000, what: 'the topics to show the modelled flights' }).catch(() => {});
+  await checkFlights(flids);
+}
+
+async function checkFlights(flids: string[]): Promise<void> {
+  for (const flid of flids) {
+    const want = model.get(flid)!;
+    const got = await readFlightOverHttp(flid);
+    expect(got, flid).toMatchObject({ ...want.fields, stateVersion: want.version });
+  }
+  // msgx.msg: per flight, versions 1..n in partition order (duplicates dropped by event id).
+  const msg = await readTopicToEnd(brokers, topicMsg, { timeoutMs: 30_000 });
+  const versions = perFlid(msg, (v) => (v as { stateVersion: number }).stateVersion);
+  for (const flid of flids) expect(versions.get(flid), `msgx.msg ${flid}`).toEqual(Array.from({ length: model.get(flid)!.version }, (_, i) => i + 1));
+  // msgx.schd: the last record per flight carries the modelled state.
+  const schdRecords = await readTopicToEnd(brokers, topicSchd, { timeoutMs: 30_000 });
+  const last = new Map<string, Record<string, unknown>>();
+  for (const r of schdRecords) if (r.value) last.set(r.key!, JSON.parse(r.value) as Record<string, unknown>);
+  for (const flid of flids) expect(last.get(flid), `msgx.schd ${flid}`).toMatchObject({ ...model.get(flid)!.fields, stateVersion: model.get(flid)!.version });
+}
+
+function perFlid(records: ReadRecord[], pick: (value: unknown) => number): Map<string, number[]> {
+  const seen = new Set<string>();
+  const out = new Map<string, number[]>();
+  for (const r of records) {
+    const id = r.headers['msgx-event-id']!;
+    if (seen.has(id) || !r.value) continue;
+    seen.add(id);
+    const list = out.get(r.key!) ?? [];
+    list.push(pick(JSON.parse(r.value)));
+    out.set(r.key!, list);
+  }
+  return out;
+}
+
+/** Waits until the read API shows every modelled version (the roles work asynchronously). */
+async function settled(flids: string[]): Promise<void> {
+  await waitFor(
+    async () => {
+      for (const flid of flids) {
+        const res = await fetch(`${twin.base}/v1/flights/${flid}`);
+        if (res.status !== 200 || ((await res.json()) as { stateVersion: number }).stateVersion !== model.get(flid)!.version) return false;
+      }
+      return true;
+    },
+    { timeoutMs: 60_000, what: 'the flights to reach their modelled versions' },
+  );
+}
+
+// ---- Journeys -----------------------------------------------------------------------------------
+
+describe('journeys from outside', () => {
+  const mailboxFlids = ['J101', 'J102', 'J103'];
+  const httpFlids = ['J201', 'J202'];
+
+  it('inbox pipeline: a day plan and FLOPs INSERTed into the mailbox end up in the read API and on both topics, in order', async () => {
+    const c = await mysql.createConnection({ uri: my.url });
+    try {
+      const plan = schd('DNLD', { seqn: 'jplan', dttm: `${DAY}050000`, opdy: DAY, flights: [...mailboxFlids, ...httpFlids].map((f) => flight(planned(f))) });
+      await c.query('INSERT INTO CMINMSGS (MSG_TEXT) VALUES (?)', [plan]);
+      for (const f of [...mailboxFlids, ...httpFlids]) model.set(f, { fields: planned(f), version: 1 });
+      for (let i = 0; i < 12; i++) {
+        const flid = mailboxFlids[i % mailboxFlids.length]!;
+        const { text, fields } = nextFlop(i, flid);
+        await c.query('INSERT INTO CMINMSGS (MSG_TEXT) VALUES (?)', [text]);
+        apply(flid, fields);
+      }
+      await settled(mailboxFlids);
+      await judgeFlights(mailboxFlids);
+      // The owner of the mailbox sees every row marked processed, successfully.
+      await waitFor(async () => {
+        const [rows] = await c.query<mysql.RowDataPacket[]>(`SELECT COUNT(*) AS n FROM CMINMSGS WHERE PROC_STATUS = 'SUCCEEDED' AND DATE_PROCESSED IS NOT NULL`);
+        return Number(rows[0]!.n) === 13;
+      }, { timeoutMs: 30_000, what: 'the mailbox back-fill' });
+    } finally {
+      await c.end();
+    }
+  });
+
+  it('ingress over HTTP: accepted FLOPs change their flights; refused input changes nothing and says why', async () => {
+    const post = (body: string, type = 'application/xml') => fetch(`${twin.base}/cminmsgs/send`, { method: 'POST', headers: { 'content-type': type }, body });
+    for (let i = 100; i < 106; i++) {
+      const flid = httpFlids[i % httpFlids.length]!;
+      const { text, fields } = nextFlop(i, flid);
+      const res = await post(text);
+      expect(res.status).toBe(200);
+      expect(Number(await res.text())).toBeGreaterThan(0);
+      apply(flid, fields);
+    }
+    const bad = await post('<MSG><META></MSG>');
+    expect(bad.status).toBe(400);
+    expect(((await bad.json()) as { detail: string }).detail).toMatch(/not well-formed/);
+    const json = await post(nextFlop(999, 'J201').text, 'application/json');
+    expect(json.status).toBe(415);
+    await settled(httpFlids);
+    await judgeFlights(httpFlids);
+  });
+
+  it('CLI: status and trace over the twin show what the user sent', async () => {
+    const env = { ...process.env, MSGX_PG_URL: '', MSGX_TWIN_URL: twin.base };
+    const res = await fetch(`${twin.base}/cminmsgs/send`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/xml' },
+      body: nextFlop(200, 'J101').text,
+    });
+    const id = Number(await res.text());
+    apply('J101', nextFlop(200, 'J101').fields);
+    await settled(['J101']);
+    const trace = await run(process.execPath, [join(ROOT, 'bin/msgx.mjs'), 'trace', String(id)], { env, cwd: ROOT });
+    expect(trace.stdout).toContain(String(id));
+    expect(trace.stdout).toMatch(/SUCCEEDED/);
+    expect(trace.stdout).toContain('J101');
+    const status = await run(process.execPath, [join(ROOT, 'bin/msgx.mjs'), 'status', '--json'], { env, cwd: ROOT });
+    // The model: the plan plus one message per version step of every flight, all SUCCEEDED.
+    const sent = 1 + [...model.values()].reduce((n, m) => n + m.version - 1, 0);
+    expect(JSON.parse(status.stdout)).toMatchObject({ paused: false, pipeline: { backlog: 0, head: null, byStatus: { SUCCEEDED: sent } } });
+  });
+
+  it('transactional messages: prepared is not delivered, committed is delivered to the consumer, ack makes it CONSUMED, rollback never arrives', async () => {
+    const prepareBody = (n: number) => ({ topic: txTopic, key: `order-${n}`, payload: { order: n }, checkUrl: 'http://127.0.0.1:9/check', checkAfterMs: 600_000 });
+    const call = async (method: string, path: string, body?: unknown) => {
+      const res = await fetch(`${twin.base}${path}`, { method, headers: { 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+      return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+    };
+    const a = await call('POST', '/v1/tx-messages', prepareBody(1));
+    expect(a).toMatchObject({ status: 201, body: { status: 'PREPARED' } });
+    const b = await call('POST', '/v1/tx-messages', prepareBody(2));
+    expect(b.status).toBe(201);
+    expect((await call('POST', `/v1/tx-messages/${b.body.id}/rollback`)).body).toMatchObject({ status: 'ROLLED_BACK' });
+    expect((await call('POST', `/v1/tx-messages/${a.body.id}/commit`)).body).toMatchObject({ status: 'COMMITTED' });
+    // The consumer: the committed message arrives with its key and payload.
+    const delivered = await waitFor(
+      async () => {
+        const r = await readTopicToEnd(brokers, txTopic, { timeoutMs: 10_000 });
+        return r.length > 0 ? r : null;
+      },
+      { timeoutMs: 30_000, what: 'the committed message on the consumer topic' },
+    );
+    expect(delivered.map((r) => [r.key, JSON.parse(r.value!)])).toEqual([['order-1', { order: 1 }]]);
+    await waitFor(async () => (await call('GET', `/v1/tx-messages/${a.body.id}`)).body.status === 'DELIVERED', { what: 'DELIVERED' });
+    expect((await call('POST', `/v1/tx-messages/${a.body.id}/ack`)).body).toMatchObject({ status: 'CONSUMED' });
+    expect((await call('GET', `/v1/tx-messages/${b.body.id}`)).body).toMatchObject({ status: 'ROLLED_BACK' });
+    // Nothing else ever reached the topic (read to its end again).
+    expect((await readTopicToEnd(brokers, txTopic)).map((r) => r.key)).toEqual(['order-1']);
+  });
+});
