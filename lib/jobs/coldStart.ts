@@ -33,7 +33,24 @@ export function scheduledHandler(makeRole: (ctx: AppContext) => RoleSpec) {
     const ctx = await lambdaContext();
     role ??= makeRole(ctx);
     const budgetMs = Math.max(0, lambda.getRemainingTimeInMillis() - BUDGET_MARGIN_MS);
-    const summary = await runWorker(ctx, { ...role, budgetMs });
+    const spec = role;
+    // Metrics belong to the invocation that measured them: emitted at its start (gauges even
+    // when another instance holds the role's lock) and before it returns, never buffered across
+    // invocations of a warm environment that may be recycled at any moment.
+    const flush = async () => {
+      try {
+        await spec.flush?.();
+      } catch (err) {
+        ctx.log.warn('metrics flush failed', { role: spec.role, error: String(err) });
+      }
+    };
+    await flush();
+    let summary: WorkerSummary;
+    try {
+      summary = await runWorker(ctx, { ...spec, budgetMs });
+    } finally {
+      await flush();
+    }
     ctx.log.info('role invocation finished', { ...summary });
     return summary;
   };

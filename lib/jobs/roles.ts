@@ -9,12 +9,21 @@ import { INBOX_CHANNEL } from '../pipeline/procState.ts';
 import { pumpOnce } from '../pipeline/pump.ts';
 import { expireRequests, reconcileRequests } from '../requests/index.ts';
 import { emitGauges, readGauges } from '../observability/metrics.ts';
+import { readOutboxGauges } from '../outbox/metrics.ts';
 import type { AppContext } from '../shared/context.ts';
 import { archiveConsumed, checkBackOnce, redeliverOnce, txmsgDeadHook, txmsgSentHook } from '../txmsg/index.ts';
 import type { StepResult, WorkerOptions } from './worker.ts';
 
 /** One step per role; runWorker loops them under the role's lock. */
-export type RoleSpec = Pick<WorkerOptions, 'role' | 'wakeOn'> & { step: () => Promise<StepResult> };
+export type RoleSpec = Pick<WorkerOptions, 'role' | 'wakeOn'> & {
+  step: () => Promise<StepResult>;
+  /**
+   * Emits what the role measured and the gauges it knows (EMF). The Lambda handler calls it at the
+   * start and before the end of every invocation (issue 13: metrics arrive in the minute they
+   * describe, and an idle or stuck role still reports); the twin has no use for it.
+   */
+  flush?: () => Promise<void>;
+};
 
 export function pumpRole(ctx: AppContext): RoleSpec {
   return {
@@ -56,6 +65,17 @@ export function dispatcherRole(
       // schd flushes on its own period: come back for it even when nothing else is pending.
       return { busy: r.more, restMs: Math.min(ctx.config.outbox.pollIntervalMs, ctx.config.outbox.schdFlushPeriodMs) };
     },
+    flush: options.metrics
+      ? async () => {
+          const metrics = options.metrics!;
+          try {
+            metrics.recordGauges(await readOutboxGauges(ctx.db, ctx.clock.now()));
+          } finally {
+            // The counts go out even when the gauges could not be read.
+            metrics.flush();
+          }
+        }
+      : undefined,
   };
 }
 
@@ -79,17 +99,21 @@ export function defaultSweepTasks(ctx: AppContext): SweepTask[] {
       run: (c) => archiveProcState(c.db, { now: c.clock.now(), retentionDays: lifecycle.procRetentionDays }),
     },
     { name: 'tx-archive', everyMs: 3_600_000, run: (c) => archiveConsumed(c) },
-    // The alarms' gauges; in the twin nobody reads EMF, so they stay off its console.
-    ...(ctx.config.runtime === 'lambda'
-      ? [{ name: 'metrics', everyMs: 60_000, run: async (c: AppContext) => emitGauges(await readGauges(c.db, c.clock.now(), 60_000)) }]
-      : []),
+    // The alarms' pipeline gauges; in the twin nobody reads EMF, so they stay off its console.
+    // A long sweep invocation emits them every minute; sweepRole's flush at every start and end.
+    ...(ctx.config.runtime === 'lambda' ? [{ name: 'metrics', everyMs: 60_000, run: emitPipelineGauges }] : []),
   ];
+}
+
+async function emitPipelineGauges(c: AppContext): Promise<void> {
+  emitGauges(await readGauges(c.db, c.clock.now(), 60_000));
 }
 
 export function sweepRole(ctx: AppContext, tasks: SweepTask[] = defaultSweepTasks(ctx)): RoleSpec {
   const lastRun = new Map<string, number>();
   return {
     role: 'sweep',
+    flush: ctx.config.runtime === 'lambda' ? () => emitPipelineGauges(ctx) : undefined,
     async step() {
       const now = ctx.clock.now().getTime();
       for (const t of tasks) {

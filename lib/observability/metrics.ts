@@ -3,8 +3,10 @@ import type { Queryable } from '../db/db.ts';
 
 /**
  * The gauges the CloudWatch alarms watch (infra-cdk monitoring stack), as EMF in namespace msgx
- * with the dimension service=msgx (plus kind on DeadCount). Emitted once a minute by the sweep,
- * whether or not anything else runs, so a stuck pipeline is seen even when no worker is busy.
+ * with the dimension service=msgx (plus kind on DeadCount). Emitted by the sweep at the start and
+ * end of every invocation and once a minute between, whether or not anything else runs, so a stuck
+ * pipeline is seen even when no worker is busy. OldestPendingEventSeconds comes from the
+ * dispatcher (lib/outbox/metrics.ts), the role that knows it, in every invocation.
  */
 export interface PipelineGauges {
   headAgeSeconds: number;
@@ -55,7 +57,6 @@ export function emitGauges(g: PipelineGauges, namespace = 'msgx'): void {
   const m = new Metrics({ namespace, serviceName: 'msgx' });
   m.addMetric('HeadAgeSeconds', MetricUnit.Seconds, g.headAgeSeconds);
   m.addMetric('Backlog', MetricUnit.Count, g.backlog);
-  m.addMetric('OldestPendingEventSeconds', MetricUnit.Seconds, g.oldestPendingEventSeconds);
   m.addMetric('BackfillFailures', MetricUnit.Count, g.backfillFailures);
   m.publishStoredMetrics();
   for (const [kind, n] of Object.entries(g.deadInWindow)) {

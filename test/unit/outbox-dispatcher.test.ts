@@ -500,6 +500,7 @@ describe('stats and metrics', () => {
     const rounds: number[] = [];
     const metrics: OutboxMetrics = {
       recordRound: (r) => rounds.push(r.sent),
+      recordGauges() {},
       flush() {},
     };
     const report = await dispatchOnce(ctx, [new FakePublisher()], { metrics });

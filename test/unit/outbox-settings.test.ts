@@ -94,7 +94,7 @@ describe('publishers', () => {
 });
 
 describe('EMF metrics', () => {
-  test('counters and the per-target oldest-pending gauge, at most once per interval', async () => {
+  test('nothing is held back: each flush emits what was recorded since the last one, zeros included', async () => {
     const { createEmfMetrics } = await import('../../lib/outbox/metrics.ts');
     const { vi } = await import('vitest');
     const lines: string[] = [];
@@ -102,32 +102,31 @@ describe('EMF metrics', () => {
       lines.push(String(chunk));
       return true;
     });
+    const docs = () => lines.join('').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l));
     try {
-      const clock = new FakeClock();
-      const m = createEmfMetrics({ clock, intervalMs: 60_000 });
-      const round = (sent: number, dead: number, oldest: number) => ({
-        targets: [{ target: 'msg', oldestPendingSeconds: oldest }] as never,
-        sent,
-        retried: 1,
-        dead,
-        more: false,
-        discoverMs: 0,
-        totalMs: 0,
-      });
-      clock.advance(60_000);
-      m.recordRound(round(5, 0, 7)); // first one emits
-      m.recordRound(round(3, 1, 2)); // buffered
-      const emitted = lines.join('');
-      expect(emitted).toContain('"EventsSent":5');
-      expect(emitted).not.toContain('"EventsSent":3');
-      lines.length = 0;
+      const m = createEmfMetrics();
+      const round = (sent: number, dead: number) => ({ targets: [] as never, sent, retried: 1, dead, more: false, discoverMs: 0, totalMs: 0 });
+      m.recordRound(round(5, 0));
+      m.recordRound(round(3, 1));
+      expect(lines).toEqual([]); // recording prints nothing; the invocation's flush does
+      m.recordGauges({ oldestPendingEventSeconds: 7, openEvents: 4, stalledTargets: 1, byTarget: [{ target: 'msg', oldestPendingEventSeconds: 7 }] });
       m.flush();
-      const docs = lines.join('').trim().split('\n').map((l) => JSON.parse(l));
-      const find = (name: string) => docs.find((d) => name in d);
-      expect(find('EventsSent').EventsSent).toBe(3);
+      let d = docs();
+      const find = (name: string, dim?: string) => d.find((x) => name in x && (dim ? dim in x : !('target' in x)));
+      expect(find('EventsSent')).toMatchObject({ EventsSent: 8, EventsRetried: 2, OldestPendingEventSeconds: 7, OutboxBacklog: 4, StalledTargets: 1, service: 'msgx' });
+      expect(find('EventsSent')._aws.CloudWatchMetrics[0].Dimensions).toEqual([['service']]);
       expect(find('DeadCount')).toMatchObject({ DeadCount: 1, kind: 'event' });
-      expect(find('OldestPendingEventSeconds')).toMatchObject({ OldestPendingEventSeconds: 2, target: 'msg' });
+      expect(find('OldestPendingEventSeconds', 'target')).toMatchObject({ OldestPendingEventSeconds: 7, target: 'msg' });
       expect(find('DeadCount')._aws.CloudWatchMetrics[0].Namespace).toBe('msgx');
+
+      // An idle invocation: zeros, and the drained target's gauge comes down to 0.
+      lines.length = 0;
+      m.recordGauges({ oldestPendingEventSeconds: 0, openEvents: 0, stalledTargets: 0, byTarget: [] });
+      m.flush();
+      d = docs();
+      expect(find('EventsSent')).toMatchObject({ EventsSent: 0, OldestPendingEventSeconds: 0, OutboxBacklog: 0 });
+      expect(find('DeadCount')).toMatchObject({ DeadCount: 0 });
+      expect(find('OldestPendingEventSeconds', 'target')).toMatchObject({ OldestPendingEventSeconds: 0, target: 'msg' });
     } finally {
       spy.mockRestore();
     }
