@@ -110,10 +110,8 @@ function readBody(req: IncomingMessage, limit: number, timeoutMs: number): Promi
     );
     req.on('data', onData);
     req.once('end', () => done());
-    req.once('error', (e) => {
-      clearTimeout(timer);
-      reject(e);
-    });
+    // The client went away mid-body: nobody reads the answer, and it is not a server error.
+    req.once('error', () => done(new RequestError(400, 'aborted', 'the client closed the connection before the body was complete')));
   });
 }
 
