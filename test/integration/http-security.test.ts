@@ -244,6 +244,15 @@ describe('twin HTTP server: safe on a laptop', () => {
       expect(await txCount()).toBe(before);
     });
 
+    it('a check URL with a fragment is 400 naming it, and nothing is stored', async () => {
+      const before = await txCount();
+      const r = await call('POST', '/v1/tx-messages', { 'content-type': 'application/json' }, prepareBody({ checkUrl: 'http://127.0.0.1:9/check#frag' }));
+      noInternals(r);
+      expect(r.status).toBe(400);
+      expect(r.json.detail).toMatch(/^checkUrl: must not contain a fragment/);
+      expect(await txCount()).toBe(before);
+    });
+
     it('deeply nested JSON is 400 naming the depth, not a stack overflow', async () => {
       const before = await txCount();
       const deep = `{"topic":"orders","checkUrl":"http://127.0.0.1:9/c","payload":${'['.repeat(1500)}${']'.repeat(1500)}}`;
@@ -350,6 +359,13 @@ describe('twin HTTP server: safe on a laptop', () => {
       // The server stopped reading: the client could not get 20 MiB out (kernel buffers hold a few).
       expect(written).toBeLessThan(20 * 1024 * 1024);
       expect(await mailboxCount()).toBe(before);
+    });
+
+    it('a client that stops sending its headers is cut off too (node headersTimeout = MSGX_HTTP_REQUEST_TIMEOUT)', async () => {
+      const s = await open();
+      const reply = untilClosed(s);
+      s.write(`GET /admin/stats HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nX-Slow: `); // never finished
+      expect(await reply).toMatch(/^HTTP\/1\.1 408 /);
     });
 
     it('a client that stops sending its body gets 408 after MSGX_HTTP_REQUEST_TIMEOUT and is disconnected', async () => {
