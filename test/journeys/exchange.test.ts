@@ -1,5 +1,7 @@
 import { execFile } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
@@ -28,6 +30,16 @@ let brokers: string[];
 const topicMsg = randomTopic('msgx.journey.msg');
 const topicSchd = randomTopic('msgx.journey.schd');
 const txTopic = randomTopic('msgx.journey.orders');
+const txTopic2 = randomTopic('msgx.journey.points');
+
+/**
+ * The producer's check-back endpoint, as a user's service would run it: /check/commit always
+ * answers COMMIT; /check/later answers UNKNOWN until `committedLater` is set.
+ */
+let checkServer: Server;
+let checkOrigin: string;
+let committedLater = false;
+const checkCalls: string[] = [];
 
 beforeAll(async () => {
   pg = await freshPg({ migrate: false });
@@ -36,8 +48,18 @@ beforeAll(async () => {
   // The consumer's own topic for transactional messages exists before anyone writes to it.
   const admin = new kafkajs.Kafka({ brokers, logLevel: kafkajs.logLevel.NOTHING }).admin();
   await admin.connect();
-  await admin.createTopics({ topics: [{ topic: txTopic, numPartitions: 1 }], waitForLeaders: true });
+  await admin.createTopics({ topics: [{ topic: txTopic, numPartitions: 1 }, { topic: txTopic2, numPartitions: 1 }], waitForLeaders: true });
   await admin.disconnect();
+  checkServer = createServer((req, res) => {
+    const url = new URL(req.url ?? '/', 'http://check');
+    // msgx names the message twice: ?id= and the msgx-txmsg-id header; both must agree.
+    const id = url.searchParams.get('id');
+    checkCalls.push(`${url.pathname} ${id === req.headers['msgx-txmsg-id'] ? id : `mismatch ${id}/${String(req.headers['msgx-txmsg-id'])}`}`);
+    const status = url.pathname === '/check/commit' || (url.pathname === '/check/later' && committedLater) ? 'COMMIT' : 'UNKNOWN';
+    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ status }));
+  });
+  await new Promise<void>((r) => checkServer.listen(0, '127.0.0.1', () => r()));
+  checkOrigin = `http://127.0.0.1:${(checkServer.address() as AddressInfo).port}`;
   twin = await startTwin(
     {
       MSGX_PG_URL: pg.url,
@@ -47,7 +69,10 @@ beforeAll(async () => {
       MSGX_TOPIC_SCHD: topicSchd,
       MSGX_TOPIC_PARTITIONS: '2',
       MSGX_DELIVERY_POLL_INTERVAL: '200ms',
-      MSGX_TX_CHECK_ALLOWED_ORIGINS: 'http://127.0.0.1:9',
+      MSGX_TX_CHECK_ALLOWED_ORIGINS: checkOrigin,
+      MSGX_TX_CHECK_INTERVAL: '1s',
+      MSGX_TX_CHECK_MAX: '2',
+      MSGX_TIMEZONE: 'UTC',
     },
     mkdtempSync(join(tmpdir(), 'msgx-journey-')),
   );
@@ -55,6 +80,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await twin?.stop('SIGTERM');
   killTwins();
+  checkServer?.close();
   await my?.drop();
   await pg?.drop();
 });
@@ -212,7 +238,7 @@ describe('journeys from outside', () => {
   });
 
   it('transactional messages: prepared is not delivered, committed is delivered to the consumer, ack makes it CONSUMED, rollback never arrives', async () => {
-    const prepareBody = (n: number) => ({ topic: txTopic, key: `order-${n}`, payload: { order: n }, checkUrl: 'http://127.0.0.1:9/check', checkAfterMs: 600_000 });
+    const prepareBody = (n: number) => ({ topic: txTopic, key: `order-${n}`, payload: { order: n }, checkUrl: `${checkOrigin}/check/never`, checkAfterMs: 600_000 });
     const call = async (method: string, path: string, body?: unknown) => {
       const res = await fetch(`${twin.base}${path}`, { method, headers: { 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
       return { status: res.status, body: (await res.json()) as Record<string, unknown> };
@@ -237,5 +263,63 @@ describe('journeys from outside', () => {
     expect((await call('GET', `/v1/tx-messages/${b.body.id}`)).body).toMatchObject({ status: 'ROLLED_BACK' });
     // Nothing else ever reached the topic (read to its end again).
     expect((await readTopicToEnd(brokers, txTopic)).map((r) => r.key)).toEqual(['order-1']);
+  });
+
+  const txCall = async (method: string, path: string, body?: unknown) => {
+    const res = await fetch(`${twin.base}${path}`, { method, headers: { 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+    return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+  };
+  const statusOf = async (id: unknown) => (await txCall('GET', `/v1/tx-messages/${String(id)}`)).body.status;
+
+  it('transactional check-back: a producer that never commits is asked, and its COMMIT answer delivers the message', async () => {
+    const p = await txCall('POST', '/v1/tx-messages', { topic: txTopic2, key: 'points-1', payload: { points: 10 }, checkUrl: `${checkOrigin}/check/commit`, checkAfterMs: 0 });
+    expect(p).toMatchObject({ status: 201, body: { status: 'PREPARED' } });
+    await waitFor(async () => (await statusOf(p.body.id)) === 'DELIVERED', { timeoutMs: 30_000, what: 'the checked-back message to be delivered' });
+    expect(checkCalls).toContain(`/check/commit ${String(p.body.id)}`);
+    const records = await readTopicToEnd(brokers, txTopic2);
+    expect(records.map((r) => [r.key, JSON.parse(r.value!)])).toEqual([['points-1', { points: 10 }]]);
+    expect(records[0]!.headers['msgx-txmsg-id']).toBe(String(p.body.id));
+  });
+
+  it('transactional dead letter: unanswered check-backs make it DEAD, an operator resend after the producer committed delivers it once', async () => {
+    const p = await txCall('POST', '/v1/tx-messages', { topic: txTopic2, key: 'points-2', payload: { points: 20 }, checkUrl: `${checkOrigin}/check/later`, checkAfterMs: 0 });
+    expect(p.status).toBe(201);
+    // MSGX_TX_CHECK_MAX=2 answers of UNKNOWN: nobody knows whether the producer committed.
+    await waitFor(async () => (await statusOf(p.body.id)) === 'DEAD', { timeoutMs: 30_000, what: 'the message to die after its check-backs' });
+    expect(checkCalls.filter((c) => c === `/check/later ${String(p.body.id)}`).length).toBeGreaterThanOrEqual(2);
+    committedLater = true;
+    const resent = await txCall('POST', `/admin/tx-messages/${String(p.body.id)}/resend`);
+    expect(resent.status).toBe(200);
+    await waitFor(async () => (await statusOf(p.body.id)) === 'DELIVERED', { timeoutMs: 30_000, what: 'the resent message to be delivered' });
+    const records = await readTopicToEnd(brokers, txTopic2);
+    expect(records.map((r) => r.key)).toEqual(['points-1', 'points-2']);
+    expect(JSON.parse(records[1]!.value!)).toEqual({ points: 20 });
+  });
+
+  it('requests: request-day from the CLI writes an RQFD to COUTMSGS; the upstream answer in the mailbox creates the flights', async () => {
+    const env = { ...process.env, MSGX_PG_URL: '', MSGX_TWIN_URL: twin.base };
+    const day = '20261201';
+    const out = await run(process.execPath, [join(ROOT, 'bin/msgx.mjs'), 'request-day', day], { env, cwd: ROOT });
+    const id = /^id\s+(\S+)$/m.exec(out.stdout)?.[1];
+    expect(id, out.stdout).toBeTruthy();
+    const c = await mysql.createConnection({ uri: my.url });
+    try {
+      // What upstream reads: one RQFD for that day, naming the request.
+      const [rows] = await c.query<mysql.RowDataPacket[]>('SELECT MSG_TEXT FROM COUTMSGS');
+      const rqfd = rows.map((r) => String(r.MSG_TEXT)).filter((t) => t.includes('<TYPE>RQFD</TYPE>'));
+      expect(rqfd).toHaveLength(1);
+      expect(rqfd[0]).toContain(`<OPDY>${day}</OPDY>`);
+      expect(rqfd[0]).toContain(`<SEQN>${id}</SEQN>`);
+      // Upstream answers with the day's flights (sent after the request, in the twin's zone, UTC).
+      const now = new Date(Date.now() + 60_000).toISOString().replace(/\D/g, '').slice(0, 14);
+      const answered = ['J301', 'J302'];
+      const answer = schd('RESP', { seqn: `resp-${id}`, dttm: now, opdy: day, flights: answered.map((f) => flight({ ...planned(f), OPDY: day })) });
+      await c.query('INSERT INTO CMINMSGS (MSG_TEXT) VALUES (?)', [answer]);
+      for (const f of answered) model.set(f, { fields: { ...planned(f), OPDY: day }, version: 1 });
+      await settled(answered);
+      await judgeFlights(answered);
+    } finally {
+      await c.end();
+    }
   });
 });
