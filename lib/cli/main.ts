@@ -2,6 +2,7 @@ import { Command } from 'commander';
 import { loadConfig } from '../config/config.ts';
 import { migrate } from '../db/migrate.ts';
 import { openDb } from '../db/open.ts';
+import { readIdentityMode, setIdentityMode } from '../pipeline/identityMode.ts';
 import { type AdminApi, AdminCallError, openAdminApi } from './admin.ts';
 import { setSchedulesEnabled } from './schedules.ts';
 import { renderStatus, type StatsView } from './status.ts';
@@ -30,6 +31,34 @@ program
     try {
       const r = await migrate(db, { onProgress: (name, i, n) => process.stderr.write(`[${i}/${n}] ${name}\n`) });
       process.stdout.write(r.applied.length ? `applied ${r.applied.length} migration(s)\n` : `up to date (${r.alreadyApplied} applied)\n`);
+    } finally {
+      await db.close();
+    }
+  });
+
+program
+  .command('identity')
+  .description(
+    'show or switch the identity algorithm (MSGX_IDENTITY_DAY_BOUNDARY): it changes which messages are duplicates, so a start refuses a setting that differs from the recorded one until it is switched here (MSGX_PG_URL, or the embedded database when the twin is stopped)',
+  )
+  .option('--day-boundary <onOff>', 'on: SNDR|TYPE|STYP|SEQN|<DTTM day>; off: SNDR|TYPE|STYP|SEQN')
+  .action(async (o: { dayBoundary?: string }) => {
+    if (o.dayBoundary !== undefined && !['on', 'off'].includes(o.dayBoundary))
+      throw new Error(`--day-boundary must be on or off (got ${o.dayBoundary})`);
+    const config = loadConfig({ ...process.env, MSGX_RUNTIME: 'twin' });
+    const db = await openDb(config);
+    try {
+      await migrate(db);
+      if (o.dayBoundary === undefined) {
+        const mode = await readIdentityMode(db);
+        process.stdout.write(`identity day boundary: ${mode === undefined ? 'not recorded yet' : mode ? 'on' : 'off'}\n`);
+        return;
+      }
+      const r = await setIdentityMode(db, o.dayBoundary === 'on', `cli:${process.env.USER ?? 'operator'}`, new Date());
+      const from = r.from === undefined ? 'not recorded' : r.from ? 'on' : 'off';
+      process.stdout.write(
+        `identity day boundary: ${from} -> ${o.dayBoundary}; set MSGX_IDENTITY_DAY_BOUNDARY=${o.dayBoundary} for every process (new messages only; bound identities stay as they are)\n`,
+      );
     } finally {
       await db.close();
     }

@@ -11,7 +11,7 @@ export { checkWellFormed, DEFAULT_LIMITS, precheck };
  * shape the model cannot map → CodecError (retried, replayable after a fix); a package that breaks
  * the protocol (missing keys, bad times) → ProtocolError.
  */
-export function decode(text: string, options: { timezone: string; limits?: Partial<XmlLimits> }): DecodedMessage {
+export function decode(text: string, options: { timezone: string; limits?: Partial<XmlLimits>; dayBoundary?: boolean }): DecodedMessage {
   const limits = { ...DEFAULT_LIMITS, ...options.limits };
   const doc = parseXml(text, limits);
   const root = child(doc, 'MSG');
@@ -31,7 +31,7 @@ export function decode(text: string, options: { timezone: string; limits?: Parti
   const bodyValue = child(root, meta.TYPE);
   const body: XmlNode[] = bodyValue === undefined || typeof bodyValue === 'string' ? [] : bodyValue;
   const payload = decodePayload(type, body);
-  return { meta, type, subtype: (meta.STYP ?? '').toUpperCase(), identity: identityOf(meta), sentAt, body, kind: payload.kind, payload };
+  return { meta, type, subtype: (meta.STYP ?? '').toUpperCase(), identity: identityOf(meta, options.dayBoundary), sentAt, body, kind: payload.kind, payload };
 }
 
 function readMeta(nodes: XmlNode[]): Meta {

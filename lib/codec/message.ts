@@ -76,4 +76,9 @@ export interface DecodedMessage {
   payload: Payload;
 }
 
-export const identityOf = (m: Meta): string => [m.SNDR, m.TYPE, m.STYP ?? '', m.SEQN].join('|');
+/**
+ * SNDR|TYPE|STYP|SEQN; with the day boundary (MSGX_IDENTITY_DAY_BOUNDARY, for an upstream that
+ * resets SEQN every day) the DTTM's day is appended: SNDR|TYPE|STYP|SEQN|yyyyMMdd ('' without DTTM).
+ */
+export const identityOf = (m: Meta, dayBoundary = false): string =>
+  [m.SNDR, m.TYPE, m.STYP ?? '', m.SEQN, ...(dayBoundary ? [(m.DTTM ?? '').slice(0, 8)] : [])].join('|');

@@ -59,6 +59,9 @@ const schema = z
     MSGX_BACKFILL_INITIAL: duration('30s'),
     MSGX_BACKFILL_MAX: duration('15m'),
     MSGX_MAX_BODY_BYTES: positiveInt(1024 * 1024),
+    // seed 000 §3/§7 identity.include-day-boundary: changes duplicate semantics, so it is fixed
+    // once messages exist (lib/pipeline/identityMode.ts; change it with `npx msgx identity`).
+    MSGX_IDENTITY_DAY_BOUNDARY: flag(false),
 
     // Outbox relay (seed 001 outbox_worker.*)
     MSGX_TOPIC_MSG: z.string().min(1).default('msgx.msg'),
@@ -143,6 +146,8 @@ export interface Config {
     headDeadlineMs: number;
     backfillInitialMs: number;
     backfillMaxMs: number;
+    /** Identity is SNDR|TYPE|STYP|SEQN|<DTTM day> (upstream resets SEQN daily) instead of SNDR|TYPE|STYP|SEQN. */
+    identityDayBoundary: boolean;
   };
   /** The global delivery settings (DeliverySettings) plus topics, lease, schd flush and overrides. */
   outbox: DeliverySettings & {
@@ -229,6 +234,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       headDeadlineMs: e.MSGX_HEAD_DEADLINE,
       backfillInitialMs: e.MSGX_BACKFILL_INITIAL,
       backfillMaxMs: e.MSGX_BACKFILL_MAX,
+      identityDayBoundary: e.MSGX_IDENTITY_DAY_BOUNDARY,
     },
     outbox: {
       topicMsg: e.MSGX_TOPIC_MSG + (e.MSGX_SHADOW ? '.shadow' : ''),

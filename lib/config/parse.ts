@@ -54,6 +54,6 @@ export const commaList = () =>
 
 export const flag = (dflt = false) =>
   z
-    .enum(['1', '0', 'true', 'false', 'yes', 'no', ''])
+    .enum(['1', '0', 'true', 'false', 'yes', 'no', 'on', 'off', ''])
     .optional()
-    .transform((v) => (v === undefined || v === '' ? dflt : ['1', 'true', 'yes'].includes(v)));
+    .transform((v) => (v === undefined || v === '' ? dflt : ['1', 'true', 'yes', 'on'].includes(v)));

@@ -10,11 +10,11 @@ export type Prepared =
   | { msgId: number; rawText: string; decoded: DecodedMessage; error?: undefined }
   | { msgId: number; rawText: string | null; decoded?: undefined; error: MsgxError };
 
-export function prepare(msgId: number, rawText: string | undefined | null, timezone: string, maxBytes: number): Prepared {
+export function prepare(msgId: number, rawText: string | undefined | null, timezone: string, maxBytes: number, dayBoundary = false): Prepared {
   if (rawText === undefined || rawText === null)
     return { msgId, rawText: null, error: new MalformedError('raw text missing: the mailbox row has no MSG_TEXT') };
   try {
-    return { msgId, rawText, decoded: decode(rawText, { timezone, limits: { maxBytes } }) };
+    return { msgId, rawText, decoded: decode(rawText, { timezone, limits: { maxBytes }, dayBoundary }) };
   } catch (err) {
     // The codec refuses U+0000 (not XML); PostgreSQL text cannot hold it either, so the copy we
     // keep for trace and replay shows it as U+FFFD.

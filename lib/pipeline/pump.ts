@@ -113,7 +113,8 @@ async function prepareGroup(ctx: AppContext, group: OpenRow[]): Promise<Prepared
   const texts = missing.length ? await ctx.mailbox.readTexts(missing) : new Map<number, string>();
   const { timezone } = ctx.config;
   const maxBytes = ctx.config.http.maxBodyBytes;
-  return group.map((r) => prepare(r.msg_id, r.raw_text ?? texts.get(r.msg_id), timezone, maxBytes));
+  const dayBoundary = ctx.config.pipeline.identityDayBoundary;
+  return group.map((r) => prepare(r.msg_id, r.raw_text ?? texts.get(r.msg_id), timezone, maxBytes, dayBoundary));
 }
 
 /** Records an INFRA attempt on the head (or its EXHAUSTED death) in a transaction of its own. */

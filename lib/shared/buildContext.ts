@@ -2,6 +2,7 @@ import type { Config } from '../config/config.ts';
 import { migrate } from '../db/migrate.ts';
 import { openDb } from '../db/open.ts';
 import { openMailbox } from '../mailbox/open.ts';
+import { checkIdentityMode } from '../pipeline/identityMode.ts';
 import { createLogger, type Log } from '../observability/logger.ts';
 import { defaultRegistry } from './registry.ts';
 import { type Clock, systemClock } from './clock.ts';
@@ -14,7 +15,7 @@ import type { AppContext } from './context.ts';
  */
 export async function buildContext(
   config: Config,
-  options: { migrate?: boolean; clock?: Clock; log?: Log; statementTimeoutMs?: number; poolSize?: number } = {},
+  options: { migrate?: boolean; clock?: Clock; log?: Log; statementTimeoutMs?: number; poolSize?: number; checkIdentity?: boolean } = {},
 ): Promise<AppContext> {
   const log = options.log ?? createLogger('msgx', config.logLevel === 'SILENT' ? 'SILENT' : config.logLevel);
   const db = await openDb(config, {
@@ -24,6 +25,15 @@ export async function buildContext(
   if (options.migrate) {
     const r = await migrate(db, { onProgress: (name, i, n) => log.info(`migration ${i}/${n} applied`, { name }) });
     if (r.applied.length) log.info('migrations applied', { applied: r.applied });
+  }
+  // The identity algorithm in force must be the configured one (a ConfigError of one line if not).
+  if (options.checkIdentity !== false) {
+    try {
+      await checkIdentityMode(db, config.pipeline.identityDayBoundary, (options.clock ?? systemClock).now());
+    } catch (err) {
+      await db.close().catch(() => {});
+      throw err;
+    }
   }
   const mailbox = await openMailbox(config, db);
   return { config, db, mailbox, clock: options.clock ?? systemClock, log, registry: defaultRegistry() };

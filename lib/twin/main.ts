@@ -56,7 +56,7 @@ async function main(): Promise<void> {
 
 main().catch((err) => {
   // A reason the user can act on: one line, no stack.
-  if (err instanceof EmbeddedStoreError) {
+  if (err instanceof EmbeddedStoreError || err instanceof ConfigError) {
     process.stderr.write(`msgx: ${err.message}\n`);
     process.exit(1);
   }
