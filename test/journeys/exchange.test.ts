@@ -322,4 +322,33 @@ describe('journeys from outside', () => {
       await c.end();
     }
   });
+
+  // Last: it holds the head for a while (a message msgx cannot process blocks the FIFO until it dies).
+  it('replay: an unprocessable message holds the head, dies EXHAUSTED, then the queue moves on; the operator replays it from the CLI', async () => {
+    const env = { ...process.env, MSGX_PG_URL: '', MSGX_TWIN_URL: twin.base };
+    const cli = async (...args: string[]) => (await run(process.execPath, [join(ROOT, 'bin/msgx.mjs'), ...args], { env, cwd: ROOT })).stdout;
+    const post = async (text: string) =>
+      Number(await (await fetch(`${twin.base}/cminmsgs/send`, { method: 'POST', headers: { 'content-type': 'application/xml' }, body: text })).text());
+    const blocker = await post(flop('WXYZ', { seqn: 'j-unsupported', dttm: `${DAY}120000` }, flight({ FLID: 'J102', ETOT: `${DAY}120000` })));
+    const behind = nextFlop(300, 'J201');
+    const behindId = await post(behind.text);
+    // While the unsupported message heads the queue, the one behind it is not applied (FIFO).
+    await waitFor(async () => JSON.parse(await cli('status', '--json')).pipeline.head?.msgId === blocker, { timeoutMs: 30_000, what: 'the blocker at the head' });
+    expect(await readFlightOverHttp('J201')).toMatchObject({ stateVersion: model.get('J201')!.version });
+    // It dies after its attempts (EXHAUSTED), and the queue moves on.
+    apply('J201', behind.fields);
+    await settled(['J201']);
+    await judgeFlights(['J201', 'J102']);
+    const dead = await cli('dead');
+    expect(dead).toContain(String(blocker));
+    expect(dead).toMatch(/EXHAUSTED/);
+    // The operator's replay says what would move and warns that a newer message already succeeded.
+    const dry = await cli('replay', '--kind', 'proc', '--ids', String(blocker), '--dry-run');
+    expect(dry).toMatch(/^would move 1$/m);
+    expect(dry).toMatch(/1 newer message\(s\) already succeeded/);
+    expect(behindId).toBeGreaterThan(blocker);
+    const moved = await cli('replay', '--kind', 'proc', '--ids', String(blocker));
+    expect(moved).toMatch(/^moved 1$/m);
+    await waitFor(async () => JSON.parse(await cli('status', '--json')).pipeline.head?.msgId === blocker, { timeoutMs: 30_000, what: 'the replayed message back at the head' });
+  });
 });
