@@ -43,8 +43,15 @@ export async function backfillNow(ctx: Pick<AppContext, 'db' | 'mailbox' | 'conf
   try {
     await ctx.mailbox.markProcessed(marks);
   } catch (err) {
-    ctx.log.warn('mailbox backfill failed; the sweep will retry', { ids: marks.map((m) => m.id), error: String(err) });
-    await postponeTodos(ctx.db, marks.map((m) => m.id), String(err), now, ctx.config.pipeline).catch(() => {});
+    const retries = await postponeTodos(ctx.db, marks.map((m) => m.id), String(err), now, ctx.config.pipeline).catch(() => []);
+    // Seed 000 §9: which messages, the class, how many attempts so far and when the next is due.
+    ctx.log.warn({
+      message: 'mailbox backfill failed; the sweep will retry',
+      error_class: 'INFRA',
+      error: String(err),
+      ids: marks.map((m) => m.id),
+      retries: retries.map((r) => ({ msg_id: r.msgId, attempt: r.attempts, next_attempt_at: r.nextAttemptAt.toISOString() })),
+    });
     return false;
   }
   await ctx.db.query(`DELETE FROM backfill_todo WHERE msg_id = ANY($1::bigint[])`, [marks.map((m) => m.id)]);
@@ -57,19 +64,22 @@ async function postponeTodos(
   error: string,
   now: Date,
   p: { backfillInitialMs: number; backfillMaxMs: number },
-): Promise<void> {
+): Promise<{ msgId: number; attempts: number; nextAttemptAt: Date }[]> {
   // Per-row backoff: 30 s doubling to 15 min by default.
   const r = await q.query<{ msg_id: number; attempts: number }>(
     `UPDATE backfill_todo SET attempts = attempts + 1, last_error = $2 WHERE msg_id = ANY($1::bigint[]) RETURNING msg_id, attempts`,
     [ids, error.slice(0, 1000)],
   );
+  const out = r.rows.map((x) => ({
+    msgId: x.msg_id,
+    attempts: x.attempts,
+    nextAttemptAt: new Date(now.getTime() + backoffMs(x.attempts, p.backfillInitialMs, p.backfillMaxMs)),
+  }));
   await q.query(
     `UPDATE backfill_todo t SET next_attempt_at = v.at FROM unnest($1::bigint[], $2::timestamptz[]) AS v(id, at) WHERE t.msg_id = v.id`,
-    [
-      r.rows.map((x) => x.msg_id),
-      r.rows.map((x) => new Date(now.getTime() + backoffMs(x.attempts, p.backfillInitialMs, p.backfillMaxMs))),
-    ],
+    [out.map((x) => x.msgId), out.map((x) => x.nextAttemptAt)],
   );
+  return out;
 }
 
 /** Retries due todos in bounded batches. Returns how many were written to the mailbox. */

@@ -123,6 +123,12 @@ describe('back-fill failure metric', () => {
       await send(msg('TEST'));
       await drainPump(ctx);
       expect((await readGauges(pg.db, clock.now(), 60_000)).backfillFailures).toBe(2);
+      // The failure is logged with the messages, the class, the attempt count and the next attempt.
+      const logged = lines.find((l) => l.line.message === 'mailbox backfill failed; the sweep will retry')!;
+      const due = new Date(clock.now().getTime() + ctx.config.pipeline.backfillInitialMs).toISOString();
+      expect(logged.line).toMatchObject({ error_class: 'INFRA' });
+      expect((logged.line.retries as unknown[]).length).toBe(2);
+      expect(logged.line.retries).toEqual(expect.arrayContaining([expect.objectContaining({ attempt: 1, next_attempt_at: due })]));
 
       const out: string[] = [];
       const spy = vi.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => (out.push(String(chunk)), true));
