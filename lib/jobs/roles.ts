@@ -11,7 +11,7 @@ import { expireRequests, reconcileRequests } from '../requests/index.ts';
 import { emitGauges, readGauges } from '../observability/metrics.ts';
 import { readOutboxGauges } from '../outbox/metrics.ts';
 import type { AppContext } from '../shared/context.ts';
-import { archiveConsumed, checkBackOnce, redeliverOnce, txmsgDeadHook, txmsgSentHook } from '../txmsg/index.ts';
+import { archiveConsumed, checkBackOnce, redeliverOnce, txmsgDeadHook, txmsgRetryHook, txmsgSentHook } from '../txmsg/index.ts';
 import type { StepResult, WorkerOptions } from './worker.ts';
 
 /** One step per role; runWorker loops them under the role's lock. */
@@ -61,7 +61,7 @@ export function dispatcherRole(
     async step() {
       // Up to 10 batches per target per round: later claims skip discovery and overlap the
       // previous batch's publish, as a loop should (a single batch per round halves throughput).
-      const r = await dispatchOnce(ctx, publishers, { onSent: txmsgSentHook, onDead: txmsgDeadHook, maxBatches: 10, ...options });
+      const r = await dispatchOnce(ctx, publishers, { onSent: txmsgSentHook, onDead: txmsgDeadHook, onRetry: txmsgRetryHook, maxBatches: 10, ...options });
       // schd flushes on its own period: come back for it even when nothing else is pending.
       return { busy: r.more, restMs: Math.min(ctx.config.outbox.pollIntervalMs, ctx.config.outbox.schdFlushPeriodMs) };
     },

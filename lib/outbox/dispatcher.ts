@@ -54,6 +54,8 @@ export interface DispatchOptions {
   onSent?: OutcomeHook;
   /** Called in the transaction that marks events DEAD. */
   onDead?: OutcomeHook;
+  /** Called in the transaction that records a failed try that will be retried (events carry `error`). */
+  onRetry?: (tx: Queryable, events: (SentEvent & { error: string })[], now: Date) => Promise<void>;
   metrics?: OutboxMetrics;
   /** Only these targets this round (default: every target with open events). */
   targets?: string[];

@@ -91,8 +91,15 @@ async function mark(
       const dead = pick('DEAD');
       if (dead.length) await options.onDead(q, dead, now);
     }
+    if (options.onRetry) {
+      const errors = new Map(updates.filter((u) => u.status === 'PENDING' && u.error).map((u) => [u.id, u.error!]));
+      const retried = pick('PENDING')
+        .filter((e) => errors.has(e.eventId))
+        .map((e) => ({ ...e, error: errors.get(e.eventId)! }));
+      if (retried.length) await options.onRetry(q, retried, now);
+    }
     return rows;
   };
   // One statement is atomic on its own; a transaction only when hooks join it.
-  return options.onSent || options.onDead ? ctx.db.tx(run) : run(ctx.db);
+  return options.onSent || options.onDead || options.onRetry ? ctx.db.tx(run) : run(ctx.db);
 }

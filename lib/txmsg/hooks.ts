@@ -1,6 +1,6 @@
 import type { Queryable } from '../db/db.ts';
 import { move } from './move.ts';
-import { lockMessage, updateMessage } from './store.ts';
+import { lockMessage, recordDeliveryError, updateMessage } from './store.ts';
 import { appendTrace } from './trace.ts';
 
 /** What the outbox relay reports for each event it settled (lib/outbox/dispatcher.ts). */
@@ -58,6 +58,11 @@ export async function txmsgDeadHook(tx: Queryable, dead: SettledEvent[], now: Da
       await appendTrace(tx, row.id, now, 'delivery-failed', row.status, { eventId: e.eventId, error: e.error ?? null, note: 'status unchanged' });
     }
   }
+}
+
+/** Dispatcher `onRetry` hook: a delivery failed and will be retried; its error is shown on the message now. */
+export async function txmsgRetryHook(tx: Queryable, retried: SettledEvent[]): Promise<void> {
+  for (const e of ownEvents(retried)) if (e.error) await recordDeliveryError(tx, e.sourceId!, e.eventId, e.error);
 }
 
 /** Our events only, in id order so two hooks lock rows in the same order and cannot deadlock. */

@@ -87,6 +87,15 @@ export async function updateMessage(q: Queryable, id: string, patch: TxPatch): P
 }
 
 /**
+ * The relay failed a delivery it will retry: its error becomes the message's lastError at once
+ * (issue 13), so a producer polling GET sees why its message is not arriving. Only the delivery
+ * in flight counts; an older one's error says nothing about the current state.
+ */
+export async function recordDeliveryError(q: Queryable, id: string, eventId: number, error: string): Promise<void> {
+  await q.query(`UPDATE tx_message SET last_error = $3 WHERE id = $1 AND in_flight_event_id = $2 AND status = 'COMMITTED'`, [id, eventId, error]);
+}
+
+/**
  * Claims up to `limit` PREPARED messages whose check-back is due by pushing their next check past
  * the call's timeout: a second sweep instance (or the next round) skips them while the call runs,
  * and a sweep that crashes mid-call simply leaves them due again after the lease.

@@ -5,7 +5,9 @@ import { renderStatus } from '../../lib/cli/status.ts';
 import { loadConfig } from '../../lib/config/config.ts';
 import { buildRouter } from '../../lib/http/app.ts';
 import { startHttpServer } from '../../lib/http/node.ts';
+import { dispatcherRole } from '../../lib/jobs/roles.ts';
 import { kafkaHealth } from '../../lib/outbox/health.ts';
+import { KafkaPublisher } from '../../lib/outbox/publishers/kafka.ts';
 import { enqueueEvents } from '../../lib/outbox/enqueue.ts';
 import { buildContext, closeContext } from '../../lib/shared/buildContext.ts';
 import type { AppContext } from '../../lib/shared/context.ts';
@@ -172,5 +174,32 @@ describe('a target that does not move is listed', () => {
     expect(text).toMatch(/STALE TARGETS \(head older than 600s/);
     expect(text).toContain('MESSAGE_TOO_LARGE');
     await pg.db.query(`DELETE FROM msg_event WHERE target IN ($1, 'tx:fresh')`, [`tx:${topic}`]);
+  });
+});
+
+describe('a delivery that fails shows why on every retry', () => {
+  test('GET /v1/tx-messages/{id} and its trace carry lastError while the message is still being retried', async () => {
+    const { ctx, call } = await msgx({ MSGX_DELIVERY_MAX_RETRY_COUNT: '5', MSGX_DELIVERY_INITIAL_BACKOFF: '1m' });
+    const topic = randomTopic('msgx-tiny');
+    const admin = new kafkajs.Kafka({ brokers: kafkaBrokers, logLevel: kafkajs.logLevel.NOTHING }).admin();
+    await admin.connect();
+    await admin.createTopics({ waitForLeaders: true, topics: [{ topic, numPartitions: 1, configEntries: [{ name: 'max.message.bytes', value: '1024' }] }] });
+    await admin.disconnect();
+    const prepared = await call('POST', '/v1/tx-messages', { ...prepareBody(topic), payload: 'x'.repeat(5000) });
+    expect(prepared.status).toBe(201);
+    const id = prepared.body.id as string;
+    expect((await call('POST', `/v1/tx-messages/${id}/commit`)).body.status).toBe('COMMITTED');
+
+    const kafka = new KafkaPublisher(ctx.config.kafka, { publishTimeoutMs: ctx.config.outbox.publishTimeoutMs });
+    try {
+      await dispatcherRole(ctx, [kafka], { targets: [`tx:${topic}`] }).step();
+    } finally {
+      await kafka.close();
+    }
+    const got = await call('GET', `/v1/tx-messages/${id}`);
+    expect(got.body.status).toBe('COMMITTED'); // one attempt of five spent: still being retried
+    expect(got.body.lastError).toMatch(/MESSAGE_TOO_LARGE|RECORD_LIST_TOO_LARGE/);
+    const trace = await call('GET', `/admin/tx-messages/${id}/trace`);
+    expect(trace.body.message.lastError).toBe(got.body.lastError);
   });
 });

@@ -68,6 +68,7 @@ export class KafkaPublisher implements Publisher {
   async publish(records: OutRecord[], signal: AbortSignal): Promise<PublishResult[]> {
     if (records.length === 0) return [];
     const topic = records[0]!.topic;
+    let stage: 'topics' | 'connect' | 'send' = 'topics';
     try {
       // A topic the cluster does not have fails at once (kafkajs would retry the metadata miss
       // until the deadline and report a timeout); it is the route's fault, so it spends attempts.
@@ -78,7 +79,9 @@ export class KafkaPublisher implements Publisher {
         await raceAbort(previous.catch(() => {}), signal);
         this.#abandoned.delete(topic);
       }
+      stage = 'connect';
       const producer = await raceAbort(this.#getProducer(), signal);
+      stage = 'send';
       const messages: Message[] = records.map((r) => ({
         key: r.key,
         value: r.value,
@@ -119,7 +122,10 @@ export class KafkaPublisher implements Publisher {
     } catch (err) {
       // docs/outbox.md "Which failures spend an attempt": no broker reachable is an outage; a
       // refusal of the record or its topic is the event's; a timeout is settled by a probe.
-      const c = signal.aborted ? { kind: 'timeout' as const, error: `publish timeout after ${this.#opts.publishTimeoutMs}ms` } : classifyKafkaError(err);
+      // A deadline that passes before a producer could even connect is the cluster's, not the event's.
+      const c = signal.aborted
+        ? { kind: stage === 'send' ? ('timeout' as const) : ('outage' as const), error: `publish timeout after ${this.#opts.publishTimeoutMs}ms${stage === 'send' ? '' : ` (${stage === 'connect' ? 'no producer connection' : 'no topic list'}: the cluster does not answer)`}` }
+        : classifyKafkaError(err);
       return records.map(() => ({ ok: false as const, error: c.error, unavailable: c.kind === 'outage', timedOut: c.kind === 'timeout' }));
     }
   }
