@@ -1,7 +1,7 @@
 import type { Queryable } from '../db/db.ts';
 import type { Processor } from '../pipeline/processor.ts';
 import { ProtocolError } from '../shared/errors.ts';
-import { closeRequest, lockOpenRequest } from './track.ts';
+import { appendAudit, closeRequest, lockOpenRequest, markSent } from './track.ts';
 
 /**
  * Reference data (seed 000 US-13/14). We ask with RQRF `<RTYP>`; upstream answers with REFD:
@@ -30,7 +30,17 @@ export const refdProcessor: Processor = async (ctx) => {
     ctx.now,
   );
   const open = await lockOpenRequest(ctx.tx, 'RQRF');
-  if (open && open.scope === p.RTYP) await closeRequest(ctx.tx, open.id, 'DONE', 'answered', ctx.now, ctx.msgId);
+  if (open && open.scope === p.RTYP && open.sent_at) {
+    // Matched by kind and rtype only (a REFD carries no echo), so the audit says so. A request
+    // whose write was never confirmed is confirmed by this answer: upstream read it, or pushed
+    // the same set meanwhile — either way the data it asked for has arrived.
+    if (open.status === 'REGISTERED') {
+      await markSent(ctx.tx, open.id, open.outbound_id, open.sent_at);
+      await appendAudit(ctx.tx, open.id, { what: 'confirmed-by-answer', msgId: ctx.msgId }, ctx.now);
+    }
+    await appendAudit(ctx.tx, open.id, { what: 'answer-matched', method: 'fallback', rule: 'same kind, open, same RTYP', msgId: ctx.msgId }, ctx.now);
+    await closeRequest(ctx.tx, open.id, 'DONE', 'answered', ctx.now, ctx.msgId);
+  }
   return { status: 'SUCCEEDED', note: `rtype=${p.RTYP} upserted=${n.upserted} removed=${n.removed}` };
 };
 

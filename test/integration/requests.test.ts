@@ -2,7 +2,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { Router } from '../../lib/http/router.ts';
 import type { HttpRequest } from '../../lib/http/types.ts';
 import { readFlight } from '../../lib/flights/store.ts';
-import { expireRequests, readRefSet, reconcileRequests, requestDay, requestRoutes } from '../../lib/requests/index.ts';
+import { expireRequests, readRefSet, reconcileRequests, requestDay, requestReference, requestRoutes } from '../../lib/requests/index.ts';
 import { canMove, REQ_TRANSITIONS, type ReqStatus } from '../../lib/requests/track.ts';
 import { formatLocalTime } from '../../lib/shared/time.ts';
 import { flight, refd, schd } from '../fixtures/messages/build.ts';
@@ -269,6 +269,18 @@ describe('admin route and reference data', () => {
     expect(ok.body).toMatchObject({ status: 'SENT', scope: '20261130' });
     expect((await router.handle(req({ day: '20261130' }, false), p.ctx)).status).toBe(403);
     expect((await router.handle(req({ day: 'tomorrow' }), p.ctx)).status).toBe(400);
+  });
+
+  it('a REFD answers the open RQRF of its rtype, confirming one whose write was unconfirmed; the fallback is audited', async () => {
+    await expect(requestReference({ ...p.ctx, mailbox: answerLost() }, 'AIRPORT')).rejects.toThrow(/not confirmed/);
+    const [req] = await reqRows();
+    const [id] = await p.post(refd({ seqn: seq++ }, 'AIRPORT', [{ RKEY: 'CAN', NAME: 'Baiyun' }]));
+    await p.drain();
+    expect(await p.status(id!)).toMatchObject({ status: 'SUCCEEDED' });
+    const v = await view(req!.id);
+    expect(v.status).toBe('DONE');
+    expect(v.audit.map((a) => [a.what, a.method ?? null])).toEqual([['confirmed-by-answer', null], ['answer-matched', 'fallback']]);
+    expect(await reconcileRequests(p.ctx)).toEqual({ confirmed: 0, resent: 0 }); // nothing left to reconcile, nothing resent
   });
 
   it('a REFD answer replaces the whole set of its rtype', async () => {
