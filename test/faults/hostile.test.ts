@@ -154,6 +154,9 @@ describe('written into the mailbox as other systems write it', () => {
     const dead = corpus.filter((c) => c.expect.status === 'DEAD');
     expect(dead.filter((c) => c.expect.errorClass === 'PROTOCOL').length).toBeGreaterThan(0);
     expect(await writtenBy(pg, dead.map((c) => ids.get(c.name)!))).toEqual([]);
+    // The same query does see what a succeeded message wrote (so the empty answer above means something).
+    const succeeded = corpus.filter((c) => c.expect.status === 'SUCCEEDED').map((c) => ids.get(c.name)!);
+    expect((await writtenBy(pg, succeeded)).length).toBeGreaterThanOrEqual(succeeded.length);
     // What the reason says is kept as received is in the flight's state exactly as sent.
     const verbatim = corpus.filter((c) => c.expect.status === 'SUCCEEDED' && VERBATIM.test(c.why ?? ''));
     expect(verbatim.length).toBeGreaterThanOrEqual(10);
