@@ -6,10 +6,12 @@ import { lambdaContext } from '../lib/jobs/coldStart.ts';
 import { kickPumpIfIdle } from '../lib/jobs/kick.ts';
 import { kafkaHealth } from '../lib/outbox/health.ts';
 
-/** API Gateway → the shared router. After a stored message, start a pump if none is live. */
+/** API Gateway → the shared router. After a stored message, start a poller and a pump if none is live. */
 let router: ReturnType<typeof buildRouter> | undefined;
 const lambda = new LambdaClient({});
 const pumpFunction = process.env.MSGX_PUMP_FUNCTION_NAME;
+// The stored row reaches the pump through the poller (docs/ordering.md): both must be running.
+const pollerFunction = process.env.MSGX_POLLER_FUNCTION_NAME;
 
 export async function handler(event: APIGatewayProxyEvent): Promise<APIGatewayProxyResult> {
   const ctx = await lambdaContext();
@@ -20,6 +22,15 @@ export async function handler(event: APIGatewayProxyEvent): Promise<APIGatewayPr
     await kickPumpIfIdle(ctx.db, async () => {
       await lambda.send(new InvokeCommand({ FunctionName: pumpFunction, InvocationType: 'Event' }));
     }).catch((err) => ctx.log.warn('could not start a pump; the schedule will', { error: String(err) }));
+  }
+  if (pollerFunction && request.path === '/cminmsgs/send' && response.status === 200) {
+    await kickPumpIfIdle(
+      ctx.db,
+      async () => {
+        await lambda.send(new InvokeCommand({ FunctionName: pollerFunction, InvocationType: 'Event' }));
+      },
+      'poller',
+    ).catch((err) => ctx.log.warn('could not start a poller; the schedule will', { error: String(err) }));
   }
   return toApiGateway(response);
 }

@@ -131,6 +131,7 @@ export class ServiceStack extends Stack {
     fns.dispatcher.bindSigningSecret(data.signingSecret);
     fns.sweep.bindSigningSecret(data.signingSecret);
     fns.ingress.bindInvoke(fns.pump, 'MSGX_PUMP_FUNCTION_NAME');
+    fns.ingress.bindInvoke(fns.poller, 'MSGX_POLLER_FUNCTION_NAME');
 
     // ---- schedules ------------------------------------------------------------------------
     const groupName = `msgx-${stage}`;

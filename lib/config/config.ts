@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { ConfigError } from '../shared/errors.ts';
-import { commaList, duration, durationList, flag, nonNegativeInt, positiveInt } from './parse.ts';
+import { commaList, duration, durationList, flag, positiveInt } from './parse.ts';
 import { checkTargetOverrides, type DeliverySettings, targetOverridesField, type TargetOverride } from '../outbox/settings.ts';
 
 /**
@@ -50,7 +50,9 @@ const schema = z
     // Inbox pipeline (seed 000 §7: pipeline.*)
     MSGX_POLL_INTERVAL_MS: positiveInt(1000),
     MSGX_CLAIM_BATCH: positiveInt(50),
-    MSGX_POLLER_LOOKBACK: nonNegativeInt(500),
+    // docs/ordering.md: how long a skipped mailbox ID is waited for, and re-checked once given up.
+    MSGX_GAP_GRACE: duration('3s'),
+    MSGX_HOLE_RECHECK: duration('10m'),
     MSGX_GROUP_COMMIT: z.coerce.number().int().min(1).max(500).default(50),
     MSGX_MAX_ATTEMPTS: positiveInt(5),
     MSGX_BACKOFF_INITIAL: duration('1s'),
@@ -112,6 +114,8 @@ const schema = z
         path: ['MSGX_DELIVERY_INITIAL_BACKOFF'],
         message: 'must not exceed MSGX_DELIVERY_MAX_BACKOFF',
       });
+    if (c.MSGX_GAP_GRACE > c.MSGX_HEAD_DEADLINE)
+      ctx.addIssue({ code: 'custom', path: ['MSGX_GAP_GRACE'], message: 'must not exceed MSGX_HEAD_DEADLINE (a gap would hold the head longer than a failing message may)' });
     if (c.MSGX_BACKFILL_INITIAL > c.MSGX_BACKFILL_MAX)
       ctx.addIssue({ code: 'custom', path: ['MSGX_BACKFILL_INITIAL'], message: 'must not exceed MSGX_BACKFILL_MAX' });
     if (c.MSGX_DELIVERY_LEASE <= c.MSGX_DELIVERY_PUBLISH_TIMEOUT)
@@ -138,7 +142,10 @@ export interface Config {
   pipeline: {
     pollIntervalMs: number;
     claimBatch: number;
-    pollerLookback: number;
+    /** How long the pump waits for a skipped mailbox ID before declaring it a hole (0 = never). */
+    gapGraceMs: number;
+    /** How long a hole is still re-checked by ID on every poll (the sweep's re-scan covers after). */
+    holeRecheckMs: number;
     groupCommit: number;
     maxAttempts: number;
     backoffInitialMs: number;
@@ -226,7 +233,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     pipeline: {
       pollIntervalMs: e.MSGX_POLL_INTERVAL_MS,
       claimBatch: e.MSGX_CLAIM_BATCH,
-      pollerLookback: e.MSGX_POLLER_LOOKBACK,
+      gapGraceMs: e.MSGX_GAP_GRACE,
+      holeRecheckMs: e.MSGX_HOLE_RECHECK,
       groupCommit: e.MSGX_GROUP_COMMIT,
       maxAttempts: e.MSGX_MAX_ATTEMPTS,
       backoffInitialMs: e.MSGX_BACKOFF_INITIAL,

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { deadEvents, pendingByTarget } from '../outbox/routes.ts';
 import { deliveryProblems } from '../outbox/problems.ts';
 import { replayDeadEvents } from '../outbox/replay.ts';
+import { orderingStats } from '../pipeline/frontier.ts';
 import { isPaused, setPaused } from '../pipeline/pause.ts';
 import { listDead, pipelineStats } from '../pipeline/procState.ts';
 import { parseReplayRequest, replayMessages } from '../pipeline/replay.ts';
@@ -28,15 +29,16 @@ export const adminRoutes: Route[] = [
     admin: true,
     async handle(_req, ctx) {
       const now = ctx.clock.now();
-      const [paused, pipeline, events, txmsg] = await Promise.all([
+      const [paused, pipeline, ordering, events, txmsg] = await Promise.all([
         isPaused(ctx.db),
         pipelineStats(ctx.db, now),
+        orderingStats(ctx.db, now),
         pendingByTarget(ctx.db, now),
         txCountsByStatus(ctx.db),
       ]);
       // Delivery that is not progressing, said plainly: stalled, stale and topic-less targets.
       const problems = await deliveryProblems(ctx, events);
-      return json(200, { at: now.toISOString(), paused, pipeline, events, txmsg, ...problems });
+      return json(200, { at: now.toISOString(), paused, pipeline, ordering, events, txmsg, ...problems });
     },
   },
   {

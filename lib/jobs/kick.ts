@@ -7,9 +7,9 @@ import { isRoleLive } from './roleLock.ts';
  * one now instead of waiting up to a minute for the schedule. The invoke is asynchronous; the
  * started pump takes the lock or, if another beat it, exits at once.
  */
-export async function kickPumpIfIdle(db: Db, invoke: () => Promise<void>): Promise<boolean> {
+export async function kickPumpIfIdle(db: Db, invoke: () => Promise<void>, role: 'pump' | 'poller' = 'pump'): Promise<boolean> {
   if (await isPaused(db)) return false;
-  if (await isRoleLive(db, 'pump')) return false;
+  if (await isRoleLive(db, role)) return false;
   await invoke();
   return true;
 }

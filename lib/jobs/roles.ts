@@ -4,9 +4,10 @@ import { dispatchOnce, type DispatchOptions } from '../outbox/dispatcher.ts';
 import { OUTBOX_CHANNEL } from '../outbox/enqueue.ts';
 import type { Publisher } from '../outbox/types.ts';
 import { backfillSweep, reconcileBackfill } from '../pipeline/backfill.ts';
-import { pollOnce } from '../pipeline/poller.ts';
+import { MAILBOX_CHANNEL, pollOnce } from '../pipeline/poller.ts';
 import { INBOX_CHANNEL } from '../pipeline/procState.ts';
 import { pumpOnce } from '../pipeline/pump.ts';
+import { rescanOnce } from '../pipeline/rescan.ts';
 import { expireRequests, reconcileRequests } from '../requests/index.ts';
 import { emitGauges, readGauges } from '../observability/metrics.ts';
 import { readOutboxGauges } from '../outbox/metrics.ts';
@@ -41,10 +42,13 @@ export function pumpRole(ctx: AppContext): RoleSpec {
 export function pollerRole(ctx: AppContext): RoleSpec {
   return {
     role: 'poller',
+    wakeOn: [MAILBOX_CHANNEL],
     async step() {
       const r = await pollOnce(ctx);
-      // A full batch means more may be waiting: poll again at once.
-      return { busy: r.scanned >= ctx.config.pipeline.claimBatch && r.enqueued > 0 };
+      // A full read means more may be waiting: poll again at once. A gap still waited for is
+      // re-checked often, so a late commit is picked up soon after it lands.
+      if (r.more) return { busy: true };
+      return { busy: false, restMs: r.waiting > 0 ? Math.min(100, ctx.config.pipeline.gapGraceMs) : undefined };
     },
   };
 }
@@ -87,6 +91,7 @@ export function defaultSweepTasks(ctx: AppContext): SweepTask[] {
   return [
     { name: 'backfill', everyMs: 1000, run: (c) => backfillSweep(c) },
     { name: 'backfill-reconcile', everyMs: 30_000, run: (c) => reconcileBackfill(c) },
+    { name: 'mailbox-rescan', everyMs: 10_000, run: (c) => rescanOnce(c) },
     { name: 'tx-check-back', everyMs: 1000, run: (c) => checkBackOnce(c) },
     { name: 'tx-redelivery', everyMs: 1000, run: (c) => redeliverOnce(c) },
     // Compensation first: a request whose write was never confirmed is looked for in COUTMSGS.

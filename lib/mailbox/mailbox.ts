@@ -8,6 +8,14 @@ export interface MailboxRow {
   receivedAt: Date;
 }
 
+/** A mailbox ID as the frontier sees it (lib/pipeline/gaps.ts). */
+export interface MailboxId {
+  id: number;
+  receivedAt: Date | null;
+  /** DATE_PROCESSED is set. */
+  processed: boolean;
+}
+
 export interface BackfillMark {
   id: number;
   status: string;
@@ -19,11 +27,18 @@ export interface Mailbox {
   readonly kind: 'mysql' | 'pg';
   /** Stores an inbound message the way other systems do; returns its ID. */
   insertInbound(text: string): Promise<number>;
-  /** Unprocessed rows with ID > afterId, in ID order, at most `limit`. */
-  scanUnprocessed(afterId: number, limit: number): Promise<MailboxRow[]>;
+  /** Unprocessed rows with afterId < ID ≤ upTo, in ID order, at most `limit`. */
+  scanUnprocessed(afterId: number, limit: number, upTo?: number): Promise<MailboxRow[]>;
+  /** Every row with ID > afterId (processed or not), in ID order, at most `limit`: ID, date, flag only. */
+  scanIds(afterId: number, limit: number): Promise<MailboxId[]>;
+  /** The rows inside these inclusive ID ranges (primary-key range reads). */
+  readRanges(ranges: [number, number][]): Promise<MailboxId[]>;
   /** Raw texts by ID; an ID absent from the map has no row (or a NULL text). Errors throw. */
   readTexts(ids: number[]): Promise<Map<number, string>>;
-  /** Sets DATE_PROCESSED/PROC_STATUS/PROC_NOTE on rows not yet processed; idempotent. */
+  /**
+   * Sets DATE_PROCESSED/PROC_STATUS/PROC_NOTE on rows not yet processed, or marked DEAD (msgx's
+   * own verdict: a replayed message's new outcome replaces it); idempotent.
+   */
   markProcessed(marks: BackfillMark[]): Promise<void>;
   /** Of these IDs, the ones still unprocessed in the mailbox. */
   filterUnprocessed(ids: number[]): Promise<number[]>;

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import mysql from 'mysql2/promise';
 import { migrationsDir } from '../db/migrate.ts';
-import { type BackfillMark, clipNote, likeContaining, type Mailbox, type MailboxRow } from './mailbox.ts';
+import { type BackfillMark, clipNote, likeContaining, type Mailbox, type MailboxId, type MailboxRow } from './mailbox.ts';
 
 export class MysqlMailbox implements Mailbox {
   readonly kind = 'mysql' as const;
@@ -33,12 +33,30 @@ export class MysqlMailbox implements Mailbox {
     return r.insertId;
   }
 
-  async scanUnprocessed(afterId: number, limit: number): Promise<MailboxRow[]> {
+  async scanUnprocessed(afterId: number, limit: number, upTo = Number.MAX_SAFE_INTEGER): Promise<MailboxRow[]> {
     const [rows] = await this.#pool.query<mysql.RowDataPacket[]>(
-      'SELECT ID, DATE_RECEIVED FROM CMINMSGS WHERE DATE_PROCESSED IS NULL AND ID > ? ORDER BY ID LIMIT ?',
-      [afterId, limit],
+      'SELECT ID, DATE_RECEIVED FROM CMINMSGS WHERE DATE_PROCESSED IS NULL AND ID > ? AND ID <= ? ORDER BY ID LIMIT ?',
+      [afterId, upTo, limit],
     );
     return rows.map((r) => ({ id: Number(r.ID), receivedAt: r.DATE_RECEIVED as Date }));
+  }
+
+  async scanIds(afterId: number, limit: number): Promise<MailboxId[]> {
+    const [rows] = await this.#pool.query<mysql.RowDataPacket[]>(
+      'SELECT ID, DATE_RECEIVED, DATE_PROCESSED IS NOT NULL AS P FROM CMINMSGS WHERE ID > ? ORDER BY ID LIMIT ?',
+      [afterId, limit],
+    );
+    return rows.map(toId);
+  }
+
+  async readRanges(ranges: [number, number][]): Promise<MailboxId[]> {
+    if (ranges.length === 0) return [];
+    const where = ranges.map(() => '(ID BETWEEN ? AND ?)').join(' OR ');
+    const [rows] = await this.#pool.query<mysql.RowDataPacket[]>(
+      `SELECT ID, DATE_RECEIVED, DATE_PROCESSED IS NOT NULL AS P FROM CMINMSGS WHERE ${where} ORDER BY ID`,
+      ranges.flat(),
+    );
+    return rows.map(toId);
   }
 
   async readTexts(ids: number[]): Promise<Map<number, string>> {
@@ -63,7 +81,7 @@ export class MysqlMailbox implements Mailbox {
     await this.#pool.query(
       `UPDATE CMINMSGS SET PROC_STATUS = CASE ID ${whenStatus} END, PROC_NOTE = CASE ID ${whenNote} END,
          DATE_PROCESSED = CASE ID ${whenAt} END
-       WHERE ID IN (?) AND DATE_PROCESSED IS NULL`,
+       WHERE ID IN (?) AND (DATE_PROCESSED IS NULL OR PROC_STATUS = 'DEAD')`,
       params,
     );
   }
@@ -105,6 +123,8 @@ export class MysqlMailbox implements Mailbox {
     await this.#pool.end();
   }
 }
+
+const toId = (r: mysql.RowDataPacket): MailboxId => ({ id: Number(r.ID), receivedAt: r.DATE_RECEIVED as Date, processed: Number(r.P) === 1 });
 
 function splitStatements(sql: string): string[] {
   return sql

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Db } from '../db/db.ts';
 import { migrationsDir } from '../db/migrate.ts';
-import { type BackfillMark, clipNote, likeContaining, type Mailbox, type MailboxRow } from './mailbox.ts';
+import { type BackfillMark, clipNote, likeContaining, type Mailbox, type MailboxId, type MailboxRow } from './mailbox.ts';
 
 /** The mailbox as upper-case tables in msgx's own PostgreSQL: the twin's default. */
 export class PgMailbox implements Mailbox {
@@ -21,12 +21,31 @@ export class PgMailbox implements Mailbox {
     return r.rows[0]!.ID;
   }
 
-  async scanUnprocessed(afterId: number, limit: number): Promise<MailboxRow[]> {
+  async scanUnprocessed(afterId: number, limit: number, upTo = Number.MAX_SAFE_INTEGER): Promise<MailboxRow[]> {
     const r = await this.db.query<{ ID: number; DATE_RECEIVED: Date }>(
-      `SELECT "ID", "DATE_RECEIVED" FROM "CMINMSGS" WHERE "DATE_PROCESSED" IS NULL AND "ID" > $1 ORDER BY "ID" LIMIT $2`,
+      `SELECT "ID", "DATE_RECEIVED" FROM "CMINMSGS" WHERE "DATE_PROCESSED" IS NULL AND "ID" > $1 AND "ID" <= $3
+       ORDER BY "ID" LIMIT $2`,
+      [afterId, limit, upTo],
+    );
+    return r.rows.map((row) => ({ id: Number(row.ID), receivedAt: row.DATE_RECEIVED }));
+  }
+
+  async scanIds(afterId: number, limit: number): Promise<MailboxId[]> {
+    const r = await this.db.query<{ ID: number; DATE_RECEIVED: Date; P: boolean }>(
+      `SELECT "ID", "DATE_RECEIVED", "DATE_PROCESSED" IS NOT NULL AS "P" FROM "CMINMSGS" WHERE "ID" > $1 ORDER BY "ID" LIMIT $2`,
       [afterId, limit],
     );
-    return r.rows.map((row) => ({ id: row.ID, receivedAt: row.DATE_RECEIVED }));
+    return r.rows.map((row) => ({ id: Number(row.ID), receivedAt: row.DATE_RECEIVED, processed: row.P }));
+  }
+
+  async readRanges(ranges: [number, number][]): Promise<MailboxId[]> {
+    if (ranges.length === 0) return [];
+    const r = await this.db.query<{ ID: number; DATE_RECEIVED: Date; P: boolean }>(
+      `SELECT m."ID", m."DATE_RECEIVED", m."DATE_PROCESSED" IS NOT NULL AS "P"
+       FROM unnest($1::bigint[], $2::bigint[]) AS g(lo, hi) JOIN "CMINMSGS" m ON m."ID" BETWEEN g.lo AND g.hi ORDER BY m."ID"`,
+      [ranges.map((x) => x[0]), ranges.map((x) => x[1])],
+    );
+    return r.rows.map((row) => ({ id: Number(row.ID), receivedAt: row.DATE_RECEIVED, processed: row.P }));
   }
 
   async readTexts(ids: number[]): Promise<Map<number, string>> {
@@ -45,7 +64,7 @@ export class PgMailbox implements Mailbox {
     await this.db.query(
       `UPDATE "CMINMSGS" m SET "PROC_STATUS" = v.status, "PROC_NOTE" = v.note, "DATE_PROCESSED" = v.at
        FROM unnest($1::bigint[], $2::text[], $3::text[], $4::timestamptz[]) AS v(id, status, note, at)
-       WHERE m."ID" = v.id AND m."DATE_PROCESSED" IS NULL`,
+       WHERE m."ID" = v.id AND (m."DATE_PROCESSED" IS NULL OR m."PROC_STATUS" = 'DEAD')`,
       [marks.map((m) => m.id), marks.map((m) => m.status), marks.map((m) => clipNote(m.note)), marks.map((m) => m.processedAt)],
     );
   }

@@ -19,6 +19,9 @@ export interface PipelineGauges {
    * attempts > 0): above zero for a while means the mailbox refuses our writes (seed 000 §9).
    */
   backfillFailures: number;
+  /** docs/ordering.md: mailbox IDs ever given up as holes, and rows processed late. */
+  mailboxHoles: number;
+  lateRows: number;
 }
 
 export async function readGauges(q: Queryable, now: Date, windowMs: number): Promise<PipelineGauges> {
@@ -31,6 +34,8 @@ export async function readGauges(q: Queryable, now: Date, windowMs: number): Pro
     dead_tx: number;
     oldest_event: number | null;
     backfill_failures: number;
+    holes: string | null;
+    late: number;
   }>(
     `SELECT
        (SELECT extract(epoch FROM $1 - min(enqueued_at)) FROM proc_state
@@ -40,7 +45,9 @@ export async function readGauges(q: Queryable, now: Date, windowMs: number): Pro
        (SELECT count(*) FROM msg_event WHERE status = 'DEAD' AND dead_at > $2)::int AS dead_event,
        (SELECT count(*) FROM tx_message WHERE status = 'DEAD' AND updated_at > $2)::int AS dead_tx,
        (SELECT extract(epoch FROM $1 - min(created_at)) FROM msg_event WHERE status IN ('PENDING', 'DELIVERING'))::float8 AS oldest_event,
-       (SELECT count(*) FROM backfill_todo WHERE attempts > 0)::int AS backfill_failures`,
+       (SELECT count(*) FROM backfill_todo WHERE attempts > 0)::int AS backfill_failures,
+       (SELECT value->>'holes' FROM msgx_state WHERE key = 'mailbox.counters') AS holes,
+       (SELECT count(*) FROM mailbox_late)::int AS late`,
     [now, since],
   );
   const row = r.rows[0]!;
@@ -50,6 +57,8 @@ export async function readGauges(q: Queryable, now: Date, windowMs: number): Pro
     deadInWindow: { proc: row.dead_proc, event: row.dead_event, txmsg: row.dead_tx },
     oldestPendingEventSeconds: Math.max(0, row.oldest_event ?? 0),
     backfillFailures: row.backfill_failures,
+    mailboxHoles: Number(row.holes ?? 0),
+    lateRows: row.late,
   };
 }
 
@@ -58,6 +67,8 @@ export function emitGauges(g: PipelineGauges, namespace = 'msgx'): void {
   m.addMetric('HeadAgeSeconds', MetricUnit.Seconds, g.headAgeSeconds);
   m.addMetric('Backlog', MetricUnit.Count, g.backlog);
   m.addMetric('BackfillFailures', MetricUnit.Count, g.backfillFailures);
+  m.addMetric('MailboxHoles', MetricUnit.Count, g.mailboxHoles);
+  m.addMetric('LateRows', MetricUnit.Count, g.lateRows);
   m.publishStoredMetrics();
   for (const [kind, n] of Object.entries(g.deadInWindow)) {
     const d = new Metrics({ namespace, serviceName: 'msgx' });

@@ -1,3 +1,4 @@
+import { lateOf } from '../pipeline/frontier.ts';
 import type { Queryable } from '../db/db.ts';
 import type { Mailbox } from '../mailbox/mailbox.ts';
 import { snapLogOf } from '../flights/snapLog.ts';
@@ -66,6 +67,8 @@ export interface MessageTrace {
     archived: boolean;
     /** finished_at − enqueued_at, for a finished message. */
     latencyMs: number | null;
+    /** Committed after its mailbox ID was declared a hole, and processed late (docs/ordering.md). */
+    late: { foundAt: string; via: string } | null;
   };
   mailbox: {
     id: number;
@@ -105,13 +108,14 @@ export async function readMessageTrace(
 ): Promise<MessageTrace | null> {
   const proc = await getProc(db, msgId);
   if (!proc) return null;
-  const [attempts, events, snapshot, todo, replays, mailbox] = await Promise.all([
+  const [attempts, events, snapshot, todo, replays, mailbox, late] = await Promise.all([
     listAttempts(db, msgId),
     eventsBySource(db, 'proc', String(msgId)),
     snapLogOf(db, msgId).then((rows) => rows.map((x) => ({ ...x, dttm: iso(x.dttm as Date), received_at: iso(x.received_at as Date) }))),
     todoOf(db, msgId),
     replaysOf(db, msgId),
     askMailbox(opts.mailbox, msgId, opts.mailboxTimeoutMs ?? 2000),
+    lateOf(db, msgId),
   ]);
 
   const terminal = proc.status === 'SUCCEEDED' || proc.status === 'SKIPPED' || proc.status === 'DEAD';
@@ -170,6 +174,7 @@ export async function readMessageTrace(
     finishedAt: iso(proc.finished_at),
     archived: proc.archived,
     latencyMs: proc.finished_at ? new Date(proc.finished_at).getTime() - new Date(proc.enqueued_at).getTime() : null,
+    late: late ? { foundAt: iso(late.foundAt)!, via: late.via } : null,
   };
 
   const trace: MessageTrace = {

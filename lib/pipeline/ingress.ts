@@ -1,22 +1,18 @@
 import { checkWellFormed, DEFAULT_LIMITS } from '../codec/decode.ts';
 import type { AppContext } from '../shared/context.ts';
 import { MalformedError, RequestError } from '../shared/errors.ts';
-import { enqueueMessages } from './procState.ts';
+import { MAILBOX_CHANNEL } from './poller.ts';
 import { logIngress, since } from './stepLog.ts';
 
 /** DESIGN.md: the raw XML body may be declared as any of these (a missing type means text/plain). */
 export const XML_TYPES: readonly string[] = ['application/xml', 'text/xml', 'text/plain'];
 
-/**
- * `POST /cminmsgs/send`: refuse bad input before anything is stored, then mailbox insert, then
- * enqueue. The two writes are not one transaction (different databases): if the enqueue fails the
- * row is still in the mailbox and the poller enqueues it, so nothing is lost.
- */
+/** `POST /cminmsgs/send`: refuse bad input before anything is stored, then the mailbox insert. */
 export async function acceptInbound(
   ctx: AppContext,
   body: string,
   contentType: string | undefined,
-): Promise<{ msgId: number; enqueued: boolean }> {
+): Promise<{ msgId: number; woken: boolean }> {
   const t0 = performance.now();
   const type = (contentType ?? 'text/plain').split(';')[0]!.trim().toLowerCase();
   if (!XML_TYPES.includes(type))
@@ -34,21 +30,17 @@ export async function acceptInbound(
   const tMailbox = performance.now();
   const msgId = await ctx.mailbox.insertInbound(body);
   const mailboxMs = since(tMailbox);
-  const tEnqueue = performance.now();
-  let enqueued = false;
+  const tWake = performance.now();
+  // The row goes through the poller like any other, so it cannot overtake an older mailbox row
+  // the poller has not read yet (docs/ordering.md); the NOTIFY wakes the poller at once. If it is
+  // lost, the poller finds the row on its next tick.
+  let woken = false;
   try {
-    const now = ctx.clock.now();
-    await ctx.db.tx(async (tx) => {
-      // The mailbox row is the durable record; if this commit is lost in a crash, the poller
-      // enqueues the row again. So it need not wait for its WAL flush, which keeps the ingress's
-      // latency off the disk and lets concurrent enqueues share a flush.
-      await tx.query(`SET LOCAL synchronous_commit TO OFF`);
-      await enqueueMessages(tx, [{ id: msgId, receivedAt: now }], now);
-    });
-    enqueued = true;
+    await ctx.db.query(`SELECT pg_notify($1, $2)`, [MAILBOX_CHANNEL, String(msgId)]);
+    woken = true;
   } catch (err) {
-    ctx.log.warn('enqueue after mailbox insert failed; the poller will find the row', { msgId, error: String(err) });
+    ctx.log.warn('waking the poller after a mailbox insert failed; it finds the row on its next tick', { msgId, error: String(err) });
   }
-  logIngress(ctx.log, { msg_id: msgId, check_ms: checkMs, mailbox_ms: mailboxMs, enqueue_ms: since(tEnqueue), enqueued, total_ms: since(t0) });
-  return { msgId, enqueued };
+  logIngress(ctx.log, { msg_id: msgId, check_ms: checkMs, mailbox_ms: mailboxMs, wake_ms: since(tWake), woken, total_ms: since(t0) });
+  return { msgId, woken };
 }

@@ -1,53 +1,66 @@
-import type { Queryable } from '../db/db.ts';
-import type { MailboxRow } from '../mailbox/mailbox.ts';
 import type { AppContext } from '../shared/context.ts';
-import { enqueueMessages } from './procState.ts';
+import { loadFrontier, saveFrontier } from './frontier.ts';
+import { advance, idsIn } from './gaps.ts';
+import { enqueueMessages, INBOX_CHANNEL } from './procState.ts';
 
-const WATERMARK = 'poller.watermark';
+/** The ingress NOTIFYs this channel after a mailbox insert: the poller reads the row at once. */
+export const MAILBOX_CHANNEL = 'msgx_mailbox';
 
 export interface PollResult {
   scanned: number;
   enqueued: number;
+  /** The accounted-up-to frontier after this poll: the pump runs nothing above it. */
   watermark: number;
+  /** The read was full: more rows may be waiting. */
+  more: boolean;
+  /** Gaps still waited for (the poller should come back before the grace ends). */
+  waiting: number;
 }
 
 /**
- * Finds unprocessed mailbox rows and enqueues them idempotently. Closes seed 000 §10's gap: a
- * persisted watermark so a poll does not rescan from ID 0, plus a bounded look-back below it that
- * still finds a smaller ID whose insert committed late (MySQL hands out IDs before commit).
- * The watermark is not a "processed" mark: it only says where the fast path starts.
+ * Reads the mailbox in ID order above the scanned mark (ID, date and processed flag of every row),
+ * re-checks the open gaps and recent holes by ID, enqueues the unprocessed rows and moves the
+ * frontier (lib/pipeline/gaps.ts, docs/ordering.md), all in one transaction. The caller holds the
+ * poller's lock: one poller at a time owns the frontier.
  */
-export async function pollOnce(ctx: Pick<AppContext, 'db' | 'mailbox' | 'clock' | 'config'>): Promise<PollResult> {
-  const { claimBatch, pollerLookback } = ctx.config.pipeline;
-  const watermark = await readWatermark(ctx.db);
-  const fresh = await ctx.mailbox.scanUnprocessed(watermark, claimBatch);
-  const lookbackFrom = Math.max(0, watermark - pollerLookback);
-  const late =
-    pollerLookback > 0 && watermark > 0
-      ? (await ctx.mailbox.scanUnprocessed(lookbackFrom, claimBatch)).filter((r) => r.id <= watermark)
-      : [];
-  const rows: MailboxRow[] = [...late, ...fresh];
-  if (rows.length === 0) return { scanned: 0, enqueued: 0, watermark };
+export async function pollOnce(ctx: Pick<AppContext, 'db' | 'mailbox' | 'clock' | 'config' | 'log'>): Promise<PollResult> {
+  const { claimBatch, gapGraceMs, holeRecheckMs } = ctx.config.pipeline;
   const now = ctx.clock.now();
-  const next = fresh.length ? fresh[fresh.length - 1]!.id : watermark;
+  const { frontier, gaps } = await loadFrontier(ctx.db, new Date(now.getTime() - holeRecheckMs));
+  // Far behind, one read takes several batches: IDs and flags are small, the texts come later.
+  const limit = claimBatch * 4;
+  const [fresh, inGaps] = await Promise.all([
+    ctx.mailbox.scanIds(frontier.scanned, limit),
+    ctx.mailbox.readRanges(gaps.map((g) => [g.lo, g.hi])),
+  ]);
+  const r = advance({ frontier, gaps, inGaps, fresh, now, graceMs: gapGraceMs });
+  const moved = r.frontier.accounted !== frontier.accounted || r.frontier.scanned !== frontier.scanned;
+  if (!moved && r.enqueue.length === 0 && JSON.stringify(r.gaps) === JSON.stringify(gaps))
+    return { scanned: fresh.length, enqueued: 0, watermark: frontier.accounted, more: false, waiting: waitingOf(r.gaps) };
+
   const enqueued = await ctx.db.tx(async (tx) => {
-    const ids = await enqueueMessages(tx, rows.map((r) => ({ id: r.id, receivedAt: r.receivedAt })), now);
-    if (next > watermark) await writeWatermark(tx, next, now);
+    const ids = await enqueueMessages(tx, r.enqueue, now);
+    const fresh = new Set(ids);
+    await saveFrontier(tx, {
+      loaded: gaps,
+      gaps: r.gaps,
+      frontier: r.frontier,
+      newHoleIds: idsIn(r.newHoles),
+      late: r.late.filter((id) => fresh.has(id)),
+      now,
+    });
+    // The pump waits on the frontier, not only on new rows: wake it when the frontier moves.
+    if (r.frontier.accounted > frontier.accounted && ids.length === 0) await tx.query(`SELECT pg_notify($1, '')`, [INBOX_CHANNEL]);
     return ids.length;
   });
-  return { scanned: rows.length, enqueued, watermark: next };
+  for (const h of r.newHoles)
+    ctx.log.warn('mailbox IDs declared a hole: no row committed within the grace; the pipeline moves on', {
+      from: h.lo,
+      to: h.hi,
+      waitedMs: now.getTime() - h.firstSeen.getTime(),
+    });
+  for (const id of r.late) ctx.log.warn('a row committed after its ID was declared a hole; processing it late', { msgId: id });
+  return { scanned: fresh.length, enqueued, watermark: r.frontier.accounted, more: fresh.length >= limit, waiting: waitingOf(r.gaps) };
 }
 
-export async function readWatermark(q: Queryable): Promise<number> {
-  const r = await q.query<{ value: { id: number } }>(`SELECT value FROM msgx_state WHERE key = $1`, [WATERMARK]);
-  return r.rows[0]?.value.id ?? 0;
-}
-
-async function writeWatermark(q: Queryable, id: number, now: Date): Promise<void> {
-  await q.query(
-    `INSERT INTO msgx_state (key, value, updated_at) VALUES ($1, $2, $3)
-     ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, updated_at = EXCLUDED.updated_at
-     WHERE (msgx_state.value->>'id')::bigint < $4`,
-    [WATERMARK, JSON.stringify({ id }), now, id],
-  );
-}
+const waitingOf = (gaps: { holeAt: Date | null }[]) => gaps.filter((g) => g.holeAt === null).length;

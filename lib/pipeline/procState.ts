@@ -39,17 +39,29 @@ export async function enqueueMessages(
   return r.rows.map((x) => x.msg_id);
 }
 
-/** The smallest open messages, head first, and whether the pipeline is paused (one round trip). */
-export async function readHead(q: Queryable, limit: number): Promise<{ paused: boolean; rows: OpenRow[] }> {
-  const r = await q.query<OpenRow & { paused: boolean | null }>(
-    `WITH flag AS (SELECT COALESCE((SELECT (value->>'paused')::boolean FROM msgx_state WHERE key = 'pipeline.paused'), false) AS paused)
-     SELECT flag.paused, h.* FROM flag LEFT JOIN LATERAL (
-       SELECT msg_id, status, attempts, next_attempt_at, first_attempt_at, identity_key, raw_text, error_class, error_detail
-       FROM proc_state WHERE status IN ('PENDING', 'FAILED') ORDER BY msg_id LIMIT $1) h ON true`,
+/**
+ * The smallest open messages up to the mailbox frontier (docs/ordering.md: nothing runs while a
+ * smaller ID is unaccounted for), head first; whether the pipeline is paused; and the smallest
+ * open ID above the frontier, if any (one round trip).
+ */
+export async function readHead(q: Queryable, limit: number): Promise<{ paused: boolean; rows: OpenRow[]; heldBack: number | null }> {
+  const r = await q.query<OpenRow & { paused: boolean | null; held: string | null }>(
+    `WITH flag AS (
+       SELECT COALESCE((SELECT (value->>'paused')::boolean FROM msgx_state WHERE key = 'pipeline.paused'), false) AS paused,
+              COALESCE((SELECT (value->>'accounted')::bigint FROM msgx_state WHERE key = 'mailbox.frontier'), 0) AS frontier),
+     h AS (SELECT msg_id, status, attempts, next_attempt_at, first_attempt_at, identity_key, raw_text, error_class, error_detail
+           FROM proc_state WHERE status IN ('PENDING', 'FAILED') ORDER BY msg_id LIMIT $1)
+     SELECT flag.paused, (SELECT min(msg_id) FROM h WHERE h.msg_id > flag.frontier) AS held, h.*
+     FROM flag LEFT JOIN h ON h.msg_id <= flag.frontier ORDER BY h.msg_id`,
     [limit],
   );
   const paused = r.rows[0]?.paused === true;
-  return { paused, rows: r.rows.filter((row) => row.msg_id !== null).map(({ paused: _p, ...row }) => row as OpenRow) };
+  const held = r.rows[0]?.held;
+  return {
+    paused,
+    heldBack: held == null ? null : Number(held),
+    rows: r.rows.filter((row) => row.msg_id !== null).map(({ paused: _p, held: _h, ...row }) => row as OpenRow),
+  };
 }
 
 /** Marks the head FAILED(INFRA) until `until` without counting an attempt (an outage, not its fault). */

@@ -9,6 +9,8 @@ import { logFailedAttempts, logPumpStep, since } from './stepLog.ts';
 export type PumpStep =
   | { kind: 'processed'; count: number; stopped: boolean }
   | { kind: 'idle' }
+  /** Open messages exist, but above the mailbox frontier: the poller wakes the pump when it moves. */
+  | { kind: 'held'; msgId: number }
   | { kind: 'paused' }
   | { kind: 'waiting'; untilMs: number; msgId: number };
 
@@ -20,11 +22,11 @@ export type PumpStep =
 export async function pumpOnce(ctx: AppContext): Promise<PumpStep> {
   const now = ctx.clock.now();
   const t0 = performance.now();
-  const { paused, rows } = await readHead(ctx.db, ctx.config.pipeline.groupCommit);
+  const { paused, rows, heldBack } = await readHead(ctx.db, ctx.config.pipeline.groupCommit);
   const readHeadMs = since(t0);
   if (paused) return { kind: 'paused' };
   const head = rows[0];
-  if (!head) return { kind: 'idle' };
+  if (!head) return heldBack === null ? { kind: 'idle' } : { kind: 'held', msgId: heldBack };
   if (head.status === 'FAILED' && head.next_attempt_at.getTime() > now.getTime())
     return { kind: 'waiting', untilMs: head.next_attempt_at.getTime(), msgId: head.msg_id };
 

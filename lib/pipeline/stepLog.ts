@@ -30,8 +30,9 @@ export interface IngressTiming {
   /** Content type, size and well-formedness checks. */
   check_ms: number;
   mailbox_ms: number;
-  enqueue_ms: number;
-  enqueued: boolean;
+  /** The NOTIFY that wakes the poller (docs/ordering.md: the ingress does not enqueue). */
+  wake_ms: number;
+  woken: boolean;
   total_ms: number;
 }
 

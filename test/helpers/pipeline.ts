@@ -42,7 +42,7 @@ export async function drainPoller(ctx: AppContext): Promise<number> {
   for (;;) {
     const r = await pollOnce(ctx);
     total += r.enqueued;
-    if (r.scanned === 0 || r.enqueued === 0) return total;
+    if (!r.more) return total;
   }
 }
 
@@ -58,7 +58,7 @@ export function wire(meta: { SNDR?: string; TYPE: string; STYP?: string; SEQN: s
 /** A mailbox that behaves like `inner` except for the overridden methods (fault injection). */
 export function mailboxWith(inner: Mailbox, overrides: Partial<Mailbox>): Mailbox {
   const bound = {} as Record<string, unknown>;
-  for (const k of ['insertInbound', 'scanUnprocessed', 'readTexts', 'markProcessed', 'filterUnprocessed', 'insertOutbound', 'outboundExists', 'findOutbound', 'ping', 'close'] as const)
+  for (const k of ['insertInbound', 'scanUnprocessed', 'scanIds', 'readRanges', 'readTexts', 'markProcessed', 'filterUnprocessed', 'insertOutbound', 'outboundExists', 'findOutbound', 'ping', 'close'] as const)
     bound[k] = (inner[k] as (...a: unknown[]) => unknown).bind(inner);
   return { ...(bound as unknown as Mailbox), kind: inner.kind, ...overrides };
 }

@@ -146,12 +146,15 @@ describe('msgx stacks (dev)', () => {
     expect(arns.sort()).toEqual([...expected].sort());
   });
 
-  it('lets only the ingress invoke a function, and only the pump', () => {
+  it('lets only the ingress invoke a function, and only the pump and the poller', () => {
     const pumpId = s.service.getLogicalId(s.service.functions.pump.fn.node.defaultChild as never);
+    const pollerId = s.service.getLogicalId(s.service.functions.poller.fn.node.defaultChild as never);
     for (const [role, f] of Object.entries(s.service.functions)) {
       const invokes = withAction(statementsOf(service, s.service, f.fn.role!), 'lambda:');
       if (role === 'ingress') {
-        expect(invokes.flatMap(resources)).toEqual([{ 'Fn::GetAtt': [pumpId, 'Arn'] }]);
+        const targets = invokes.flatMap(resources);
+        expect(targets).toHaveLength(2);
+        expect(targets).toEqual(expect.arrayContaining([{ 'Fn::GetAtt': [pumpId, 'Arn'] }, { 'Fn::GetAtt': [pollerId, 'Arn'] }]));
       } else {
         expect(invokes, role).toEqual([]);
       }
@@ -159,6 +162,7 @@ describe('msgx stacks (dev)', () => {
     const env = service.toJSON().Resources[s.service.getLogicalId(s.service.functions.ingress.fn.node.defaultChild as never)]
       .Properties.Environment.Variables;
     expect(env.MSGX_PUMP_FUNCTION_NAME).toEqual({ Ref: pumpId });
+    expect(env.MSGX_POLLER_FUNCTION_NAME).toEqual({ Ref: pollerId });
     expect(env.MSGX_SCHEDULE_GROUP).toBe('msgx-dev');
     expect(env.MSGX_SCHEDULE_NAMES).toBe('msgx-dev-poller,msgx-dev-pump,msgx-dev-dispatcher,msgx-dev-sweep');
   });

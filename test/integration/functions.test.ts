@@ -51,13 +51,16 @@ describe('Lambda handlers', () => {
       requestContext: { identity: { userArn: caller ?? null, caller: caller ?? null } },
     }) as unknown as APIGatewayProxyEvent;
 
-  it('ingress stores a message from an API Gateway event; the scheduled pump processes it within its budget', async () => {
+  it('ingress stores a message from an API Gateway event; the scheduled poller and pump process it within their budgets', async () => {
     const { handler: ingress } = await import('../../functions/ingress.ts');
     const { handler: pump } = await import('../../functions/pump.ts');
+    const { handler: poller } = await import('../../functions/poller.ts');
     const res = await ingress(event('POST', '/cminmsgs/send', wire({ TYPE: 'LDM', SEQN: 'lambda-1' })));
     expect(res.statusCode).toBe(200);
     expect(res.headers?.['content-type']).toMatch(/^text\/plain/);
     const id = Number(res.body);
+    // The row reaches the pump through the poller (docs/ordering.md); about 0.5 s of its loop.
+    expect(await poller({}, { getRemainingTimeInMillis: () => 10_500 })).toMatchObject({ role: 'poller', acquired: true });
 
     // 11.5 s left in the invocation, less the 10 s margin: the loop works for about 1.5 s.
     const summary = await pump({}, { getRemainingTimeInMillis: () => 11_500 });

@@ -6,8 +6,17 @@ import { buildRouter } from '../../lib/http/app.ts';
 import { startHttpServer } from '../../lib/http/node.ts';
 import { systemClock } from '../../lib/shared/clock.ts';
 import type { AppContext } from '../../lib/shared/context.ts';
+import { MAILBOX_CHANNEL } from '../../lib/pipeline/poller.ts';
 import { drainPoller, drainPump, makeContext, wire } from '../helpers/pipeline.ts';
 import { freshMysql, freshPg, type TestMysql, type TestPg } from '../helpers/services.ts';
+
+async function until(cond: () => boolean, ms = 5000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error('timed out waiting');
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
 
 /** POST /cminmsgs/send over real HTTP: bad input is refused with a reason and nothing is stored. */
 describe('ingress over HTTP', () => {
@@ -39,15 +48,26 @@ describe('ingress over HTTP', () => {
     procState: (await pg.db.query<{ n: number }>('SELECT count(*)::int AS n FROM proc_state')).rows[0]!.n,
   });
 
-  it('stores, enqueues and answers 200 text/plain with the mailbox ID', async () => {
-    for (const type of ['application/xml', 'text/xml; charset=utf-8', 'text/plain']) {
-      const res = await send(wire({ TYPE: 'LDM', SEQN: type }), type);
-      expect(res.status).toBe(200);
-      expect(res.headers.get('content-type')).toMatch(/^text\/plain/);
-      const id = Number(await res.text());
-      expect(Number.isInteger(id) && id > 0).toBe(true);
-      const row = await pg.db.query(`SELECT status FROM proc_state WHERE msg_id = $1`, [id]);
-      expect(row.rows[0]).toEqual({ status: 'PENDING' });
+  it('stores, wakes the poller and answers 200 text/plain with the mailbox ID', async () => {
+    const woken: string[] = [];
+    const unlisten = await pg.db.listen(MAILBOX_CHANNEL, (payload) => woken.push(String(payload)));
+    try {
+      for (const type of ['application/xml', 'text/xml; charset=utf-8', 'text/plain']) {
+        const res = await send(wire({ TYPE: 'LDM', SEQN: type }), type);
+        expect(res.status).toBe(200);
+        expect(res.headers.get('content-type')).toMatch(/^text\/plain/);
+        const id = Number(await res.text());
+        expect(Number.isInteger(id) && id > 0).toBe(true);
+        const stored = await my.query<{ n: number }[]>('SELECT COUNT(*) AS n FROM CMINMSGS WHERE ID = ?', [id]);
+        expect(stored[0]!.n).toBe(1);
+        // The row goes through the poller (docs/ordering.md): the ingress only wakes it.
+        await until(() => woken.includes(String(id)));
+        await drainPoller(ctx);
+        const row = await pg.db.query(`SELECT status FROM proc_state WHERE msg_id = $1`, [id]);
+        expect(row.rows[0]).toEqual({ status: 'PENDING' });
+      }
+    } finally {
+      await unlisten();
     }
   });
 

@@ -27,6 +27,8 @@ describe('alarm gauges', () => {
       deadInWindow: { proc: 1, event: 0, txmsg: 0 },
       oldestPendingEventSeconds: 60,
       backfillFailures: 0,
+      mailboxHoles: 0,
+      lateRows: 0,
     });
   });
 });

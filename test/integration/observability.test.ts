@@ -105,7 +105,7 @@ describe('logs', () => {
     const ingress = lines.find((l) => l.line.message === 'ingress_timing')!;
     expect(ingress.level).toBe('info');
     expect(ingress.line).toMatchObject({ msg_id: id, enqueued: true });
-    for (const k of ['check_ms', 'mailbox_ms', 'enqueue_ms', 'total_ms']) expect(ingress.line[k]).toBeTypeOf('number');
+    for (const k of ['check_ms', 'mailbox_ms', 'wake_ms', 'total_ms']) expect(ingress.line[k]).toBeTypeOf('number');
     const step = lines.find((l) => l.line.message === 'pump_step_timing')!;
     expect(step.level).toBe('info');
     expect(step.line).toMatchObject({ processed: 1, stopped: false, head: id });

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { Mailbox } from '../../lib/mailbox/mailbox.ts';
 import { PgMailbox } from '../../lib/mailbox/pg.ts';
 import { pumpOnce } from '../../lib/pipeline/pump.ts';
+import { rescanOnce } from '../../lib/pipeline/rescan.ts';
 import { setPaused } from '../../lib/pipeline/pause.ts';
 import { FakeClock } from '../../lib/shared/clock.ts';
 import type { AppContext } from '../../lib/shared/context.ts';
@@ -159,7 +160,7 @@ describe.each(['mysql', 'pg'] as const)('inbox pipeline (mailbox in %s)', (mailb
     ]);
   });
 
-  it('repeated scans enqueue once; an interrupted enqueue is found by the poller; a late smaller ID is found by the look-back', async () => {
+  it('repeated scans enqueue once; an interrupted enqueue is found by the poller; a row msgx never saw below the frontier is found by the re-scan', async () => {
     const a = await post(wire({ TYPE: 'TEST', SEQN: 50 }));
     expect(await drainPoller(ctx)).toBe(1);
     expect(await drainPoller(ctx)).toBe(0);
@@ -167,7 +168,7 @@ describe.each(['mysql', 'pg'] as const)('inbox pipeline (mailbox in %s)', (mailb
     const b = await post(wire({ TYPE: 'TEST', SEQN: 51 }));
     const c = await post(wire({ TYPE: 'TEST', SEQN: 52 }));
     expect(await drainPoller(ctx)).toBe(2);
-    // A row with a smaller ID commits late (another writer's transaction): the look-back finds it.
+    // A row below the frontier that msgx never saw (here: put back under an ID already passed): the sweep's re-scan finds it.
     const late = b + 0; // reuse the gap below c by deleting and re-inserting with an explicit ID
     if (my) {
       await my.query('DELETE FROM CMINMSGS WHERE ID = ?', [b]);
@@ -178,7 +179,9 @@ describe.each(['mysql', 'pg'] as const)('inbox pipeline (mailbox in %s)', (mailb
       await pg.db.query(`DELETE FROM proc_state WHERE msg_id = $1`, [b]);
       await pg.db.query(`INSERT INTO "CMINMSGS" ("ID", "MSG_TEXT") VALUES ($1, $2)`, [late, wire({ TYPE: 'TEST', SEQN: 53 })]);
     }
-    expect(await drainPoller(ctx)).toBe(1);
+    expect(await drainPoller(ctx)).toBe(0);
+    expect(await rescanOnce(ctx)).toMatchObject({ enqueued: 1 });
+    expect(await rescanOnce(ctx)).toMatchObject({ enqueued: 0 });
     await drainPump(ctx);
     expect(await effects()).toEqual([a, late, c]);
   });

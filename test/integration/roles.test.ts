@@ -5,9 +5,8 @@ import { tryRoleLock } from '../../lib/jobs/roleLock.ts';
 import { pumpRole } from '../../lib/jobs/roles.ts';
 import { runWorker } from '../../lib/jobs/worker.ts';
 import { backfillSweep } from '../../lib/pipeline/backfill.ts';
-import { enqueueMessages } from '../../lib/pipeline/procState.ts';
 import { systemClock } from '../../lib/shared/clock.ts';
-import { makeContext, wire } from '../helpers/pipeline.ts';
+import { drainPoller, makeContext, wire } from '../helpers/pipeline.ts';
 import { freshMysql, freshPg, type TestMysql, type TestPg, waitFor } from '../helpers/services.ts';
 import { createEffectTables, testRegistry } from '../helpers/testProcessors.ts';
 
@@ -49,7 +48,7 @@ describe('role locks and killed workers', () => {
   it('two pumps at once: the second exits at once, the head is processed once', async () => {
     const ctx = makeContext({ db: pg.db, mailbox: my.mailbox, clock: systemClock, registry: testRegistry(), env: { MSGX_POLL_INTERVAL_MS: '20' } });
     const id = await my.mailbox.insertInbound(wire({ TYPE: 'TEST', SEQN: 1 }));
-    await enqueueMessages(pg.db, [{ id, receivedAt: new Date() }], new Date());
+    await drainPoller(ctx);
     const [a, b] = await Promise.all([
       runWorker(ctx, { ...pumpRole(ctx), budgetMs: 1500 }),
       runWorker(ctx, { ...pumpRole(ctx), budgetMs: 1500 }),
@@ -69,7 +68,7 @@ describe('role locks and killed workers', () => {
   });
 
   it('a pump killed with SIGKILL mid-run and restarted loses nothing and applies nothing twice', async () => {
-    await pg.db.query(`TRUNCATE proc_state, proc_attempt, backfill_todo, msgx_state, test_effect`);
+    await pg.db.query(`TRUNCATE proc_state, proc_attempt, backfill_todo, msgx_state, mailbox_gap, mailbox_late, test_effect`);
     const total = 400;
     const ids: number[] = [];
     for (let i = 0; i < total; i++) ids.push(await my.mailbox.insertInbound(wire({ TYPE: 'TEST', SEQN: `k${i}` })));

@@ -388,6 +388,11 @@ async function overviewPage() {
         : [h('div', { class: 'value muted' }, 'empty'), h('div', { class: 'sub' }, 'nothing waiting')],
     ], { attrs: { class: 'card kpi' } }),
     card(null, [
+      h('div', { class: 'label' }, 'Mailbox order'),
+      h('div', { class: 'value', 'data-test': 'mailbox-holes' }, n(stats.ordering?.holesDeclared)),
+      h('div', { class: 'sub' }, `IDs given up as holes · ${n(stats.ordering?.lateRows)} late · ${n(stats.ordering?.gapsWaiting)} gap(s) waited for · frontier #${stats.ordering?.accounted ?? 0}`),
+    ], { attrs: { class: 'card kpi' } }),
+    card(null, [
       h('div', { class: 'label' }, 'Dead letters'),
       h('div', { class: 'value', 'data-test': 'dead-total' }, n(deadProc + deadEvents + txDead)),
       h('div', { class: 'sub' }, h('a', { href: '#/dead/proc' }, plural(deadProc, 'message')), ' · ', h('a', { href: '#/dead/event' }, plural(deadEvents, 'event')), ' · ', h('a', { href: '#/dead/txmsg' }, `${n(txDead)} tx`)),
