@@ -8,7 +8,7 @@ import { backfillSweep } from '../../lib/pipeline/backfill.ts';
 import { pipelineRoutes } from '../../lib/pipeline/routes.ts';
 import { FakeClock } from '../../lib/shared/clock.ts';
 import type { AppContext } from '../../lib/shared/context.ts';
-import { drainPump, makeContext } from '../helpers/pipeline.ts';
+import { drainPoller, drainPump, makeContext } from '../helpers/pipeline.ts';
 import { freshPg, type TestPg } from '../helpers/services.ts';
 import { createEffectTables, testRegistry } from '../helpers/testProcessors.ts';
 
@@ -36,7 +36,7 @@ beforeAll(async () => {
 });
 afterAll(async () => pg?.drop());
 beforeEach(async () => {
-  await pg.db.query(`TRUNCATE proc_state, proc_attempt, backfill_todo, test_effect, "CMINMSGS"`);
+  await pg.db.query(`TRUNCATE proc_state, proc_attempt, backfill_todo, test_effect, "CMINMSGS", msgx_state, mailbox_gap, mailbox_late`);
   lines = [];
   clock = new FakeClock('2026-11-29T00:00:00Z');
   const registry = testRegistry().register('SLOW', async () => {
@@ -65,6 +65,7 @@ describe('attempt times', () => {
     const t0 = clock.now().getTime();
     const a = await send(msg('SLOW'));
     const b = await send(msg('SLOW'));
+    await drainPoller(ctx);
     await drainPump(ctx);
     // One group: a from t0 to t0+1.5 s, b from there to t0+3 s.
     expect((await trace(a)).attempts).toEqual([
@@ -80,8 +81,10 @@ describe('logs', () => {
   it('every failed attempt logs its message ID, error class, attempt count and next attempt time', async () => {
     const id = await send(msg('TEST', '<FAIL>INFRA</FAIL>'));
     const t0 = clock.now().getTime();
+    await drainPoller(ctx);
     await drainPump(ctx);
     clock.advance(2000);
+    await drainPoller(ctx);
     await drainPump(ctx);
     const failed = lines.filter((l) => l.line.message === 'pipeline_attempt_failed').map((l) => ({ level: l.level, ...l.line }));
     // MSGX_BACKOFF_INITIAL=2s, doubling: due 2 s after the first failure, 4 s after the second.
@@ -93,6 +96,7 @@ describe('logs', () => {
 
   it('a message that dies logs its class and that no attempt follows', async () => {
     const id = await send(msg('TEST', '<FAIL>PROTOCOL</FAIL>'));
+    await drainPoller(ctx);
     await drainPump(ctx);
     expect(lines.filter((l) => l.line.message === 'pipeline_attempt_failed').map((l) => l.line)).toEqual([
       expect.objectContaining({ msg_id: id, status: 'DEAD', error_class: 'PROTOCOL', attempt: 1, next_attempt_at: null }),
@@ -101,10 +105,11 @@ describe('logs', () => {
 
   it('the ingress and each pump step log the time of every stage', async () => {
     const id = await send(msg('TEST'));
+    await drainPoller(ctx);
     await drainPump(ctx);
     const ingress = lines.find((l) => l.line.message === 'ingress_timing')!;
     expect(ingress.level).toBe('info');
-    expect(ingress.line).toMatchObject({ msg_id: id, enqueued: true });
+    expect(ingress.line).toMatchObject({ msg_id: id, woken: true });
     for (const k of ['check_ms', 'mailbox_ms', 'wake_ms', 'total_ms']) expect(ingress.line[k]).toBeTypeOf('number');
     const step = lines.find((l) => l.line.message === 'pump_step_timing')!;
     expect(step.level).toBe('info');
@@ -121,7 +126,8 @@ describe('back-fill failure metric', () => {
     try {
       await send(msg('TEST'));
       await send(msg('TEST'));
-      await drainPump(ctx);
+      await drainPoller(ctx);
+    await drainPump(ctx);
       expect((await readGauges(pg.db, clock.now(), 60_000)).backfillFailures).toBe(2);
       // The failure is logged with the messages, the class, the attempt count and the next attempt.
       const logged = lines.find((l) => l.line.message === 'mailbox backfill failed; the sweep will retry')!;
