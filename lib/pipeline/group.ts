@@ -90,6 +90,8 @@ export async function applyGroup(
     cursor = ctx.clock.now();
     const rec = record(row, outcome, identity, item, startedAt, cursor, config);
     records.push(rec);
+    // Its death releases the identity (writeAttempts clears it): a later copy in this group may bind it.
+    if (rec.status === 'DEAD' && identity && boundHere.get(identity) === row.msg_id) boundHere.delete(identity);
     if (rec.status === 'FAILED') {
       stopped = true;
       break;

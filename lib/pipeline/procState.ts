@@ -133,7 +133,10 @@ export async function writeAttempts(q: Queryable, recs: AttemptRecord[], todos: 
        UPDATE proc_state p SET
          status = v.status, attempts = v.attempt, error_class = v.error_class, error_detail = v.error_detail,
          note = v.note, first_attempt_at = COALESCE(p.first_attempt_at, v.first_at), next_attempt_at = v.next_at,
-         identity_key = COALESCE(p.identity_key, v.identity), raw_text = COALESCE(p.raw_text, v.raw_text),
+         -- A DEAD message holds no business identity (issue #11): a corrected message with the same
+         -- SNDR|TYPE|STYP|SEQN is processed, and a replay binds the identity again (or is a duplicate).
+         identity_key = CASE WHEN v.status = 'DEAD' THEN NULL ELSE COALESCE(p.identity_key, v.identity) END,
+         raw_text = COALESCE(p.raw_text, v.raw_text),
          msg_type = COALESCE(v.msg_type, p.msg_type), msg_subtype = COALESCE(v.msg_subtype, p.msg_subtype),
          finished_at = v.finished_at, updated_at = v.updated_at
        FROM v WHERE p.msg_id = v.msg_id),

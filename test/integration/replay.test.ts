@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PgMailbox } from '../../lib/mailbox/pg.ts';
 import { replayMessages } from '../../lib/pipeline/replay.ts';
 import { FakeClock } from '../../lib/shared/clock.ts';
+import { InfraError } from '../../lib/shared/errors.ts';
 import { drainPoller, drainPump, makeContext, wire } from '../helpers/pipeline.ts';
 import { freshPg, type TestPg } from '../helpers/services.ts';
 import { createEffectTables, testRegistry } from '../helpers/testProcessors.ts';
@@ -48,7 +49,7 @@ describe('replay of dead and failed messages', () => {
     expect((await status(ids.exhausted!)).status).toBe('DEAD');
   });
 
-  it('replays by class: back to PENDING with attempts reset, identity kept, audited, then processed again', async () => {
+  it('replays by class: back to PENDING with attempts reset, audited, then processed again', async () => {
     const before = await status(ids.exhausted!);
     const r = await replayMessages(pg.db, { errorClass: 'EXHAUSTED', dryRun: false }, 'tester', clock.now());
     expect(r.moved.map((m) => m.msgId)).toEqual([ids.exhausted]);
@@ -63,5 +64,38 @@ describe('replay of dead and failed messages', () => {
     await drainPump(ctx);
     const attempts = await pg.db.query(`SELECT attempt FROM proc_attempt WHERE msg_id = $1 ORDER BY id`, [ids.exhausted]);
     expect(attempts.rows).toEqual([{ attempt: 1 }, { attempt: 1 }]);
+  });
+
+  it('a dead message holds no identity: a corrected copy is processed; the replayed original is then a duplicate; a replay that succeeds rewrites its mailbox row', async () => {
+    let down = true;
+    const registry = testRegistry().register('FLAKY', async () => {
+      if (down) throw new InfraError('the downstream is down');
+      return { status: 'SUCCEEDED' };
+    });
+    const mailbox = new PgMailbox(pg.db);
+    const ctx = makeContext({ db: pg.db, mailbox, clock, registry, env: { MSGX_MAX_ATTEMPTS: '1' } });
+    const mailboxRow = async (id: number) =>
+      (await pg.db.query<{ PROC_STATUS: string; PROC_NOTE: string | null }>(`SELECT "PROC_STATUS", "PROC_NOTE" FROM "CMINMSGS" WHERE "ID" = $1`, [id])).rows[0]!;
+    const flaky = await mailbox.insertInbound(wire({ TYPE: 'FLAKY', SEQN: 20 }));
+    const dies = await mailbox.insertInbound(wire({ TYPE: 'TEST', SEQN: 21 }, '<TEST><FAIL>PROTOCOL</FAIL></TEST>'));
+    const corrected = await mailbox.insertInbound(wire({ TYPE: 'TEST', SEQN: 21 }));
+    const exhausted = await mailbox.insertInbound(wire({ TYPE: 'TEST', SEQN: 22 }, '<TEST><FAIL>INFRA</FAIL></TEST>'));
+    const retaken = await mailbox.insertInbound(wire({ TYPE: 'TEST', SEQN: 22 }));
+    await drainPoller(ctx);
+    await drainPump(ctx);
+    expect(await status(flaky)).toMatchObject({ status: 'DEAD', error_class: 'EXHAUSTED' });
+    expect(await status(dies)).toMatchObject({ status: 'DEAD', error_class: 'PROTOCOL', identity_key: null });
+    expect(await status(corrected)).toMatchObject({ status: 'SUCCEEDED', identity_key: 'FIMS|TEST||21' });
+    expect(await status(retaken)).toMatchObject({ status: 'SUCCEEDED', identity_key: 'FIMS|TEST||22' });
+    expect(await mailboxRow(flaky)).toMatchObject({ PROC_STATUS: 'DEAD' });
+
+    down = false;
+    await replayMessages(pg.db, { ids: [flaky, exhausted], dryRun: false }, 'tester', clock.now());
+    await drainPump(ctx);
+    expect(await status(flaky)).toMatchObject({ status: 'SUCCEEDED' });
+    expect(await mailboxRow(flaky)).toEqual({ PROC_STATUS: 'SUCCEEDED', PROC_NOTE: null });
+    const skipped = await pg.db.query<{ status: string; note: string }>(`SELECT status, note FROM proc_state WHERE msg_id = $1`, [exhausted]);
+    expect(skipped.rows[0]).toEqual({ status: 'SKIPPED', note: `duplicate-of:${retaken}` });
+    expect((await mailboxRow(exhausted)).PROC_STATUS).toBe('SKIPPED');
   });
 });
