@@ -2,6 +2,7 @@ import { InvokeCommand, LambdaClient } from '@aws-sdk/client-lambda';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
 import { buildRouter } from '../lib/http/app.ts';
 import { fromApiGateway, toApiGateway } from '../lib/http/apigw.ts';
+import { errorResponse } from '../lib/http/router.ts';
 import { lambdaContext } from '../lib/jobs/coldStart.ts';
 import { kickPumpIfIdle } from '../lib/jobs/kick.ts';
 import { kafkaHealth } from '../lib/outbox/health.ts';
@@ -16,7 +17,12 @@ const pollerFunction = process.env.MSGX_POLLER_FUNCTION_NAME;
 export async function handler(event: APIGatewayProxyEvent): Promise<APIGatewayProxyResult> {
   const ctx = await lambdaContext();
   router ??= buildRouter(kafkaHealth(ctx));
-  const request = fromApiGateway(event);
+  let request: ReturnType<typeof fromApiGateway>;
+  try {
+    request = fromApiGateway(event);
+  } catch (err) {
+    return toApiGateway(errorResponse(err)); // e.g. a body that is not UTF-8: 400, nothing stored
+  }
   const response = await router.handle(request, ctx);
   if (pumpFunction && request.path === '/cminmsgs/send' && response.status === 200) {
     await kickPumpIfIdle(ctx.db, async () => {

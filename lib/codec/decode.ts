@@ -28,11 +28,16 @@ export function decode(text: string, options: { timezone: string; limits?: Parti
       throw new MalformedError(`META/DTTM: ${(err as Error).message}`);
     }
   }
+  // A type whose processing depends on its subtype cannot be handled without one: refused now
+  // (DEAD(PROTOCOL)), not retried as UNSUPPORTED while it holds the head.
+  if (SUBTYPE_REQUIRED.has(type) && !meta.STYP) throw new ProtocolError(`${type} requires META/STYP`);
   const bodyValue = child(root, meta.TYPE);
   const body: XmlNode[] = bodyValue === undefined || typeof bodyValue === 'string' ? [] : bodyValue;
   const payload = decodePayload(type, body);
   return { meta, type, subtype: (meta.STYP ?? '').toUpperCase(), identity: identityOf(meta, options.dayBoundary), sentAt, body, kind: payload.kind, payload };
 }
+
+const SUBTYPE_REQUIRED: ReadonlySet<string> = new Set(['SCHD', 'FLOP']);
 
 function readMeta(nodes: XmlNode[]): Meta {
   const get = (name: string): string | undefined => {

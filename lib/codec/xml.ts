@@ -94,6 +94,27 @@ export function checkWellFormed(text: string, limits: XmlLimits = DEFAULT_LIMITS
   precheck(text, limits);
   const v = XMLValidator.validate(text);
   if (v !== true) throw new MalformedError(`not well-formed XML: ${v.err.msg} (line ${v.err.line})`);
+  assertSingleRoot(text);
+}
+
+/**
+ * A document has one root element: a second one at the top level (`<MSG>…</MSG><MSG/>`) is not
+ * well-formed, although the validator lets it through. Runs on validated text, with comments and
+ * CDATA (which may hold tag-like text) taken out first.
+ */
+function assertSingleRoot(text: string): void {
+  const bare = text.replace(/<!--[\s\S]*?-->/g, '').replace(/<!\[CDATA\[[\s\S]*?\]\]>/g, '');
+  let depth = 0;
+  let roots = 0;
+  TAG.lastIndex = 0;
+  for (let m = TAG.exec(bare); m; m = TAG.exec(bare)) {
+    if (m[1]) {
+      depth--;
+      continue;
+    }
+    if (depth === 0 && ++roots > 1) throw new MalformedError('not well-formed XML: more than one root element');
+    if (!m[2]) depth++;
+  }
 }
 
 /** Parses a checked document into ordered nodes (the document's top-level elements). */

@@ -1,4 +1,5 @@
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
+import { RequestError } from '../shared/errors.ts';
 import { type HttpRequest, type HttpResponse, serializeBody } from './types.ts';
 
 /**
@@ -9,10 +10,21 @@ import { type HttpRequest, type HttpResponse, serializeBody } from './types.ts';
  */
 const IDENTITY_HEADERS = new Set(['x-msgx-actor', 'x-amzn-principal']);
 
+const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+
+/** Invalid UTF-8 is refused (400), not silently turned into U+FFFD. */
+function decodeUtf8(bytes: Buffer): string {
+  try {
+    return UTF8.decode(bytes);
+  } catch {
+    throw new RequestError(400, 'malformed', 'the body is not valid UTF-8');
+  }
+}
+
 export function fromApiGateway(event: APIGatewayProxyEvent): HttpRequest {
   const headers: Record<string, string> = {};
   for (const [k, v] of Object.entries(event.headers ?? {})) if (v !== undefined && !IDENTITY_HEADERS.has(k.toLowerCase())) headers[k.toLowerCase()] = v;
-  const body = event.body ? (event.isBase64Encoded ? Buffer.from(event.body, 'base64').toString('utf8') : event.body) : '';
+  const body = event.body ? (event.isBase64Encoded ? decodeUtf8(Buffer.from(event.body, 'base64')) : event.body) : '';
   const identity = event.requestContext?.identity;
   const caller = identity?.userArn ?? identity?.caller ?? undefined;
   return {

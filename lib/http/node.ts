@@ -83,7 +83,9 @@ export function isTwinAdmin(token: string | undefined, authorization: string | u
   return remote === '127.0.0.1' || remote === '::1' || remote === '::ffff:127.0.0.1';
 }
 
-/** The body as text: 413 past `limit` bytes (declared or streamed), 408 when it is not all in within `timeoutMs`. */
+const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+
+/** The body as text (400 when it is not UTF-8): 413 past `limit` bytes (declared or streamed), 408 when it is not all in within `timeoutMs`. */
 function readBody(req: IncomingMessage, limit: number, timeoutMs: number): Promise<string> {
   const tooLarge = () => new RequestError(413, 'payload_too_large', `the body is larger than ${limit} bytes`);
   const declared = req.headers['content-length'];
@@ -97,7 +99,14 @@ function readBody(req: IncomingMessage, limit: number, timeoutMs: number): Promi
       if (err) {
         req.pause(); // read no further; the caller answers and closes the connection
         reject(err);
-      } else resolve(Buffer.concat(chunks).toString('utf8'));
+      } else {
+        // Invalid UTF-8 is refused, not silently turned into U+FFFD (issue #11: not well-formed input).
+        try {
+          resolve(UTF8.decode(Buffer.concat(chunks)));
+        } catch {
+          reject(new RequestError(400, 'malformed', 'the body is not valid UTF-8'));
+        }
+      }
     };
     const onData = (c: Buffer) => {
       size += c.length;

@@ -74,6 +74,7 @@ describe('ingress over HTTP', () => {
   it.each([
     ['an empty body', '', 400, /empty/],
     ['XML that is not well-formed', '<MSG><META></MSG>', 400, /not well-formed/],
+    ['two root elements', '<MSG><META><SNDR>F</SNDR><SEQN>1</SEQN><TYPE>LDM</TYPE></META></MSG><MSG/>', 400, /more than one root element/],
     ['a DOCTYPE', '<!DOCTYPE MSG [<!ENTITY x "y">]><MSG/>', 400, /DOCTYPE/],
     ['a body over the size limit', `<MSG>${'x'.repeat(5000)}</MSG>`, 413, /larger than 4096 bytes/],
   ])('refuses %s with a JSON reason and stores nothing', async (_what, body, status, reason) => {
@@ -100,6 +101,15 @@ describe('ingress over HTTP', () => {
     const res = await fetch(`${base}/cminmsgs/send`);
     expect(res.status).toBe(405);
     expect(await res.json()).toMatchObject({ error: 'method_not_allowed' });
+  });
+
+  it('refuses a body that is not valid UTF-8 with a JSON reason and stores nothing', async () => {
+    const before = await mailboxCount();
+    const bytes = Buffer.concat([Buffer.from('<MSG><META><SNDR>F</SNDR><SEQN>u8</SEQN><TYPE>LDM</TYPE></META><X>'), Buffer.from([0xc3, 0x28, 0xff]), Buffer.from('</X></MSG>')]);
+    const res = await fetch(`${base}/cminmsgs/send`, { method: 'POST', headers: { 'content-type': 'application/xml' }, body: bytes });
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { detail: string }).detail).toMatch(/not valid UTF-8/);
+    expect(await mailboxCount()).toBe(before);
   });
 
   it('when the enqueue fails after the mailbox insert, the message is not lost: the poller enqueues it', async () => {

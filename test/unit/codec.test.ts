@@ -76,10 +76,21 @@ describe('codec: error classes', () => {
     ['META without SEQN', '<MSG><META><SNDR>F</SNDR><TYPE>FLOP</TYPE></META></MSG>', /without SEQN/],
     ['bad DTTM', '<MSG><META><SNDR>F</SNDR><SEQN>1</SEQN><DTTM>20261399</DTTM><TYPE>FLOP</TYPE></META></MSG>', /DTTM/],
     ['too deep', `<MSG>${'<A>'.repeat(40)}${'</A>'.repeat(40)}</MSG>`, /deeper than/],
+    ['two root elements', '<MSG><META><SNDR>F</SNDR><SEQN>1</SEQN><TYPE>LDM</TYPE></META></MSG><MSG/>', /more than one root element/],
   ];
   it.each(malformed)('%s → MALFORMED', (_, text, reason) => {
     expect(() => d(text)).toThrowError(MalformedError);
     expect(() => d(text)).toThrowError(reason);
+  });
+
+  it('a type that needs a subtype refuses a message without one as PROTOCOL (not UNSUPPORTED, never retried)', () => {
+    for (const type of ['FLOP', 'SCHD']) {
+      const text = `<MSG><META><SNDR>F</SNDR><SEQN>1</SEQN><TYPE>${type}</TYPE></META><${type}/></MSG>`;
+      expect(() => d(text)).toThrowError(ProtocolError);
+      expect(() => d(text)).toThrowError(`${type} requires META/STYP`);
+    }
+    // Comments and CDATA holding tag-like text are not a second root.
+    expect(d('<MSG><META><SNDR>F</SNDR><SEQN>1</SEQN><TYPE>LDM</TYPE></META><!-- <X/> --><LDM><![CDATA[</MSG><MSG>]]></LDM></MSG>').type).toBe('LDM');
   });
 
   it('refuses too many elements and too many bytes without parsing', () => {
@@ -91,7 +102,7 @@ describe('codec: error classes', () => {
   it('a known element it cannot map is CODEC_ERROR (retried, replayable after a fix)', () => {
     const text = `<MSG><META><SNDR>F</SNDR><SEQN>1</SEQN><TYPE>FLOP</TYPE><STYP>ETOT</STYP></META><FLOP><FLIGHT><FLID>1</FLID><ETOT><X>1</X></ETOT></FLIGHT></FLOP></MSG>`;
     expect(() => d(text)).toThrowError(CodecError);
-    const gate = `<MSG><META><SNDR>F</SNDR><SEQN>1</SEQN><TYPE>FLOP</TYPE></META><FLOP><FLIGHT><FLID>1</FLID><GATE><SLOT/></GATE></FLIGHT></FLOP></MSG>`;
+    const gate = `<MSG><META><SNDR>F</SNDR><SEQN>1</SEQN><TYPE>FLOP</TYPE><STYP>GATE</STYP></META><FLOP><FLIGHT><FLID>1</FLID><GATE><SLOT/></GATE></FLIGHT></FLOP></MSG>`;
     expect(() => d(gate)).toThrowError(CodecError);
   });
 
