@@ -58,7 +58,7 @@ export async function pollAll(ctx: AppContext, onProgress?: (n: number) => void)
     const r = await pollOnce(ctx);
     total += r.enqueued;
     onProgress?.(total);
-    if (r.scanned === 0 || r.enqueued === 0) return total;
+    if (!r.more) return total;
   }
 }
 
