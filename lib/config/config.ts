@@ -51,8 +51,8 @@ const schema = z
     MSGX_POLL_INTERVAL_MS: positiveInt(1000),
     MSGX_CLAIM_BATCH: positiveInt(50),
     // docs/ordering.md: how long a skipped mailbox ID is waited for, and re-checked once given up.
-    MSGX_GAP_GRACE: duration('3s'),
-    MSGX_HOLE_RECHECK: duration('10m'),
+    MSGX_GAP_GRACE: duration('3s', { zero: true }), // 0s: never wait, every gap is a hole at once
+    MSGX_HOLE_RECHECK: duration('10m', { zero: true }), // 0s: only the sweep's re-scan finds late rows
     MSGX_GROUP_COMMIT: z.coerce.number().int().min(1).max(500).default(50),
     MSGX_MAX_ATTEMPTS: positiveInt(5),
     MSGX_BACKOFF_INITIAL: duration('1s'),

@@ -51,6 +51,14 @@ describe('configuration', () => {
     expect(() => loadConfig({ MSGX_DELIVERY_TARGET_OVERRIDES: '{"msg":{"batchSize":0}}' })).toThrow(/MSGX_DELIVERY_TARGET_OVERRIDES: msg.batchSize/);
     expect(() => loadConfig({ MSGX_DELIVERY_TARGET_OVERRIDES: '{"msg":{"initialBackoff":"0s"}}' })).toThrow(/MSGX_DELIVERY_TARGET_OVERRIDES: msg.initialBackoff: must be positive/);
   });
+  it('MSGX_GAP_GRACE: 3s by default, 0s means never wait, not longer than the head deadline, a bad value named', () => {
+    expect(loadConfig({}).pipeline).toMatchObject({ gapGraceMs: 3000, holeRecheckMs: 600_000 });
+    expect(loadConfig({ MSGX_GAP_GRACE: '0s' }).pipeline.gapGraceMs).toBe(0);
+    expect(loadConfig({ MSGX_GAP_GRACE: '750ms' }).pipeline.gapGraceMs).toBe(750);
+    expect(() => loadConfig({ MSGX_GAP_GRACE: 'soon' })).toThrow(/MSGX_GAP_GRACE: "soon" is not a duration/);
+    expect(() => loadConfig({ MSGX_GAP_GRACE: '11m' })).toThrow(/MSGX_GAP_GRACE: must not exceed MSGX_HEAD_DEADLINE/);
+  });
+
   it('keeps the documented zeros: an immediate first redelivery', () => {
     expect(loadConfig({ MSGX_TX_REDELIVERY_SCHEDULE: '0s,1m' }).txmsg.redeliveryScheduleMs).toEqual([0, 60_000]);
     expect(loadConfig({ MSGX_DELIVERY_POLL_INTERVAL: '250ms' }).outbox.pollIntervalMs).toBe(250);
