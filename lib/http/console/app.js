@@ -410,20 +410,20 @@ async function overviewPage() {
       { label: 'target', render: (r) => h('code', null, r.target) },
       { label: 'pending', num: true, render: (r) => n(r.pending) },
       { label: 'delivering', num: true, render: (r) => n(r.delivering) },
-      { label: 'head', num: true, render: (r) => (r.headAttempts ? [String(r.headEventId), ' ', badge('FAILED', `×${r.headAttempts}`)] : String(r.headEventId)) },
-      { label: 'oldest', num: true, render: (r) => fmtDuration((r.oldestAgeSeconds ?? 0) * 1000) },
-      { label: 'dead', num: true, render: (r) => (r.dead ? h('a', { href: `#/dead/event?target=${encodeURIComponent(r.target)}` }, n(r.dead)) : '0') },
-      // Stalled = held by an outage of its destination (no attempt spent); the reason is the head's last error.
+      // Stalled = held by an outage of its destination (no attempt spent); the reason is the badge's
+      // tooltip, and in full in the "Delivery is not moving" callout above.
       {
-        label: 'state',
-        wrap: true,
+        label: 'head',
+        num: true,
         render: (r) =>
           r.stalledSeconds != null
-            ? h('span', { 'data-test': 'target-stalled' }, h('span', { class: 'badge bad' }, `STALLED ${fmtDuration(r.stalledSeconds * 1000)}`), ' ', h('span', { class: 'err' }, r.headLastError ?? ''))
-            : r.headLastError && r.headAttempts
-              ? h('span', null, badge('FAILED', `×${r.headAttempts}`), ' ', h('span', { class: 'err' }, r.headLastError))
-              : h('span', { class: 'badge ok' }, 'moving'),
+            ? [String(r.headEventId), ' ', h('span', { class: 'badge bad', 'data-test': 'target-stalled', title: r.headLastError ?? '' }, `STALLED ${fmtDuration(r.stalledSeconds * 1000)}`)]
+            : r.headAttempts
+              ? [String(r.headEventId), ' ', h('span', { class: 'badge warn', 'data-status': 'FAILED', title: r.headLastError ?? '' }, `FAILED ×${r.headAttempts}`)]
+              : String(r.headEventId),
       },
+      { label: 'oldest', num: true, render: (r) => fmtDuration((r.oldestAgeSeconds ?? 0) * 1000) },
+      { label: 'dead', num: true, render: (r) => (r.dead ? h('a', { href: `#/dead/event?target=${encodeURIComponent(r.target)}` }, n(r.dead)) : '0') },
     ],
     stats.events ?? [],
     { empty: 'Every event is delivered.', attrs: { 'data-test': 'events-table' } },
