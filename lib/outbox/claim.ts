@@ -86,8 +86,10 @@ WITH flush_due AS (
   RETURNING e.event_id, e.partition_key, e.event_type, e.value, e.headers, e.attempts, e.source_kind, e.source_id,
     o.grp, p.newest_id
 ), flushed AS (
+  -- A full flush leaves a backlog that has already waited: it is recorded as a flush of one
+  -- period ago, so the next one may follow at once (the period aggregates, it does not throttle).
   INSERT INTO outbox_target (target, last_flush_at)
-  SELECT $1, $3 WHERE EXISTS (SELECT 1 FROM claimed)
+  SELECT $1, CASE WHEN (SELECT count(*) FROM pick) >= $2 THEN $6 ELSE $3 END WHERE EXISTS (SELECT 1 FROM claimed)
   ON CONFLICT (target) DO UPDATE SET last_flush_at = EXCLUDED.last_flush_at
 )
 SELECT c.*, (SELECT array_agg(d.publisher) FROM event_delivery d WHERE d.event_id = c.event_id AND d.outcome = 'ok') AS delivered_to

@@ -101,7 +101,7 @@ export async function dispatchOnce(
     sent: sum(reports, 'sent'),
     retried: sum(reports, 'retried'),
     dead: sum(reports, 'dead'),
-    more: reports.some((r) => r.target !== 'schd' && !!r.full),
+    more: reports.some((r) => !!r.full),
     discoverMs: round(discoverMs),
     totalMs: round(performance.now() - started),
   };
@@ -173,7 +173,8 @@ async function deliverTarget(
       if (failed && next?.length)
         for (const r of next)
           updates.push({ id: r.event_id, status: 'PENDING', attempts: r.attempts, nextAt: null, error: null, sentAs: null });
-      report.full = !failed && cur.length >= settings.batchSize;
+      // schd claims whole FLID groups: it is full when it took the flush limit's worth of flights.
+      report.full = !failed && (isSchd ? new Set(cur.map((r) => r.grp)).size >= ctx.config.outbox.schdFlushLimit : cur.length >= settings.batchSize);
       marking = markRun(ctx, head.target, updates, outcomes, at, me, options, report);
       marking.catch(() => {});
       if (failed || !next?.length) break;

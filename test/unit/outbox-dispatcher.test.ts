@@ -405,12 +405,18 @@ describe('schd aggregation', () => {
     expect(r.rows.map((x) => x.sent_as)).toEqual([ids[3], ids[4], ids[3], null, null]);
   });
 
-  test('one flush per period, at most the flush limit per flush', async () => {
+  test('at most the flush limit per flush; a full flush lets the next follow at once, one that is not full waits a period', async () => {
     const { clock, ctx } = setup({ MSGX_SCHD_FLUSH_PERIOD: '3s', MSGX_SCHD_FLUSH_LIMIT: '2' });
     await enqueue(clock, [schd('A', 1), schd('B', 1), schd('C', 1)]);
     const pub = new FakePublisher();
-    await dispatchOnce(ctx, [pub]);
+    const full = await dispatchOnce(ctx, [pub]);
     expect(pub.delivered.map((r) => r.key)).toEqual(['A', 'B']);
+    expect(full.more).toBe(true);
+
+    // The backlog behind a full flush has waited already: no period before the next flush.
+    const rest = await dispatchOnce(ctx, [pub]);
+    expect(pub.delivered.map((r) => r.key)).toEqual(['A', 'B', 'C']);
+    expect(rest.more).toBe(false);
 
     await enqueue(clock, [schd('A', 2)]);
     clock.advance(2_999);
