@@ -39,6 +39,10 @@ export async function pollOnce(ctx: Pick<AppContext, 'db' | 'mailbox' | 'clock' 
     return { scanned: fresh.length, enqueued: 0, watermark: frontier.accounted, more: false, waiting: waitingOf(r.gaps) };
 
   const enqueued = await ctx.db.tx(async (tx) => {
+    // The mailbox is the durable record: a commit lost in a crash is read again by the next poll.
+    // (WAL is one sequence: a pump commit that follows is durable only with this one before it.)
+    // So the wake-up path does not wait for a WAL flush here.
+    await tx.query(`SET LOCAL synchronous_commit TO OFF`);
     const ids = await enqueueMessages(tx, r.enqueue, now);
     const fresh = new Set(ids);
     await saveFrontier(tx, {
