@@ -1,8 +1,20 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Db } from '../db/db.ts';
+import type { Db, Queryable } from '../db/db.ts';
 import { migrationsDir } from '../db/migrate.ts';
 import { type BackfillMark, clipNote, likeContaining, type Mailbox, type MailboxId, type MailboxRow } from './mailbox.ts';
+
+/**
+ * Inserts several inbound rows in the caller's transaction (the embedded ingress's group commit);
+ * returns their IDs in the order of `texts` (IDs are drawn in that order).
+ */
+export async function insertInboundRows(q: Queryable, texts: string[]): Promise<number[]> {
+  const r = await q.query<{ ID: number }>(
+    `INSERT INTO "CMINMSGS" ("MSG_TEXT") SELECT u.t FROM unnest($1::text[]) WITH ORDINALITY AS u(t, n) ORDER BY u.n RETURNING "ID"`,
+    [texts],
+  );
+  return r.rows.map((row) => row.ID).sort((a, b) => a - b);
+}
 
 /** The mailbox as upper-case tables in msgx's own PostgreSQL: the twin's default. */
 export class PgMailbox implements Mailbox {

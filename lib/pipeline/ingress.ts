@@ -1,13 +1,17 @@
 import { checkWellFormed, DEFAULT_LIMITS } from '../codec/decode.ts';
 import type { AppContext } from '../shared/context.ts';
 import { MalformedError, RequestError } from '../shared/errors.ts';
+import { groupsInbound, storeInboundGrouped } from './ingressBatch.ts';
 import { MAILBOX_CHANNEL } from './poller.ts';
 import { logIngress, since } from './stepLog.ts';
 
 /** DESIGN.md: the raw XML body may be declared as any of these (a missing type means text/plain). */
 export const XML_TYPES: readonly string[] = ['application/xml', 'text/xml', 'text/plain'];
 
-/** `POST /cminmsgs/send`: refuse bad input before anything is stored, then the mailbox insert. */
+/**
+ * `POST /cminmsgs/send`: refuse bad input before anything is stored, then the mailbox insert. On
+ * the embedded engine concurrent requests share one commit (ingressBatch.ts).
+ */
 export async function acceptInbound(
   ctx: AppContext,
   body: string,
@@ -27,6 +31,11 @@ export async function acceptInbound(
     throw err;
   }
   const checkMs = since(t0);
+  if (groupsInbound(ctx)) {
+    const msgId = await storeInboundGrouped(ctx, body);
+    logIngress(ctx.log, { msg_id: msgId, check_ms: checkMs, mailbox_ms: since(t0) - checkMs, wake_ms: 0, woken: true, total_ms: since(t0) });
+    return { msgId, woken: true };
+  }
   const tMailbox = performance.now();
   const msgId = await ctx.mailbox.insertInbound(body);
   const mailboxMs = since(tMailbox);

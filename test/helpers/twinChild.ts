@@ -41,7 +41,7 @@ export async function startTwin(env: Record<string, string>, cwd: string): Promi
   exited.catch(() => {});
   await Promise.race([
     exited,
-    waitFor(async () => (await fetch(`${run.base}/health`)).status === 200, { timeoutMs: 50_000, what: 'the twin to answer /health' }),
+    waitFor(async () => (await fetch(`${run.base}/health`)).status === 200, { timeoutMs: 150_000, what: 'the twin to answer /health' }),
   ]);
   return run;
 }

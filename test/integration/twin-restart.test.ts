@@ -84,7 +84,7 @@ function oneLineRefusal(output: string): string {
 }
 
 describe('the embedded twin across restarts', () => {
-  it('SIGTERM, then start again on the same data: state intact, pending work resumes, new work flows', { timeout: 180_000 }, async () => {
+  it('SIGTERM, then start again on the same data: state intact, pending work resumes, new work flows', { timeout: 400_000 }, async () => {
     const dir = mkdtempSync(join(tmpdir(), 'msgx-restart-'));
     const topic = 'restart.term';
     const first = await startTwin(ENV, dir);
@@ -119,7 +119,7 @@ describe('the embedded twin across restarts', () => {
     expect(await second.stop('SIGTERM')).toBe(0);
   });
 
-  it('SIGKILL mid-work: nothing acknowledged is lost, and the next start carries on', { timeout: 240_000 }, async () => {
+  it('SIGKILL mid-work: nothing acknowledged is lost, and the next start carries on', { timeout: 500_000 }, async () => {
     const dir = mkdtempSync(join(tmpdir(), 'msgx-restart-'));
     const topic = 'restart.kill';
     let twin = await startTwin(ENV, dir);
@@ -196,7 +196,7 @@ describe('the embedded twin across restarts', () => {
     expect(await twin.stop('SIGTERM')).toBe(0);
   });
 
-  it('a data directory made by an older version: the newer migrations apply, its data stays', { timeout: 180_000 }, async () => {
+  it('a data directory made by an older version: the newer migrations apply, its data stays', { timeout: 400_000 }, async () => {
     const dir = mkdtempSync(join(tmpdir(), 'msgx-restart-'));
     // The older version: the same code with only the first three migrations shipped.
     const older = join(dir, 'older-migrations');
@@ -223,7 +223,7 @@ describe('the embedded twin across restarts', () => {
     expect(await twin.stop('SIGTERM')).toBe(0);
   });
 
-  it('two twins on one data directory: the second refuses in one line; a killed one leaves no lock behind', { timeout: 180_000 }, async () => {
+  it('two twins on one data directory: the second refuses in one line; a killed one leaves no lock behind', { timeout: 400_000 }, async () => {
     const dir = mkdtempSync(join(tmpdir(), 'msgx-restart-'));
     const first = await startTwin(ENV, dir);
     await post(first.base, dayPlan());
@@ -241,7 +241,7 @@ describe('the embedded twin across restarts', () => {
     expect(await third.stop('SIGTERM')).toBe(0);
   });
 
-  it('a data directory left unreadable: one line saying what to do, exit non-zero, nothing touched', { timeout: 120_000 }, async () => {
+  it('a data directory left unreadable: one line saying what to do, exit non-zero, nothing touched', { timeout: 300_000 }, async () => {
     const dir = mkdtempSync(join(tmpdir(), 'msgx-restart-'));
     const twin = await startTwin(ENV, dir);
     expect(await twin.stop('SIGTERM')).toBe(0);

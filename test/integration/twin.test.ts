@@ -27,7 +27,7 @@ const dayPlan = schd('DNLD', {
 const gateChange = flop('GATE', { seqn: 2, dttm: '20261129090000' }, flight({ FLID: '1001', GATE: [{ CODE: 'B14', BEG: '20261129093000', END: '20261129101500' }] }));
 
 describe('the twin (npm start)', () => {
-  it('on embedded defaults: answers /health and processes a posted FLOP end to end to the file sink', async () => {
+  it('on embedded defaults: answers /health and processes a posted FLOP end to end to the file sink', { timeout: 300_000 }, async () => {
     const dir = mkdtempSync(join(tmpdir(), 'msgx-twin-'));
     const twin = await startTwin({}, dir);
     const health = (await (await fetch(`${twin.base}/health`)).json()) as { status: string; checks: Record<string, string> };
@@ -55,7 +55,7 @@ describe('the twin (npm start)', () => {
     expect(code).toBe(0);
   });
 
-  it('with the three URLs set: real PostgreSQL, MariaDB and Kafka', async () => {
+  it('with the three URLs set: real PostgreSQL, MariaDB and Kafka', { timeout: 300_000 }, async () => {
     const pg = await freshPg({ migrate: false });
     const my = await freshMysql();
     const { kafkaBrokers } = serviceUrls();
