@@ -7,6 +7,7 @@ import { build } from 'esbuild';
 import { MysqlMailbox } from '../../lib/mailbox/mysql.ts';
 import { ensureTopics } from '../../lib/outbox/topics.ts';
 import { benchContext, freshMysql, freshPg, randomName, serviceUrls } from '../lib/env.ts';
+import { embeddedStart } from '../lib/embedded.ts';
 import { progress } from '../lib/progress.ts';
 import { figure, type Figure, type RunOptions, type ScenarioResult } from '../lib/result.ts';
 import { median, sleep } from '../lib/stats.ts';
@@ -169,11 +170,24 @@ export async function footprintScenario(o: RunOptions): Promise<ScenarioResult> 
     await my.drop();
     await pg.drop();
   }
+  // The embedded twin (`npm start` with nothing set): resident memory once it answers.
+  const starts = { firstRss: [] as number[], firstPeak: [] as number[], againRss: [] as number[], againPeak: [] as number[] };
+  for (let r = 0; r < (o.quick ? 1 : o.runs); r++) {
+    const e = await embeddedStart();
+    for (const k of Object.keys(starts) as (keyof typeof starts)[]) starts[k].push(e[k]);
+    p.step('twin', `embedded twin: first start ${e.firstRss.toFixed(0)} MiB (peak ${e.firstPeak.toFixed(0)}), again ${e.againRss.toFixed(0)} MiB (peak ${e.againPeak.toFixed(0)})`);
+  }
+  figures.push(
+    figure('footprint.twin.embedded.rss', 'embedded twin RSS after start (fresh .msgx, VmRSS)', 'MiB', starts.firstRss, { target: { op: '<', value: 300 }, headline: true }),
+    figure('footprint.twin.embedded.peak', 'embedded twin peak RSS during start (VmHWM)', 'MiB', starts.firstPeak, { better: 'lower' }),
+    figure('footprint.twin.embedded.restart.rss', 'embedded twin RSS after a restart on the same .msgx', 'MiB', starts.againRss, { target: { op: '<', value: 300 } }),
+  );
   return {
     scenario: 'footprint',
     title: 'Footprint per function: bundle, cold import, peak RSS at a backlog',
     figures,
     notes: [
+      'embedded twin: lib/twin/main.ts with MSGX_PG_URL, MSGX_MAILBOX_URL and MSGX_KAFKA_BROKERS unset on a fresh data directory, VmRSS one second after /health first answers 200 (every role running); then stopped and started again on the same directory.',
       `peak RSS: each bundle's handler in its own node process (getRemainingTimeInMillis 130 s), VmHWM once the backlog is done: poller enqueues ${backlog} mailbox rows, pump drains them, dispatcher sends their events, sweep runs 5 s, ingress handles ${o.quick ? 200 : 1000} API Gateway events.`,
     ],
     meta: { sizes, backlog },

@@ -7,6 +7,7 @@ import { loadConfig } from '../../lib/config/config.ts';
 import { ensureTopics } from '../../lib/outbox/topics.ts';
 import { freshMysql, freshPg, randomName, serviceUrls } from '../lib/env.ts';
 import { call, freePort, openLoop } from '../lib/http.ts';
+import { embeddedLoad } from '../lib/embedded.ts';
 import { progress } from '../lib/progress.ts';
 import { figure, type RunOptions, type ScenarioResult } from '../lib/result.ts';
 import { latency, sleep } from '../lib/stats.ts';
@@ -239,6 +240,19 @@ export async function httpScenario(o: RunOptions): Promise<ScenarioResult> {
   } finally {
     check.close();
   }
+  // The embedded twin (PGlite, mailbox tables in it, file sink): 20 closed-loop clients.
+  const embRps: number[] = [];
+  const embPeak: number[] = [];
+  const embCpu: number[] = [];
+  const embSeconds = o.quick ? 5 : 10;
+  for (let r = 0; r < o.runs; r++) {
+    const e = await embeddedLoad({ seconds: embSeconds, clients: 20 });
+    if (e.errors > 0 && errSamples.length < 5) errSamples.push(`embedded: ${e.errors} failed requests`);
+    embRps.push(e.rps);
+    embPeak.push(e.peakRss);
+    embCpu.push(e.cpu);
+    p.step(`embedded ${r + 1}/${o.runs}`, `${e.rps.toFixed(0)} requests/s, ${e.errors} errors, peak ${e.peakRss.toFixed(0)} MiB, twin CPU ${e.cpu.toFixed(0)}%${e.processedWithin ? '' : ' (backlog not drained within 120 s)'}`);
+  }
   return {
     scenario: 'http',
     title: `HTTP through the twin, open loop at ${rate} requests/s for ${seconds} s`,
@@ -253,6 +267,9 @@ export async function httpScenario(o: RunOptions): Promise<ScenarioResult> {
       figure('http.tx.p50', 'tx-messages prepare + commit p50', 'ms', txP50, { better: 'lower' }),
       figure('http.tx.p99', 'tx-messages prepare + commit p99', 'ms', txP99, { target: { op: '<', value: 20 }, headline: true }),
       figure('http.tx.errors', 'tx-messages errors', 'count', txErr, { target: { op: '<', value: 1 } }),
+      figure('http.embedded.rps', `embedded twin: POST /cminmsgs/send from 20 concurrent clients (${embSeconds} s, processing meanwhile)`, 'req/s', embRps, { target: { op: '>=', value: 500 }, headline: true }),
+      figure('http.embedded.peak', 'embedded twin peak RSS under that load (VmHWM)', 'MiB', embPeak, { better: 'lower' }),
+      figure('http.embedded.cpu', 'embedded twin CPU under that load (100% = one core)', '%', embCpu, { better: 'lower' }),
     ],
     notes: errSamples.length ? [`error samples: ${errSamples.join(' | ')}`] : [],
     meta: { rate, seconds, firedLate: lateAll, pgActiveSessionSamples: waits, twin: 'child process: node --import tsx lib/twin/main.ts (all roles running)' },
