@@ -1,7 +1,7 @@
 import type { AppContext } from '../shared/context.ts';
-import { loadFrontier, saveFrontier } from './frontier.ts';
+import { FRONTIER_KEY, loadFrontier, saveFrontier } from './frontier.ts';
 import { advance, idsIn } from './gaps.ts';
-import { enqueueMessages, INBOX_CHANNEL } from './procState.ts';
+import { enqueueMessages, enqueueWithFact, INBOX_CHANNEL } from './procState.ts';
 
 /** The ingress NOTIFYs this channel after a mailbox insert: the poller reads the row at once. */
 export const MAILBOX_CHANNEL = 'msgx_mailbox';
@@ -26,17 +26,34 @@ export interface PollResult {
 export async function pollOnce(ctx: Pick<AppContext, 'db' | 'mailbox' | 'clock' | 'config' | 'log'>): Promise<PollResult> {
   const { claimBatch, gapGraceMs, holeRecheckMs } = ctx.config.pipeline;
   const now = ctx.clock.now();
-  const { frontier, gaps } = await loadFrontier(ctx.db, new Date(now.getTime() - holeRecheckMs));
   // Far behind, one read takes several batches: IDs and flags are small, the texts come later.
   const limit = claimBatch * 4;
+  // The wake-up path: read the mailbox from where this process last left off while the frontier
+  // loads; if the stored mark says otherwise (another process polled, a restart), read again.
+  const guess = lastScanned.get(ctx.db);
+  const [{ frontier, gaps }, early] = await Promise.all([
+    loadFrontier(ctx.db, new Date(now.getTime() - holeRecheckMs)),
+    guess === undefined ? undefined : ctx.mailbox.scanIds(guess, limit),
+  ]);
   const [fresh, inGaps] = await Promise.all([
-    ctx.mailbox.scanIds(frontier.scanned, limit),
+    early && guess === frontier.scanned ? early : ctx.mailbox.scanIds(frontier.scanned, limit),
     ctx.mailbox.readRanges(gaps.map((g) => [g.lo, g.hi])),
   ]);
   const r = advance({ frontier, gaps, inGaps, fresh, now, graceMs: gapGraceMs });
+  lastScanned.delete(ctx.db); // set again only once this tick's frontier is stored
   const moved = r.frontier.accounted !== frontier.accounted || r.frontier.scanned !== frontier.scanned;
-  if (!moved && r.enqueue.length === 0 && JSON.stringify(r.gaps) === JSON.stringify(gaps))
+  if (!moved && r.enqueue.length === 0 && JSON.stringify(r.gaps) === JSON.stringify(gaps)) {
+    lastScanned.set(ctx.db, frontier.scanned);
     return { scanned: fresh.length, enqueued: 0, watermark: frontier.accounted, more: false, waiting: waitingOf(r.gaps) };
+  }
+
+  // The common tick (new rows, no gap opened, closed or given up): one statement, one round trip.
+  const woke = r.frontier.accounted > frontier.accounted;
+  if (r.late.length === 0 && r.newHoles.length === 0 && JSON.stringify(r.gaps) === JSON.stringify(gaps)) {
+    const ids = await enqueueWithFact(ctx.db, r.enqueue, now, { key: FRONTIER_KEY, value: r.frontier }, woke);
+    lastScanned.set(ctx.db, r.frontier.scanned);
+    return { scanned: fresh.length, enqueued: ids.length, watermark: r.frontier.accounted, more: fresh.length >= limit, waiting: waitingOf(r.gaps) };
+  }
 
   const enqueued = await ctx.db.tx(async (tx) => {
     // The mailbox is the durable record: a commit lost in a crash is read again by the next poll.
@@ -54,9 +71,10 @@ export async function pollOnce(ctx: Pick<AppContext, 'db' | 'mailbox' | 'clock' 
       now,
     });
     // The pump waits on the frontier, not only on new rows: wake it when the frontier moves.
-    if (r.frontier.accounted > frontier.accounted && ids.length === 0) await tx.query(`SELECT pg_notify($1, '')`, [INBOX_CHANNEL]);
+    if (woke && ids.length === 0) await tx.query(`SELECT pg_notify($1, '')`, [INBOX_CHANNEL]);
     return ids.length;
   });
+  lastScanned.set(ctx.db, r.frontier.scanned);
   for (const h of r.newHoles)
     ctx.log.warn('mailbox IDs declared a hole: no row committed within the grace; the pipeline moves on', {
       from: h.lo,
@@ -66,5 +84,8 @@ export async function pollOnce(ctx: Pick<AppContext, 'db' | 'mailbox' | 'clock' 
   for (const id of r.late) ctx.log.warn('a row committed after its ID was declared a hole; processing it late', { msgId: id });
   return { scanned: fresh.length, enqueued, watermark: r.frontier.accounted, more: fresh.length >= limit, waiting: waitingOf(r.gaps) };
 }
+
+/** Per database: the scanned mark this process last stored (only a hint; the stored one decides). */
+const lastScanned = new WeakMap<object, number>();
 
 const waitingOf = (gaps: { holeAt: Date | null }[]) => gaps.filter((g) => g.holeAt === null).length;

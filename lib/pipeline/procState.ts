@@ -40,6 +40,37 @@ export async function enqueueMessages(
 }
 
 /**
+ * The poller's fast path as ONE statement (its own transaction, one round trip): enqueue these
+ * rows, write a msgx_state fact (the mailbox frontier, lib/pipeline/frontier.ts) and NOTIFY the
+ * pump when a row is new or `wake` is set. The wake-up latency of every message pays for this path.
+ */
+export async function enqueueWithFact(
+  q: Queryable,
+  rows: { id: number; receivedAt: Date | null }[],
+  now: Date,
+  fact: { key: string; value: unknown },
+  wake: boolean,
+): Promise<number[]> {
+  const r = await q.query<{ ids: (number | string)[] | null; notified: unknown }>(
+    `WITH ins AS (
+       INSERT INTO proc_state (msg_id, status, next_attempt_at, received_at, enqueued_at, updated_at)
+       SELECT v.id, 'PENDING', $3, v.received, $3, $3
+       FROM unnest($1::bigint[], $2::timestamptz[]) AS v(id, received)
+       WHERE NOT EXISTS (SELECT 1 FROM proc_state_hst h WHERE h.msg_id = v.id)
+       ON CONFLICT (msg_id) DO NOTHING
+       RETURNING msg_id),
+     fact AS (
+       INSERT INTO msgx_state (key, value, updated_at) VALUES ($4, $5::jsonb, $3)
+       ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, updated_at = EXCLUDED.updated_at
+       WHERE msgx_state.value IS DISTINCT FROM EXCLUDED.value)
+     SELECT (SELECT array_agg(msg_id ORDER BY msg_id) FROM ins) AS ids,
+            CASE WHEN $6::boolean OR EXISTS (SELECT 1 FROM ins) THEN pg_notify($7, '') END AS notified`,
+    [rows.map((x) => x.id), rows.map((x) => x.receivedAt), now, fact.key, JSON.stringify(fact.value), wake, INBOX_CHANNEL],
+  );
+  return (r.rows[0]?.ids ?? []).map(Number);
+}
+
+/**
  * The smallest open messages up to the mailbox frontier (docs/ordering.md: nothing runs while a
  * smaller ID is unaccounted for), head first; whether the pipeline is paused; and the smallest
  * open ID above the frontier, if any (one round trip).
