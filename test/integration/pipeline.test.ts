@@ -65,6 +65,8 @@ describe.each(['mysql', 'pg'] as const)('inbox pipeline (mailbox in %s)', (mailb
       await post(wire({ TYPE: 'TEST', SEQN: 2 }, '<TEST><SKIP>nothing to do</SKIP></TEST>')),
       await post(wire({ TYPE: 'TEST', SEQN: 3 }, '<TEST><FAIL>PROTOCOL</FAIL></TEST>')),
       await post(wire({ TYPE: 'TEST', SEQN: 4 })),
+      await post(`${wire({ TYPE: 'TEST', SEQN: 5 })}<MSG/>`), // two root elements: not well-formed
+      await post(wire({ TYPE: 'FLOP', SEQN: 6 }, '<FLOP><FLIGHT><FLID>1</FLID></FLIGHT></FLOP>')), // FLOP without STYP
     ];
     expect(await drainPoller(ctx)).toBe(ids.length);
     expect((await drainPump(ctx)).kind).toBe('idle');
@@ -79,6 +81,8 @@ describe.each(['mysql', 'pg'] as const)('inbox pipeline (mailbox in %s)', (mailb
       ['SKIPPED', 'nothing to do'],
       ['DEAD', 'PROTOCOL'],
       ['SUCCEEDED', null],
+      ['DEAD', 'MALFORMED'],
+      ['DEAD', 'PROTOCOL'],
     ]);
     // The PROTOCOL message's write was rolled back to its savepoint; the others' stayed.
     expect(await effects()).toEqual([ids[0], ids[5], ids[7]]);
