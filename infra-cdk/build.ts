@@ -47,10 +47,12 @@ export function buildMsgx(app: App, options: BuildOptions = {}): MsgxStacks {
     messaging,
     description: 'msgx: functions, HTTP API, schedules, migrations',
   });
-  const monitoring = new MonitoringStack(app, `${p}-Monitoring`, { ...base, service, description: 'msgx: alarms and dashboard' });
+  const monitoring = new MonitoringStack(app, `${p}-Monitoring`, { ...base, service, data, messaging, description: 'msgx: alarms and dashboard' });
 
-  Tags.of(app).add('app', 'msgx');
-  Tags.of(app).add('stage', settings.stage);
+  // CloudFormation refuses Tags on these two types (cfn-lint E3002), though CDK would render them.
+  const untaggable = { excludeResourceTypes: ['AWS::CloudWatch::Dashboard', 'AWS::ApplicationAutoScaling::ScalableTarget'] };
+  Tags.of(app).add('app', 'msgx', untaggable);
+  Tags.of(app).add('stage', settings.stage, untaggable);
   // cdk-nag v3 is a CDK policy-validation plugin: any unacknowledged error fails `cdk synth`.
   if (options.nag ?? settings.nag) Validations.of(app).addPlugins(new AwsSolutionsChecks(app, { verbose: true }));
   return { settings, network, data, messaging, service, monitoring };

@@ -13,13 +13,52 @@ export type FunctionRole = 'ingress' | 'poller' | 'pump' | 'dispatcher' | 'sweep
 export const SCHEDULED_ROLES = ['poller', 'pump', 'dispatcher', 'sweep'] as const;
 export type ScheduledRole = (typeof SCHEDULED_ROLES)[number];
 
+/** Existing infrastructure a stage uses instead of creating its own (brownfield); see docs/deploy.md. */
+export interface ExistingSettings {
+  vpc?: {
+    id: string;
+    /** The VPC's CIDR (the endpoints' security group admits it). */
+    cidr: string;
+    availabilityZones: string[];
+    /** Private subnets with egress (NAT/TGW) for the functions, one per AZ, same order. */
+    appSubnetIds: string[];
+    /** Subnets for the database and the brokers when msgx creates them; defaults to appSubnetIds. */
+    dataSubnetIds?: string[];
+    /** Create msgx's interface endpoints in it (off: the VPC usually has its own). */
+    createEndpoints?: boolean;
+  };
+  postgres?: {
+    /** Host name of the instance (or cluster writer) endpoint. */
+    endpoint: string;
+    port?: number;
+    database?: string;
+    /** Complete ARN of the secret `{username, password}` msgx connects with (rotated by its owner). */
+    secretArn: string;
+    /** The database's security group: msgx adds an ingress rule for its functions. */
+    securityGroupId: string;
+  };
+  msk?: {
+    clusterArn: string;
+    /** IAM bootstrap broker string (host:9098,…). */
+    bootstrapBrokers: string;
+    /** The brokers' security group: msgx adds an ingress rule on 9098. */
+    securityGroupId?: string;
+    /** Number of brokers, for the per-broker disk alarms. */
+    brokers?: number;
+  };
+}
+
 export interface StageSettings {
   /** VPC address range; keep it clear of the mailbox network if the two are peered. */
   vpcCidr: string;
+  /** Availability zones of a VPC msgx creates (2 or 3); prod uses 3 for the brokers. */
+  azs: number;
   natGateways: number;
+  existing: ExistingSettings;
   db: {
     instanceType: string;
-    engineVersion: '15' | '16';
+    /** Full version (`16.13`, `17.9`): cfn-lint flags bare majors as deprecated (W3691). */
+    engineVersion: string;
     allocatedStorageGb: number;
     maxAllocatedStorageGb: number;
     multiAz: boolean;
@@ -31,14 +70,21 @@ export interface StageSettings {
   };
   kafka: {
     instanceType: string;
-    /** Brokers in total; a multiple of the two availability zones. */
+    /** Brokers in total; a multiple of the availability zones. */
     brokers: number;
     volumeGb: number;
+    /** Storage autoscaling ceiling per broker (GiB); 0 turns autoscaling off. */
+    maxVolumeGb: number;
+    /** Cluster configuration: topics created without a factor get this one. */
+    replicationFactor: number;
+    minInsyncReplicas: number;
   };
   functions: {
     logRetentionDays: number;
     memoryMb: Record<FunctionRole, number>;
     timeoutSeconds: Record<FunctionRole, number>;
+    /** Reserved concurrency per role; none by default (the advisory lock is the guard). */
+    reservedConcurrency: Partial<Record<FunctionRole, number>>;
   };
   api: {
     throttleRatePerSecond: number;
@@ -55,6 +101,18 @@ export interface StageSettings {
     /** The pump runs with reserved concurrency 1: ingress kicks that find it busy are throttled by design. */
     pumpThrottles: number;
     evaluationMinutes: number;
+    /** Consecutive minutes a scheduled role may find its lock taken before it alarms. */
+    lockTakenMinutes: number;
+    /** Minutes without a heartbeat from a scheduled role before it alarms. */
+    heartbeatMinutes: number;
+    /** Mailbox back-fills failing and still owed (gauge), for evaluationMinutes. */
+    backfillFailures: number;
+    rdsCpuPercent: number;
+    rdsFreeStorageGb: number;
+    rdsConnections: number;
+    /** Percent of a broker's data volume in use. */
+    mskDiskPercent: number;
+    api5xx: number;
   };
 }
 
@@ -65,7 +123,7 @@ export interface MsgxSettings {
   account?: string;
   region?: string;
   bundling: BundlingMode;
-  /** Lambda runtime, `nodejs20.x` (the design's target) unless `-c lambdaRuntime=nodejs22.x|nodejs24.x`. */
+  /** Lambda runtime, `nodejs22.x` unless `-c lambdaRuntime=nodejs24.x` (or `nodejs20.x`, deprecated). */
   lambdaRuntime: LambdaRuntime;
   nag: boolean;
   settings: StageSettings;
@@ -95,9 +153,24 @@ export interface MsgxSettings {
   alarmEmail?: string;
 }
 
-const PLACEHOLDER_MAILBOX_HOST = 'mailbox.invalid';
-export const PLACEHOLDER_MAILBOX_SECRET_ARN =
-  'arn:aws:secretsmanager:us-east-1:111111111111:secret:msgx/mailbox-PLACEH';
+/**
+ * Values that only ever appear in documentation: deploying them "succeeds" and then every cold
+ * start fails. Any setting naming a resource is checked against these at synth time.
+ */
+const PLACEHOLDER_ACCOUNTS = ['111111111111', '123456789012', '000000000000'];
+const PLACEHOLDER_WORDS = /placeholder|example|changeme|\.invalid\b|xxxxxx/i;
+
+export function refusePlaceholder(setting: string, value: string | undefined): void {
+  if (value === undefined) return;
+  const account = PLACEHOLDER_ACCOUNTS.find((a) => value.includes(a));
+  if (account || PLACEHOLDER_WORDS.test(value))
+    throw new Error(
+      `context ${setting} looks like a placeholder (${JSON.stringify(value)}${account ? `: account ${account}` : ''}); give the real value`,
+    );
+}
+
+const SECRET_ARN = /^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:.+-[A-Za-z0-9]{6}$/;
+const MSK_ARN = /^arn:aws[a-z-]*:kafka:[a-z0-9-]+:\d{12}:cluster\/([A-Za-z0-9-]+)\/[A-Za-z0-9-]+$/;
 
 function str(node: Node, key: string): string | undefined {
   const v: unknown = node.tryGetContext(key);
@@ -129,10 +202,12 @@ function deepMerge<T>(base: T, over: unknown): T {
 /** Built-in defaults (a small dev stage); `cdk.json` `stages.<name>` is merged over them. */
 export const DEFAULT_STAGE: StageSettings = {
   vpcCidr: '10.60.0.0/16',
+  azs: 2,
   natGateways: 1,
+  existing: {},
   db: {
     instanceType: 't4g.micro',
-    engineVersion: '16',
+    engineVersion: '16.13',
     allocatedStorageGb: 20,
     maxAllocatedStorageGb: 100,
     multiAz: false,
@@ -141,13 +216,21 @@ export const DEFAULT_STAGE: StageSettings = {
     removalPolicy: 'snapshot',
     rotationDays: 30,
   },
-  kafka: { instanceType: 'kafka.t3.small', brokers: 2, volumeGb: 20 },
+  kafka: {
+    instanceType: 'kafka.t3.small',
+    brokers: 2,
+    volumeGb: 20,
+    maxVolumeGb: 100,
+    replicationFactor: 2,
+    minInsyncReplicas: 1,
+  },
   functions: {
     logRetentionDays: 14,
     memoryMb: { ingress: 512, poller: 256, pump: 512, dispatcher: 512, sweep: 256, migrate: 512 },
     // Scheduled: the loop runs for timeout − 10 s (lib/jobs/coldStart.ts BUDGET_MARGIN_MS), so 65 s
     // ends each loop at ~55 s, releasing the advisory lock before the next once-a-minute tick.
     timeoutSeconds: { ingress: 29, poller: 65, pump: 65, dispatcher: 65, sweep: 65, migrate: 300 },
+    reservedConcurrency: {},
   },
   api: { throttleRatePerSecond: 50, throttleBurst: 100, accessLogRetentionDays: 30 },
   alarms: {
@@ -159,6 +242,14 @@ export const DEFAULT_STAGE: StageSettings = {
     lambdaThrottles: 1,
     pumpThrottles: 50,
     evaluationMinutes: 5,
+    lockTakenMinutes: 3,
+    heartbeatMinutes: 5,
+    backfillFailures: 0,
+    rdsCpuPercent: 80,
+    rdsFreeStorageGb: 5,
+    rdsConnections: 80,
+    mskDiskPercent: 80,
+    api5xx: 5,
   },
 };
 
@@ -185,19 +276,29 @@ export function readSettings(node: Node): MsgxSettings {
   if (isObject(stages) && stageOverrides === undefined)
     throw new Error(`context stages has no entry "${stage}" (have: ${Object.keys(stages).join(', ')})`);
   const settings = deepMerge(DEFAULT_STAGE, stageOverrides);
-  if (settings.kafka.brokers % 2 !== 0) throw new Error('stages.<stage>.kafka.brokers must be a multiple of 2 (two AZs)');
+  const at = `stages.${stage}`;
+  if (![2, 3].includes(settings.azs)) throw new Error(`${at}.azs must be 2 or 3, got ${settings.azs}`);
+  if (!/^(15|16|17)\.\d+$/.test(settings.db.engineVersion))
+    throw new Error(`${at}.db.engineVersion must be a full PostgreSQL 15/16/17 version such as 16.13, got ${settings.db.engineVersion}`);
+  checkKafka(at, settings);
   for (const role of SCHEDULED_ROLES) {
     const t = settings.functions.timeoutSeconds[role];
     // Below 60 s the loop would end long before the next tick; see docs/deploy.md for the budget.
-    if (t < 60 || t > 900) throw new Error(`stages.<stage>.functions.timeoutSeconds.${role} must be 60..900, got ${t}`);
+    if (t < 60 || t > 900) throw new Error(`${at}.functions.timeoutSeconds.${role} must be 60..900, got ${t}`);
   }
   if (settings.functions.timeoutSeconds.ingress > 29)
-    throw new Error('stages.<stage>.functions.timeoutSeconds.ingress must be <= 29 (API Gateway integration limit)');
+    throw new Error(`${at}.functions.timeoutSeconds.ingress must be <= 29 (API Gateway integration limit)`);
+  for (const [role, n] of Object.entries(settings.functions.reservedConcurrency)) {
+    // 0 would stop the function altogether; an account needs 10 unreserved, so keep these small.
+    if (!Number.isInteger(n) || (n as number) < 1)
+      throw new Error(`${at}.functions.reservedConcurrency.${role} must be a positive integer, got ${n}`);
+  }
+  checkExisting(at, settings.existing);
 
   const bundling = (str(node, 'bundling') ?? 'esbuild') as BundlingMode;
   if (bundling !== 'esbuild' && bundling !== 'skip') throw new Error(`context bundling must be esbuild|skip, got ${bundling}`);
 
-  const lambdaRuntime = (str(node, 'lambdaRuntime') ?? 'nodejs20.x') as LambdaRuntime;
+  const lambdaRuntime = (str(node, 'lambdaRuntime') ?? 'nodejs22.x') as LambdaRuntime;
   if (!['nodejs20.x', 'nodejs22.x', 'nodejs24.x'].includes(lambdaRuntime))
     throw new Error(`context lambdaRuntime must be nodejs20.x|nodejs22.x|nodejs24.x, got ${lambdaRuntime}`);
 
@@ -210,14 +311,25 @@ export function readSettings(node: Node): MsgxSettings {
   if (upstreamAuth === 'lambda' && !authorizerFunctionArn)
     throw new Error('context upstreamAuth=lambda needs authorizerFunctionArn');
 
-  const mailboxHost = str(node, 'mailboxHost') ?? PLACEHOLDER_MAILBOX_HOST;
-  const mailboxSecretArn = str(node, 'mailboxSecretArn') ?? PLACEHOLDER_MAILBOX_SECRET_ARN;
-  const placeholders = mailboxHost === PLACEHOLDER_MAILBOX_HOST || mailboxSecretArn === PLACEHOLDER_MAILBOX_SECRET_ARN;
-  // A prod deploy against the placeholder mailbox would come up and fail every poll; refuse it early.
-  if (placeholders && bool(node, 'requireMailbox', stage === 'prod'))
-    throw new Error(`stage ${stage} needs -c mailboxHost=... -c mailboxSecretArn=... (the shared MySQL mailbox)`);
-  if (!/^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:.+-[A-Za-z0-9]{6}$/.test(mailboxSecretArn))
+  // Every stage needs the real mailbox: a placeholder deploys "successfully" and then fails every poll.
+  const mailboxHost = str(node, 'mailboxHost');
+  const mailboxSecretArn = str(node, 'mailboxSecretArn');
+  if (!mailboxHost) throw new Error(`context mailboxHost is required (stage ${stage}): the shared MySQL mailbox's host`);
+  if (!mailboxSecretArn) throw new Error(`context mailboxSecretArn is required (stage ${stage}): the mailbox secret's complete ARN`);
+  if (!SECRET_ARN.test(mailboxSecretArn))
     throw new Error(`context mailboxSecretArn must be a complete secret ARN (ending in -XXXXXX), got ${mailboxSecretArn}`);
+  const site: Record<string, string | undefined> = {
+    mailboxHost,
+    mailboxSecretArn,
+    mailboxSecurityGroupId: str(node, 'mailboxSecurityGroupId'),
+    account: str(node, 'account'),
+    alarmEmail: str(node, 'alarmEmail'),
+    jwtIssuer,
+    authorizerFunctionArn,
+    txCheckAllowedOrigins: str(node, 'txCheckAllowedOrigins'),
+  };
+  for (const [key, value] of Object.entries(site)) refusePlaceholder(key, value);
+  for (const [key, value] of flatten(`${at}.existing`, settings.existing)) refusePlaceholder(key, value);
 
   return {
     stage,
@@ -246,4 +358,64 @@ export function readSettings(node: Node): MsgxSettings {
     txCheckAllowedOrigins: list(node, 'txCheckAllowedOrigins', []).join(','),
     alarmEmail: str(node, 'alarmEmail'),
   };
+}
+
+function checkKafka(at: string, settings: StageSettings): void {
+  const k = settings.kafka;
+  if (settings.existing.msk) return;
+  if (k.brokers % settings.azs !== 0)
+    throw new Error(`${at}.kafka.brokers must be a multiple of ${at}.azs (${settings.azs}), got ${k.brokers}`);
+  if (k.replicationFactor < 1 || k.replicationFactor > k.brokers)
+    throw new Error(`${at}.kafka.replicationFactor must be 1..brokers (${k.brokers}), got ${k.replicationFactor}`);
+  // min ISR = RF would stop every write while one broker is patched.
+  if (k.minInsyncReplicas < 1 || (k.replicationFactor > 1 && k.minInsyncReplicas >= k.replicationFactor))
+    throw new Error(`${at}.kafka.minInsyncReplicas must be 1..replicationFactor-1, got ${k.minInsyncReplicas}`);
+  if (k.maxVolumeGb !== 0 && k.maxVolumeGb <= k.volumeGb)
+    throw new Error(`${at}.kafka.maxVolumeGb must exceed volumeGb (${k.volumeGb}) or be 0 (no autoscaling), got ${k.maxVolumeGb}`);
+}
+
+function checkExisting(at: string, e: ExistingSettings): void {
+  const need = (key: string, ok: boolean, what: string, got: unknown) => {
+    if (!ok) throw new Error(`${at}.existing.${key} must be ${what}, got ${JSON.stringify(got)}`);
+  };
+  if (e.vpc) {
+    const v = e.vpc;
+    need('vpc.id', /^vpc-[0-9a-f]+$/.test(String(v.id)), 'a VPC id (vpc-…)', v.id);
+    need('vpc.cidr', /^\d+\.\d+\.\d+\.\d+\/\d+$/.test(String(v.cidr)), 'the VPC CIDR', v.cidr);
+    need('vpc.availabilityZones', Array.isArray(v.availabilityZones) && v.availabilityZones.length >= 2, 'two or more AZ names', v.availabilityZones);
+    for (const key of ['appSubnetIds', 'dataSubnetIds'] as const) {
+      const ids = v[key];
+      if (ids === undefined && key === 'dataSubnetIds') continue;
+      need(`vpc.${key}`, Array.isArray(ids) && ids.every((i) => /^subnet-[0-9a-f]+$/.test(i)), 'a list of subnet ids', ids);
+      need(`vpc.${key}`, ids!.length === v.availabilityZones.length, `one subnet per AZ (${v.availabilityZones.length})`, ids);
+    }
+  }
+  if (e.postgres) {
+    const p = e.postgres;
+    need('postgres.endpoint', typeof p.endpoint === 'string' && p.endpoint.length > 0, 'a host name', p.endpoint);
+    need('postgres.secretArn', SECRET_ARN.test(String(p.secretArn)), 'a complete secret ARN (ending in -XXXXXX)', p.secretArn);
+    need('postgres.securityGroupId', /^sg-[0-9a-f]+$/.test(String(p.securityGroupId)), 'a security group id', p.securityGroupId);
+  }
+  if (e.msk) {
+    const m = e.msk;
+    need('msk.clusterArn', MSK_ARN.test(String(m.clusterArn)), 'an MSK cluster ARN (arn:…:kafka:…:cluster/<name>/<uuid>)', m.clusterArn);
+    need('msk.bootstrapBrokers', /^[^,\s]+:9098(,[^,\s]+:9098)*$/.test(String(m.bootstrapBrokers)), 'the IAM bootstrap string (host:9098,…)', m.bootstrapBrokers);
+    if (m.securityGroupId !== undefined)
+      need('msk.securityGroupId', /^sg-[0-9a-f]+$/.test(String(m.securityGroupId)), 'a security group id', m.securityGroupId);
+  }
+  if (e.postgres && !e.vpc) throw new Error(`${at}.existing.postgres needs ${at}.existing.vpc (the database's network)`);
+  if (e.msk && !e.vpc) throw new Error(`${at}.existing.msk needs ${at}.existing.vpc (the cluster's network)`);
+}
+
+/** The name of an MSK cluster from its ARN. */
+export function clusterNameOf(arn: string): string {
+  const m = MSK_ARN.exec(arn);
+  if (!m) throw new Error(`not an MSK cluster ARN: ${arn}`);
+  return m[1]!;
+}
+
+function* flatten(prefix: string, v: unknown): Generator<[string, string]> {
+  if (typeof v === 'string') yield [prefix, v];
+  else if (Array.isArray(v)) for (const [i, x] of v.entries()) yield* flatten(`${prefix}[${i}]`, x);
+  else if (isObject(v)) for (const [k, x] of Object.entries(v)) yield* flatten(`${prefix}.${k}`, x);
 }

@@ -18,6 +18,9 @@ const RUNTIMES: Record<LambdaRuntime, lambda.Runtime> = {
   'nodejs24.x': lambda.Runtime.NODEJS_24_X,
 };
 
+/** The RDS CA bundle the Node.js runtimes ship (docs: "Using TLS with RDS from Lambda"). */
+export const RDS_CA_BUNDLE = '/var/runtime/ca-cert.pem';
+
 /** Folder of the bundle inside the Lambda (`/var/task`); migrations are copied beside it. */
 const TASK_ROOT = '/var/task';
 
@@ -113,8 +116,10 @@ export class MsgxFunction extends Construct {
         MSGX_MIGRATIONS_DIR: `${TASK_ROOT}/migrations`,
         POWERTOOLS_SERVICE_NAME: 'msgx',
         POWERTOOLS_METRICS_NAMESPACE: 'msgx',
-        // Node 20+ runtimes ship the RDS CA bundle here but do not load it unless asked.
-        NODE_EXTRA_CA_CERTS: '/var/runtime/ca-cert.pem',
+        // Node 20+ runtimes ship the RDS CA bundle here but do not load it unless asked; the
+        // database clients verify the server against it (sslmode=verify-full, MySQL ssl.ca).
+        NODE_EXTRA_CA_CERTS: RDS_CA_BUNDLE,
+        MSGX_PG_SSL_CA: RDS_CA_BUNDLE,
         NODE_OPTIONS: '--enable-source-maps',
       },
     };
@@ -188,7 +193,7 @@ export class MsgxFunction extends Construct {
       ],
     );
     if (props.runtime !== 'nodejs24.x') {
-      const why = `msgx runs on ${props.runtime} by design (package.json engines >=20); switch with -c lambdaRuntime=nodejs24.x once verified.`;
+      const why = `msgx runs on ${props.runtime} (context lambdaRuntime; nodejs22.x is supported by AWS until 2027-04-30); switch with -c lambdaRuntime=nodejs24.x once verified.`;
       acknowledge(this.fn, [{ id: 'AwsSolutions-L1', reason: why }]);
       // CDK's own CloudFormation validation warns about the Node 20 deprecation calendar.
       if (props.runtime === 'nodejs20.x') Validations.of(this.fn).acknowledge({ id: 'CloudFormation-Validate::W2531', reason: why });
@@ -217,9 +222,16 @@ export class MsgxFunction extends Construct {
   bindMailbox(mb: MailboxBinding): this {
     mb.secret.grantRead(this.fn);
     return this.env('MSGX_MAILBOX_SECRET_ARN', mb.secret.secretArn)
+      .env('MSGX_MAILBOX_SSL_CA', RDS_CA_BUNDLE)
       .env('MSGX_MAILBOX_HOST', mb.host)
       .env('MSGX_MAILBOX_PORT', String(mb.port))
       .env('MSGX_MAILBOX_DB', mb.database);
+  }
+
+  /** Migrate only: the secret of the functions' user, created by the migration if missing. */
+  bindPostgresAppUser(secret: secretsmanager.ISecret): this {
+    secret.grantRead(this.fn);
+    return this.env('MSGX_PG_APP_SECRET_ARN', secret.secretArn);
   }
 
   /** The HMAC key for msgx-signature (check-back, webhooks). */

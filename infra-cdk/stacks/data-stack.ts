@@ -14,30 +14,90 @@ export interface DataStackProps extends StackProps {
 }
 
 export const DB_NAME = 'msgx';
+/** The user the functions connect as; the admin user (rotated separately) only rotates it. */
+export const APP_USER = 'msgx_app';
+
+/** What the functions need to reach msgx's PostgreSQL, created here or existing. */
+export interface PostgresEndpoint {
+  host: string;
+  port: string;
+  database: string;
+  /** `{username, password}` the functions connect with (re-read on an authentication failure). */
+  secret: secretsmanager.ISecret;
+  securityGroup: ec2.ISecurityGroup;
+  /** For the RDS alarms: the DB instance identifier. */
+  instanceIdentifier: string;
+  /**
+   * Created databases only: the admin secret the migrate function uses to create the functions'
+   * user (and to run migrations); with an existing database the migrate function uses `secret`.
+   */
+  adminSecret?: secretsmanager.ISecret;
+}
 
 /**
  * msgx's own PostgreSQL (RDS, encrypted, backed up, credentials in Secrets Manager with
- * rotation) and the HMAC signing secret for calls msgx makes to other services.
+ * alternating-users rotation) or an existing one (`stages.<stage>.existing.postgres`), and the
+ * HMAC signing secret for calls msgx makes to other services.
  */
 export class DataStack extends Stack {
-  readonly db: rds.DatabaseInstance;
-  readonly dbSecret: secretsmanager.ISecret;
+  /** Undefined when the stage uses an existing database. */
+  readonly db?: rds.DatabaseInstance;
+  readonly postgres: PostgresEndpoint;
   readonly signingSecret: secretsmanager.Secret;
 
   constructor(scope: Construct, id: string, props: DataStackProps) {
     super(scope, id, props);
     const { stage, settings } = props.msgx;
     const { vpc, functionSg } = props.network;
+    const existing = settings.existing.postgres;
+
+    if (existing) {
+      const port = existing.port ?? 5432;
+      const sg = ec2.SecurityGroup.fromSecurityGroupId(this, 'DbSg', existing.securityGroupId, { mutable: true });
+      sg.addIngressRule(functionSg, ec2.Port.tcp(port), 'msgx functions to PostgreSQL');
+      this.postgres = {
+        host: existing.endpoint,
+        port: String(port),
+        database: existing.database ?? DB_NAME,
+        secret: secretsmanager.Secret.fromSecretCompleteArn(this, 'DbSecret', existing.secretArn),
+        securityGroup: sg,
+        // RDS endpoints start with the instance identifier (<id>.<hash>.<region>.rds.amazonaws.com).
+        instanceIdentifier: existing.endpoint.split('.')[0]!,
+      };
+    } else {
+      const created = this.createDatabase(props, vpc, functionSg);
+      this.db = created.db;
+      this.postgres = created.endpoint;
+    }
+
+    this.signingSecret = new secretsmanager.Secret(this, 'SigningSecret', {
+      secretName: `msgx/${stage}/signing`,
+      description: 'HMAC-SHA256 key for the msgx-signature header on check-back and webhook calls',
+      generateSecretString: { passwordLength: 64, excludePunctuation: true, includeSpace: false },
+    });
+    acknowledge(this.signingSecret, [
+      {
+        id: 'AwsSolutions-SMG4',
+        reason: 'The signing key is shared with every receiver that verifies msgx-signature; rotating it is a coordinated manual change, not an automatic one.',
+      },
+    ]);
+  }
+
+  private createDatabase(
+    props: DataStackProps,
+    vpc: ec2.IVpc,
+    functionSg: ec2.ISecurityGroup,
+  ): { db: rds.DatabaseInstance; endpoint: PostgresEndpoint } {
+    const { stage, settings } = props.msgx;
     const dbSg = new ec2.SecurityGroup(this, 'DbSg', { vpc, description: 'msgx PostgreSQL', allowAllOutbound: false });
     dbSg.addIngressRule(functionSg, ec2.Port.tcp(5432), 'msgx functions to PostgreSQL');
     const s = settings.db;
-    const version =
-      s.engineVersion === '15' ? rds.PostgresEngineVersion.VER_15 : rds.PostgresEngineVersion.VER_16;
-    const engine = rds.DatabaseInstanceEngine.postgres({ version });
+    const major = s.engineVersion.split('.')[0]!;
+    const engine = rds.DatabaseInstanceEngine.postgres({ version: rds.PostgresEngineVersion.of(s.engineVersion, major) });
 
     const parameters = new rds.ParameterGroup(this, 'Params', {
       engine,
-      description: 'msgx: keepalives free a dead worker\'s advisory lock within seconds',
+      description: "msgx: keepalives free a dead worker's advisory lock within seconds",
       parameters: {
         // A Lambda killed mid-loop leaves its session (and its advisory lock) behind; server-side
         // keepalives notice the dead peer in ~25 s so the next scheduled worker can take over.
@@ -64,12 +124,12 @@ export class DataStack extends Stack {
       retention: settings.functions.logRetentionDays,
       removalPolicy: RemovalPolicy.DESTROY,
     });
-    this.db = new rds.DatabaseInstance(this, 'Postgres', {
+    const db = new rds.DatabaseInstance(this, 'Postgres', {
       engine,
       instanceIdentifier,
       instanceType: new ec2.InstanceType(s.instanceType),
       vpc,
-      vpcSubnets: { subnetType: ec2.SubnetType.PRIVATE_ISOLATED },
+      vpcSubnets: props.network.dataSubnets,
       securityGroups: [dbSg],
       port: 5432,
       databaseName: DB_NAME,
@@ -91,18 +151,26 @@ export class DataStack extends Stack {
       monitoringInterval: Duration.seconds(60),
       publiclyAccessible: false,
     });
-    this.db.node.addDependency(pgLogs);
-    if (!this.db.secret) throw new Error('generated database secret missing');
-    this.dbSecret = this.db.secret;
-    this.db.addRotationSingleUser({
-      automaticallyAfter: Duration.days(s.rotationDays),
-      vpcSubnets: { subnetType: ec2.SubnetType.PRIVATE_WITH_EGRESS },
-    });
+    db.node.addDependency(pgLogs);
+    if (!db.secret) throw new Error('generated database secret missing');
+    const rotationSubnets = props.network.appSubnets;
+    db.addRotationSingleUser({ automaticallyAfter: Duration.days(s.rotationDays), vpcSubnets: rotationSubnets });
 
-    this.signingSecret = new secretsmanager.Secret(this, 'SigningSecret', {
-      secretName: `msgx/${stage}/signing`,
-      description: 'HMAC-SHA256 key for the msgx-signature header on check-back and webhook calls',
-      generateSecretString: { passwordLength: 64, excludePunctuation: true, includeSpace: false },
+    // The functions connect as msgx_app, rotated with the alternating-users strategy: the rotation
+    // clones msgx_app into msgx_app_clone (and back) and only then moves the secret, so the
+    // password a warm function holds stays valid until the next rotation. The migrate function
+    // creates the role on first deploy (see docs/deploy.md).
+    const appSecret = new rds.DatabaseSecret(this, 'AppSecret', {
+      username: APP_USER,
+      secretName: `msgx/${stage}/postgres-app`,
+      masterSecret: db.secret,
+      excludeCharacters: ' %+~`#$&*()|[]{}:;<>?!\'/@"\\',
+    });
+    const appAttached = appSecret.attach(db);
+    db.addRotationMultiUser('AppRotation', {
+      secret: appAttached,
+      automaticallyAfter: Duration.days(s.rotationDays),
+      vpcSubnets: rotationSubnets,
     });
 
     const reasons: NagAcknowledgment[] = [
@@ -123,12 +191,18 @@ export class DataStack extends Stack {
         id: 'AwsSolutions-RDS10',
         reason: `Stage ${stage} is disposable (stages.${stage}.db.deletionProtection=false); prod enables deletion protection.`,
       });
-    acknowledge(this.db, reasons);
-    acknowledge(this.signingSecret, [
-      {
-        id: 'AwsSolutions-SMG4',
-        reason: 'The signing key is shared with every receiver that verifies msgx-signature; rotating it is a coordinated manual change, not an automatic one.',
+    acknowledge(db, reasons);
+    return {
+      db,
+      endpoint: {
+        host: db.dbInstanceEndpointAddress,
+        port: db.dbInstanceEndpointPort,
+        database: DB_NAME,
+        secret: appAttached,
+        securityGroup: dbSg,
+        instanceIdentifier,
+        adminSecret: db.secret,
       },
-    ]);
+    };
   }
 }

@@ -1,10 +1,11 @@
-import { Fn, RemovalPolicy, Stack, type StackProps } from 'aws-cdk-lib';
+import { Duration, Fn, RemovalPolicy, Stack, type StackProps } from 'aws-cdk-lib';
+import * as appscaling from 'aws-cdk-lib/aws-applicationautoscaling';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import * as msk from 'aws-cdk-lib/aws-msk';
 import * as cr from 'aws-cdk-lib/custom-resources';
 import type { Construct } from 'constructs';
-import type { MsgxSettings } from '../config.ts';
+import { clusterNameOf, type MsgxSettings } from '../config.ts';
 import type { NetworkStack } from './network-stack.ts';
 import { acknowledge } from '../nag.ts';
 
@@ -17,56 +18,110 @@ export interface MessagingStackProps extends StackProps {
 export const KAFKA_VERSION = '3.9.x';
 
 /**
- * Amazon MSK (provisioned, IAM client auth over TLS, encrypted) and its IAM bootstrap broker
- * string. Topics are not created here: the migrate function creates them at deploy time, the
- * same code the twin runs at start.
+ * Amazon MSK (provisioned, IAM client auth over TLS, encrypted, a cluster configuration with the
+ * stage's replication settings, storage autoscaling) or an existing cluster
+ * (`stages.<stage>.existing.msk`). Topics are not created here: the migrate function creates
+ * them at deploy time, the same code the twin runs at start.
  */
 export class MessagingStack extends Stack {
-  readonly cluster: msk.CfnCluster;
+  /** Undefined when the stage uses an existing cluster. */
+  readonly cluster?: msk.CfnCluster;
+  readonly clusterArn: string;
   readonly clusterName: string;
   /** `BootstrapBrokerStringSaslIam`, comma separated host:9098 list. */
   readonly bootstrapBrokers: string;
+  /** Broker count, for the per-broker disk alarms. */
+  readonly brokerCount: number;
 
   constructor(scope: Construct, id: string, props: MessagingStackProps) {
     super(scope, id, props);
     const { stage, settings } = props.msgx;
     const { vpc, functionSg } = props.network;
+    const existing = settings.existing.msk;
+
+    if (existing) {
+      this.clusterArn = existing.clusterArn;
+      this.clusterName = clusterNameOf(existing.clusterArn);
+      this.bootstrapBrokers = existing.bootstrapBrokers;
+      this.brokerCount = existing.brokers ?? existing.bootstrapBrokers.split(',').length;
+      if (existing.securityGroupId) {
+        const sg = ec2.SecurityGroup.fromSecurityGroupId(this, 'KafkaSg', existing.securityGroupId, { mutable: true });
+        sg.addIngressRule(functionSg, ec2.Port.tcp(9098), 'msgx functions to MSK (IAM/TLS)');
+      }
+      return;
+    }
+
     const kafkaSg = new ec2.SecurityGroup(this, 'KafkaSg', { vpc, description: 'msgx MSK brokers', allowAllOutbound: false });
     // 9098 is the IAM-authenticated TLS listener of MSK.
     kafkaSg.addIngressRule(functionSg, ec2.Port.tcp(9098), 'msgx functions to MSK (IAM/TLS)');
     this.clusterName = `msgx-${stage}`;
+    const k = settings.kafka;
+    this.brokerCount = k.brokers;
 
     const brokerLogs = new logs.LogGroup(this, 'BrokerLogs', {
       retention: settings.functions.logRetentionDays,
       removalPolicy: RemovalPolicy.DESTROY,
     });
-    this.cluster = new msk.CfnCluster(this, 'Cluster', {
+    // Topics the migrate function creates take the broker defaults: no per-topic factor in code.
+    const configuration = new msk.CfnConfiguration(this, 'Config', {
+      name: `msgx-${stage}`,
+      description: `msgx ${stage}: replication ${k.replicationFactor}, min ISR ${k.minInsyncReplicas}`,
+      kafkaVersionsList: ['3.9.x'],
+      serverProperties: [
+        `default.replication.factor=${k.replicationFactor}`,
+        `min.insync.replicas=${k.minInsyncReplicas}`,
+        'auto.create.topics.enable=false',
+        'unclean.leader.election.enable=false',
+      ].join('\n'),
+    });
+    const cluster = new msk.CfnCluster(this, 'Cluster', {
       clusterName: this.clusterName,
       kafkaVersion: KAFKA_VERSION,
-      numberOfBrokerNodes: settings.kafka.brokers,
+      numberOfBrokerNodes: k.brokers,
       brokerNodeGroupInfo: {
-        instanceType: settings.kafka.instanceType,
-        clientSubnets: vpc.selectSubnets({ subnetType: ec2.SubnetType.PRIVATE_ISOLATED }).subnetIds,
+        instanceType: k.instanceType,
+        clientSubnets: vpc.selectSubnets(props.network.dataSubnets).subnetIds,
         securityGroups: [kafkaSg.securityGroupId],
-        storageInfo: { ebsStorageInfo: { volumeSize: settings.kafka.volumeGb } },
+        storageInfo: { ebsStorageInfo: { volumeSize: k.volumeGb } },
       },
+      configurationInfo: { arn: configuration.attrArn, revision: 1 },
       clientAuthentication: { sasl: { iam: { enabled: true } }, unauthenticated: { enabled: false } },
       encryptionInfo: { encryptionInTransit: { clientBroker: 'TLS', inCluster: true } },
       loggingInfo: { brokerLogs: { cloudWatchLogs: { enabled: true, logGroup: brokerLogs.logGroupName } } },
       enhancedMonitoring: 'PER_TOPIC_PER_BROKER',
     });
+    this.cluster = cluster;
+    this.clusterArn = cluster.attrArn;
+
+    if (k.maxVolumeGb > 0) {
+      // MSK storage autoscaling is Application Auto Scaling on the broker volume size.
+      const target = new appscaling.ScalableTarget(this, 'StorageScaling', {
+        serviceNamespace: appscaling.ServiceNamespace.KAFKA,
+        scalableDimension: 'kafka:broker-storage:VolumeSize',
+        resourceId: cluster.attrArn,
+        minCapacity: k.volumeGb,
+        maxCapacity: k.maxVolumeGb,
+      });
+      target.scaleToTrackMetric('StorageUtilization', {
+        predefinedMetric: appscaling.PredefinedMetric.KAFKA_BROKER_STORAGE_UTILIZATION,
+        targetValue: 60,
+        // MSK cannot shrink a volume.
+        disableScaleIn: true,
+      });
+    }
 
     // CloudFormation has no attribute for the bootstrap string; ask the Kafka API once per deploy.
     const brokers = new cr.AwsCustomResource(this, 'BootstrapBrokers', {
       onUpdate: {
         service: 'Kafka',
         action: 'getBootstrapBrokers',
-        parameters: { ClusterArn: this.cluster.attrArn },
-        physicalResourceId: cr.PhysicalResourceId.of(this.cluster.attrArn),
+        parameters: { ClusterArn: cluster.attrArn },
+        physicalResourceId: cr.PhysicalResourceId.of(cluster.attrArn),
         outputPaths: ['BootstrapBrokerStringSaslIam'],
       },
-      policy: cr.AwsCustomResourcePolicy.fromSdkCalls({ resources: [this.cluster.attrArn] }),
+      policy: cr.AwsCustomResourcePolicy.fromSdkCalls({ resources: [cluster.attrArn] }),
       installLatestAwsSdk: false,
+      timeout: Duration.minutes(2),
     });
     this.bootstrapBrokers = brokers.getResponseField('BootstrapBrokerStringSaslIam');
 
@@ -81,11 +136,6 @@ export class MessagingStack extends Stack {
         reason: 'The AwsCustomResource handler runtime is chosen by aws-cdk-lib, not by msgx.',
       },
     ]);
-  }
-
-  /** ARN of a topic in this cluster (a name or a pattern such as `*`). */
-  topicArn(scope: Stack, topic: string): string {
-    return topicArnOf(scope, this.cluster.attrArn, topic);
   }
 }
 

@@ -6,12 +6,16 @@ import * as kms from 'aws-cdk-lib/aws-kms';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import * as subs from 'aws-cdk-lib/aws-sns-subscriptions';
 import type { Construct } from 'constructs';
-import { type FunctionRole, type MsgxSettings } from '../config.ts';
+import { type FunctionRole, type MsgxSettings, SCHEDULED_ROLES } from '../config.ts';
+import type { DataStack } from './data-stack.ts';
+import type { MessagingStack } from './messaging-stack.ts';
 import type { ServiceStack } from './service-stack.ts';
 
 export interface MonitoringStackProps extends StackProps {
   msgx: MsgxSettings;
   service: ServiceStack;
+  data: DataStack;
+  messaging: MessagingStack;
 }
 
 /**
@@ -22,6 +26,11 @@ export interface MonitoringStackProps extends StackProps {
 export const METRIC_NAMESPACE = 'msgx';
 export const SERVICE_DIMENSION = { service: 'msgx' } as const;
 export const DEAD_KINDS = ['proc', 'event', 'txmsg'] as const;
+/** Emitted by every scheduled invocation (lib/jobs/roleMetrics.ts) with the dimension `role`. */
+export const HEARTBEAT_METRIC = 'Heartbeat';
+export const LOCK_TAKEN_METRIC = 'RoleLockTaken';
+/** Gauge from the sweep: mailbox back-fills that failed at least once and are still owed. */
+export const BACKFILL_FAILURE_METRIC = 'BackfillFailures';
 
 export class MonitoringStack extends Stack {
   readonly topic: sns.Topic;
@@ -30,7 +39,7 @@ export class MonitoringStack extends Stack {
 
   constructor(scope: Construct, id: string, props: MonitoringStackProps) {
     super(scope, id, props);
-    const { msgx, service } = props;
+    const { msgx, service, data, messaging } = props;
     const a = msgx.settings.alarms;
     const period = Duration.minutes(1);
 
@@ -111,6 +120,66 @@ export class MonitoringStack extends Stack {
       const throttles = fn.metricThrottles({ period: window, statistic: cloudwatch.Stats.SUM });
       alarm(`${role}-Throttles`, throttles, limit, `${role}: >= ${limit} throttles in ${a.evaluationMinutes} min`, atLeast);
     }
+
+
+    // ---- watchers of the watchers: a scheduled role that stops reporting pages --------------
+    const roleMetric = (metricName: string, role: string, statistic: string, minutes: number) =>
+      new cloudwatch.Metric({
+        namespace: METRIC_NAMESPACE,
+        metricName,
+        dimensionsMap: { ...SERVICE_DIMENSION, role },
+        statistic,
+        period: Duration.minutes(minutes),
+      });
+    for (const role of SCHEDULED_ROLES) {
+      // Missing data is BREACHING: a role that is not invoked, or dies before it reports, is silent.
+      alarm(
+        `${role}-Heartbeat`,
+        roleMetric(HEARTBEAT_METRIC, role, cloudwatch.Stats.SUM, a.heartbeatMinutes),
+        1,
+        `${role}: no completed run in ${a.heartbeatMinutes} min (schedule disabled, function failing, or lock held by a dead worker)`,
+        { comparison: cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD, periods: 1, missing: cloudwatch.TreatMissingData.BREACHING },
+      );
+      // Minimum over a minute is 1 only when every invocation of that minute found the lock taken.
+      alarm(
+        `${role}-LockTaken`,
+        roleMetric(LOCK_TAKEN_METRIC, role, cloudwatch.Stats.MINIMUM, 1),
+        1,
+        `${role}: every invocation found the role lock taken for ${a.lockTakenMinutes} min in a row (a stuck or overlong holder)`,
+        { comparison: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD, periods: a.lockTakenMinutes },
+      );
+    }
+
+    // Gauge from the sweep (lib/observability/metrics.ts): back-fills that failed and are still owed.
+    alarm('BackfillFailures', custom(BACKFILL_FAILURE_METRIC), a.backfillFailures,
+      `More than ${a.backfillFailures} mailbox back-fills failing for ${a.evaluationMinutes} min: the mailbox refuses our DATE_PROCESSED writes`);
+
+    // ---- infrastructure ---------------------------------------------------------------------
+    const rds = (metricName: string, statistic: string) =>
+      new cloudwatch.Metric({
+        namespace: 'AWS/RDS',
+        metricName,
+        dimensionsMap: { DBInstanceIdentifier: data.postgres.instanceIdentifier },
+        statistic,
+        period,
+      });
+    alarm('Rds-Cpu', rds('CPUUtilization', cloudwatch.Stats.AVERAGE), a.rdsCpuPercent, `PostgreSQL CPU above ${a.rdsCpuPercent}%`);
+    alarm('Rds-FreeStorage', rds('FreeStorageSpace', cloudwatch.Stats.MINIMUM), a.rdsFreeStorageGb * 1024 ** 3,
+      `PostgreSQL free storage below ${a.rdsFreeStorageGb} GiB`, { comparison: cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD });
+    alarm('Rds-Connections', rds('DatabaseConnections', cloudwatch.Stats.MAXIMUM), a.rdsConnections,
+      `More than ${a.rdsConnections} PostgreSQL connections: check max_connections and the function concurrency`);
+    for (let broker = 1; broker <= messaging.brokerCount; broker++) {
+      const disk = new cloudwatch.Metric({
+        namespace: 'AWS/Kafka',
+        metricName: 'KafkaDataLogsDiskUsed',
+        dimensionsMap: { 'Cluster Name': messaging.clusterName, 'Broker ID': String(broker) },
+        statistic: cloudwatch.Stats.MAXIMUM,
+        period,
+      });
+      alarm(`Msk-Disk-${broker}`, disk, a.mskDiskPercent, `MSK broker ${broker}: data volume above ${a.mskDiskPercent}% used`);
+    }
+    alarm('Api-5xx', service.api.metricServerError({ period: window, statistic: cloudwatch.Stats.SUM }), a.api5xx,
+      `>= ${a.api5xx} HTTP 5xx answers in ${a.evaluationMinutes} min`, atLeast);
 
     this.dashboard = new cloudwatch.Dashboard(this, 'Dashboard', {
       dashboardName: `msgx-${msgx.stage}`,

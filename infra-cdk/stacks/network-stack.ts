@@ -1,4 +1,4 @@
-import { RemovalPolicy, Stack, type StackProps } from 'aws-cdk-lib';
+import { CfnOutput, Fn, RemovalPolicy, Stack, type StackProps } from 'aws-cdk-lib';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
@@ -9,59 +9,95 @@ export interface NetworkStackProps extends StackProps {
 }
 
 /**
- * The VPC, its interface endpoints and the functions' security group. The database's and the
- * cluster's groups live in their own stacks and admit this one: rules then point only "down" the
- * stack dependency order, never creating a cross-stack reference cycle.
+ * The VPC (created, or an existing one from `stages.<stage>.existing.vpc`), its interface
+ * endpoints and the functions' security group. The database's and the cluster's groups live in
+ * their own stacks and admit this one: rules then point only "down" the stack dependency order,
+ * never creating a cross-stack reference cycle.
  */
 export class NetworkStack extends Stack {
-  readonly vpc: ec2.Vpc;
+  readonly vpc: ec2.IVpc;
   /** Every msgx function (and the migration trigger) runs with this group. */
-  readonly functionSg: ec2.SecurityGroup;
+  readonly functionSg: ec2.ISecurityGroup;
+  /** Where the functions run (private, with egress). */
+  readonly appSubnets: ec2.SubnetSelection;
+  /** Where a database or brokers msgx creates are placed. */
+  readonly dataSubnets: ec2.SubnetSelection;
+  private azCount?: number;
 
   constructor(scope: Construct, id: string, props: NetworkStackProps) {
     super(scope, id, props);
     const { settings, mailbox } = props.msgx;
+    const existing = settings.existing.vpc;
+    this.azCount = settings.azs;
+    let cidr: string;
+    let createEndpoints: boolean;
 
-    this.vpc = new ec2.Vpc(this, 'Vpc', {
-      ipAddresses: ec2.IpAddresses.cidr(settings.vpcCidr),
-      // Two AZs keep the stack environment-agnostic (no AZ lookup) and match the broker count.
-      maxAzs: 2,
-      natGateways: settings.natGateways,
-      subnetConfiguration: [
-        { name: 'public', subnetType: ec2.SubnetType.PUBLIC, cidrMask: 24 },
-        { name: 'app', subnetType: ec2.SubnetType.PRIVATE_WITH_EGRESS, cidrMask: 22 },
-        { name: 'data', subnetType: ec2.SubnetType.PRIVATE_ISOLATED, cidrMask: 24 },
-      ],
-    });
-    const flowLogGroup = new logs.LogGroup(this, 'FlowLogs', {
-      retention: settings.functions.logRetentionDays,
-      removalPolicy: RemovalPolicy.DESTROY,
-    });
-    this.vpc.addFlowLog('FlowLog', {
-      destination: ec2.FlowLogDestination.toCloudWatchLogs(flowLogGroup),
-      trafficType: ec2.FlowLogTrafficType.REJECT,
-    });
+    if (existing) {
+      // Attributes, not a lookup: synth stays offline and needs no account context.
+      this.vpc = ec2.Vpc.fromVpcAttributes(this, 'Vpc', {
+        vpcId: existing.id,
+        vpcCidrBlock: existing.cidr,
+        availabilityZones: existing.availabilityZones,
+        privateSubnetIds: existing.appSubnetIds,
+        isolatedSubnetIds: existing.dataSubnetIds,
+      });
+      this.appSubnets = { subnets: existing.appSubnetIds.map((s, i) => ec2.Subnet.fromSubnetId(this, `App${i}`, s)) };
+      const data = existing.dataSubnetIds ?? existing.appSubnetIds;
+      this.dataSubnets = { subnets: data.map((s, i) => ec2.Subnet.fromSubnetId(this, `Data${i}`, s)) };
+      cidr = existing.cidr;
+      createEndpoints = existing.createEndpoints ?? false;
+    } else {
+      const vpc = new ec2.Vpc(this, 'Vpc', {
+        ipAddresses: ec2.IpAddresses.cidr(settings.vpcCidr),
+        // AZs come from Fn::GetAZs (see availabilityZones below): no lookup, any region.
+        maxAzs: settings.azs,
+        natGateways: settings.natGateways,
+        subnetConfiguration: [
+          { name: 'public', subnetType: ec2.SubnetType.PUBLIC, cidrMask: 24 },
+          { name: 'app', subnetType: ec2.SubnetType.PRIVATE_WITH_EGRESS, cidrMask: 22 },
+          { name: 'data', subnetType: ec2.SubnetType.PRIVATE_ISOLATED, cidrMask: 24 },
+        ],
+      });
+      const flowLogGroup = new logs.LogGroup(this, 'FlowLogs', {
+        retention: settings.functions.logRetentionDays,
+        removalPolicy: RemovalPolicy.DESTROY,
+      });
+      vpc.addFlowLog('FlowLog', {
+        destination: ec2.FlowLogDestination.toCloudWatchLogs(flowLogGroup),
+        trafficType: ec2.FlowLogTrafficType.REJECT,
+      });
+      this.vpc = vpc;
+      this.appSubnets = { subnetType: ec2.SubnetType.PRIVATE_WITH_EGRESS };
+      this.dataSubnets = { subnetType: ec2.SubnetType.PRIVATE_ISOLATED };
+      cidr = settings.vpcCidr;
+      createEndpoints = true;
+    }
 
-    this.functionSg = new ec2.SecurityGroup(this, 'FunctionSg', {
+    const functionSg = new ec2.SecurityGroup(this, 'FunctionSg', {
       vpc: this.vpc,
       description: 'msgx functions',
       // Outbound stays open: webhooks and tx check-back go to origins configured at run time.
       allowAllOutbound: true,
     });
+    this.functionSg = functionSg;
+    new CfnOutput(this, 'FunctionSecurityGroupId', {
+      value: functionSg.securityGroupId,
+      description: 'Allow this group on the shared mailbox (if mailboxSecurityGroupId was not given)',
+    });
 
     // The shared mailbox is not ours: open its group to us when we are told which one it is.
     if (mailbox.securityGroupId) {
       const mailboxSg = ec2.SecurityGroup.fromSecurityGroupId(this, 'MailboxSg', mailbox.securityGroupId, { mutable: true });
-      mailboxSg.addIngressRule(this.functionSg, ec2.Port.tcp(mailbox.port), 'msgx functions to the shared mailbox');
+      mailboxSg.addIngressRule(functionSg, ec2.Port.tcp(mailbox.port), 'msgx functions to the shared mailbox');
     }
 
+    if (!createEndpoints) return;
     const endpointSg = new ec2.SecurityGroup(this, 'EndpointSg', {
       vpc: this.vpc,
       description: 'msgx interface endpoints',
       allowAllOutbound: false,
     });
-    endpointSg.addIngressRule(ec2.Peer.ipv4(settings.vpcCidr), ec2.Port.tcp(443), 'HTTPS from inside the VPC');
-    const subnets = { subnetType: ec2.SubnetType.PRIVATE_WITH_EGRESS };
+    endpointSg.addIngressRule(ec2.Peer.ipv4(cidr), ec2.Port.tcp(443), 'HTTPS from inside the VPC');
     // The calls msgx makes on every cold start or every loop stay inside the VPC.
     const interfaces: Record<string, ec2.InterfaceVpcEndpointAwsService> = {
       SecretsManager: ec2.InterfaceVpcEndpointAwsService.SECRETS_MANAGER,
@@ -72,8 +108,24 @@ export class NetworkStack extends Stack {
     };
     // Everything else (X-Ray, the Kafka control plane, webhooks) leaves through the NAT gateway.
     for (const [name, service] of Object.entries(interfaces)) {
-      this.vpc.addInterfaceEndpoint(name, { service, subnets, securityGroups: [endpointSg], privateDnsEnabled: true, open: false });
+      this.vpc.addInterfaceEndpoint(name, {
+        service,
+        subnets: this.appSubnets,
+        securityGroups: [endpointSg],
+        privateDnsEnabled: true,
+        open: false,
+      });
     }
-    this.vpc.addGatewayEndpoint('S3', { service: ec2.GatewayVpcEndpointAwsService.S3 });
+    // A gateway endpoint needs the route tables, which an imported VPC does not expose.
+    if (!existing) this.vpc.addGatewayEndpoint('S3', { service: ec2.GatewayVpcEndpointAwsService.S3 });
+  }
+
+  /**
+   * An environment-agnostic stack gets two AZs from CDK; 3-AZ stages (MSK across three zones)
+   * take the first `azs` of Fn::GetAZs, which works in any region without a lookup.
+   */
+  override get availabilityZones(): string[] {
+    const n = this.azCount ?? 2;
+    return Array.from({ length: n }, (_, i) => Fn.select(i, Fn.getAzs()));
   }
 }

@@ -3,7 +3,6 @@ import * as apigw from 'aws-cdk-lib/aws-apigateway';
 import * as apigwv2 from 'aws-cdk-lib/aws-apigatewayv2';
 import * as authorizers from 'aws-cdk-lib/aws-apigatewayv2-authorizers';
 import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
-import * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as logs from 'aws-cdk-lib/aws-logs';
@@ -13,7 +12,7 @@ import * as triggers from 'aws-cdk-lib/triggers';
 import type { Construct } from 'constructs';
 import { type FunctionRole, type MsgxSettings, SCHEDULED_ROLES, type ScheduledRole } from '../config.ts';
 import { MsgxFunction } from '../constructs/msgx-function.ts';
-import { DB_NAME, type DataStack } from './data-stack.ts';
+import type { DataStack } from './data-stack.ts';
 import type { MessagingStack } from './messaging-stack.ts';
 import type { NetworkStack } from './network-stack.ts';
 import { acknowledge } from '../nag.ts';
@@ -84,13 +83,14 @@ export class ServiceStack extends Stack {
         bundling: msgx.bundling,
         runtime: msgx.lambdaRuntime,
         vpc: network.vpc,
-        subnets: { subnetType: ec2.SubnetType.PRIVATE_WITH_EGRESS },
+        subnets: network.appSubnets,
         securityGroups: [network.functionSg],
         memoryMb: settings.functions.memoryMb[role],
         timeout: Duration.seconds(settings.functions.timeoutSeconds[role]),
         logRetentionDays: settings.functions.logRetentionDays,
-        // The advisory lock is the real guard; one pump at a time also saves idle invocations.
-        reservedConcurrency: role === 'pump' ? 1 : undefined,
+        // Off unless configured: the advisory lock and row locks are the guard, and a reservation
+        // can be refused outright in an account with a small concurrency quota.
+        reservedConcurrency: settings.functions.reservedConcurrency[role],
         asyncMaxEventAge: (SCHEDULED_ROLES as readonly string[]).includes(role) ? Duration.seconds(60) : undefined,
         environment: common,
         description: descriptions[role],
@@ -106,16 +106,11 @@ export class ServiceStack extends Stack {
     this.functions = fns;
 
     // ---- bindings: each grant travels with its environment variable -------------------------
-    const pg = {
-      secret: data.dbSecret,
-      host: data.db.dbInstanceEndpointAddress,
-      port: data.db.dbInstanceEndpointPort,
-      database: DB_NAME,
-    };
+    const pg = data.postgres;
     const mailboxSecret = secretsmanager.Secret.fromSecretCompleteArn(this, 'MailboxSecret', msgx.mailbox.secretArn);
     const mailbox = { secret: mailboxSecret, ...msgx.mailbox };
     const kafka = {
-      clusterArn: messaging.cluster.attrArn,
+      clusterArn: messaging.clusterArn,
       clusterName: messaging.clusterName,
       bootstrapBrokers: messaging.bootstrapBrokers,
     };
@@ -123,7 +118,11 @@ export class ServiceStack extends Stack {
     // Shadow mode (MSGX_SHADOW) writes to `<topic>.shadow`; the grant covers both.
     const ownTopics = [topicMsg, `${topicMsg}.shadow`, topicSchd, `${topicSchd}.shadow`];
 
-    for (const f of Object.values(fns)) f.bindPostgres(pg);
+    for (const f of Object.values(fns)) if (f !== fns.migrate) f.bindPostgres(pg);
+    // The migrate function connects as the admin to create the functions' user (msgx_app) with
+    // the app secret's password, run the migrations and grant msgx_app what it needs.
+    if (pg.adminSecret) fns.migrate.bindPostgres({ ...pg, secret: pg.adminSecret }).bindPostgresAppUser(pg.secret);
+    else fns.migrate.bindPostgres(pg);
     for (const f of [fns.ingress, fns.poller, fns.pump, fns.sweep]) f.bindMailbox(mailbox);
     fns.ingress.bindKafka(kafka); // /health only: connect and describe
     fns.dispatcher.bindKafka({ ...kafka, writeTopics: ownTopics, writePatterns: msgx.kafka.txTopicPatterns });
@@ -224,10 +223,6 @@ export class ServiceStack extends Stack {
     new CfnOutput(this, 'ScheduleGroupName', { value: groupName });
     new CfnOutput(this, 'ScheduleNames', { value: scheduleNames.join(',') });
     new CfnOutput(this, 'PumpFunctionName', { value: fns.pump.functionName });
-    new CfnOutput(this, 'FunctionSecurityGroupId', {
-      value: network.functionSg.securityGroupId,
-      description: 'Allow this group on the shared mailbox (if mailboxSecurityGroupId was not given)',
-    });
 
     acknowledge(this, [
       {

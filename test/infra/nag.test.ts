@@ -14,8 +14,8 @@ function app(context: Record<string, unknown>): App {
     context: {
       ...CDK_CONTEXT,
       bundling: 'skip',
-      mailboxHost: 'cmin-db.example.internal',
-      mailboxSecretArn: 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:cmin/mailbox-AbCdEf',
+      mailboxHost: 'cmin-db.corp.internal',
+      mailboxSecretArn: 'arn:aws:secretsmanager:eu-west-1:210987654321:secret:cmin/mailbox-AbCdEf',
       mailboxSecurityGroupId: 'sg-0123456789abcdef0',
       ...context,
     },
@@ -39,7 +39,7 @@ describe('cdk-nag AwsSolutions', () => {
   for (const [stage, extra] of [
     ['dev', {}],
     ['prod', {}],
-    ['dev', { upstreamAuth: 'jwt', jwtIssuer: 'https://issuer.example.com', jwtAudience: 'msgx', alarmEmail: 'ops@example.com' }],
+    ['dev', { upstreamAuth: 'jwt', jwtIssuer: 'https://login.corp.internal', jwtAudience: 'msgx', alarmEmail: 'msgx-oncall@corp.internal' }],
   ] as const) {
     it(`has no unacknowledged finding (stage ${stage}${Object.keys(extra).length ? ', options' : ''})`, () => {
       const a = app({ stage, ...extra });

@@ -1,34 +1,16 @@
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { App, Stack } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import type * as iam from 'aws-cdk-lib/aws-iam';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { buildMsgx, type MsgxStacks, REPO_ROOT } from '../../infra-cdk/build.ts';
+import { buildMsgx, type MsgxStacks } from '../../infra-cdk/build.ts';
 import { SCHEDULED_ROLES, type FunctionRole } from '../../infra-cdk/config.ts';
+import { CDK_CONTEXT, MAILBOX_SECRET_ARN, synth } from './synth.ts';
 
 /**
  * The kinds the application emits DeadCount for (lib/observability/metrics.ts: dead messages, events and
  * transactional messages), written by hand: an alarm the stack forgets must fail this test.
  */
 const EXPECTED_DEAD_KINDS = ['event', 'proc', 'txmsg'];
-
-export const MAILBOX_SECRET_ARN = 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:cmin/mailbox-AbCdEf';
-const CDK_CONTEXT = JSON.parse(readFileSync(join(REPO_ROOT, 'cdk.json'), 'utf8')).context as Record<string, unknown>;
-
-/** The app as `cdk synth` builds it, from cdk.json's context, without bundling and without nag. */
-export function synth(context: Record<string, unknown> = {}): MsgxStacks {
-  const app = new App({
-    context: {
-      ...CDK_CONTEXT,
-      bundling: 'skip',
-      mailboxHost: 'cmin-db.example.internal',
-      mailboxSecretArn: MAILBOX_SECRET_ARN,
-      ...context,
-    },
-  });
-  return buildMsgx(app, { nag: false });
-}
 
 type Statement = { Action: string | string[]; Resource: unknown; Effect: string; Condition?: unknown };
 
@@ -77,7 +59,9 @@ describe('msgx stacks (dev)', () => {
       DeletionProtection: false,
       PubliclyAccessible: false,
     });
-    t.resourceCountIs('AWS::SecretsManager::RotationSchedule', 1);
+    // The admin user rotates alone; the functions' user alternates (msgx_app / msgx_app_clone).
+    t.resourceCountIs('AWS::SecretsManager::RotationSchedule', 2);
+    t.hasResourceProperties('AWS::SecretsManager::Secret', { Name: 'msgx/dev/postgres-app' });
     t.hasResourceProperties('AWS::RDS::DBParameterGroup', {
       Parameters: Match.objectLike({ tcp_keepalives_idle: '10', 'rds.force_ssl': '1' }),
     });
@@ -94,13 +78,13 @@ describe('msgx stacks (dev)', () => {
     });
   });
 
-  it('builds every function the same way: Node 20, ARM64, X-Ray, VPC, log retention', () => {
+  it('builds every function the same way: Node 22, ARM64, X-Ray, VPC, log retention', () => {
     const fns = service.findResources('AWS::Lambda::Function', {
       Properties: { Description: Match.stringLikeRegexp('^msgx ') },
     });
     expect(Object.keys(fns)).toHaveLength(6);
     for (const f of Object.values(fns)) {
-      expect(f.Properties.Runtime).toBe('nodejs20.x');
+      expect(f.Properties.Runtime).toBe('nodejs22.x');
       expect(f.Properties.Architectures).toEqual(['arm64']);
       expect(f.Properties.TracingConfig).toEqual({ Mode: 'Active' });
       expect(f.Properties.VpcConfig).toBeDefined();
@@ -111,7 +95,7 @@ describe('msgx stacks (dev)', () => {
     service.resourcePropertiesCountIs('AWS::Logs::LogGroup', { RetentionInDays: 14 }, 7);
   });
 
-  it('gives scheduled functions a 60-90 s timeout, the ingress <= 29 s, and the pump concurrency 1', () => {
+  it('gives scheduled functions a 60-90 s timeout, the ingress <= 29 s, and no reserved concurrency', () => {
     const props = (role: FunctionRole) =>
       service.toJSON().Resources[s.service.getLogicalId(s.service.functions[role].fn.node.defaultChild as never)]
         .Properties;
@@ -120,7 +104,9 @@ describe('msgx stacks (dev)', () => {
       expect(props(role).Timeout).toBeLessThanOrEqual(90);
     }
     expect(props('ingress').Timeout).toBeLessThanOrEqual(29);
-    expect(props('pump').ReservedConcurrentExecutions).toBe(1);
+    // The advisory lock is the guard; a reservation could be refused in a small account.
+    for (const role of Object.keys(s.service.functions) as FunctionRole[])
+      expect(props(role).ReservedConcurrentExecutions, role).toBeUndefined();
     // Async invokes (schedules, the ingress kick) are dropped after a minute, never queued for hours.
     service.resourcePropertiesCountIs('AWS::Lambda::EventInvokeConfig', { MaximumEventAgeInSeconds: 60, MaximumRetryAttempts: 0 }, 4);
   });
@@ -174,13 +160,15 @@ describe('msgx stacks (dev)', () => {
       pump: ['mailbox', 'postgres'],
       dispatcher: ['postgres', 'signing'],
       sweep: ['mailbox', 'postgres', 'signing'],
-      migrate: ['postgres'],
+      // The admin secret only for the migration, which creates the functions' user.
+      migrate: ['postgres', 'postgres-admin'],
     };
     const kind = (r: unknown): string => {
       const j = JSON.stringify(r);
       if (j.includes(MAILBOX_SECRET_ARN)) return 'mailbox';
       if (j.includes('SigningSecret')) return 'signing';
-      if (j.includes('PostgresSecret')) return 'postgres';
+      if (j.includes('AppSecret')) return 'postgres';
+      if (j.includes('PostgresSecret')) return 'postgres-admin';
       return `unexpected:${j}`;
     };
     for (const [role, f] of Object.entries(s.service.functions)) {
@@ -230,7 +218,7 @@ describe('msgx stacks (dev)', () => {
     expect(env('dispatcher')).toMatchObject({ MSGX_KAFKA_SSL: '1', MSGX_TOPIC_MSG: 'msgx.msg', MSGX_TOPIC_SCHD: 'msgx.schd' });
     expect(env('dispatcher').MSGX_KAFKA_BROKERS).toBeDefined();
     expect(env('dispatcher').MSGX_KAFKA_IAM_REGION).toEqual({ Ref: 'AWS::Region' });
-    expect(env('poller')).toMatchObject({ MSGX_MAILBOX_HOST: 'cmin-db.example.internal', MSGX_MAILBOX_SECRET_ARN: MAILBOX_SECRET_ARN });
+    expect(env('poller')).toMatchObject({ MSGX_MAILBOX_HOST: 'cmin-db.corp.internal', MSGX_MAILBOX_SECRET_ARN: MAILBOX_SECRET_ARN });
     expect(env('pump').MSGX_TIMEZONE).toBe('Asia/Shanghai');
     expect(env('poller').MSGX_KAFKA_BROKERS).toBeUndefined();
   });
@@ -260,20 +248,47 @@ describe('msgx stacks (dev)', () => {
     });
   });
 
-  it('raises alarms on the msgx EMF metrics and on Lambda errors and throttles, to one SNS topic', () => {
+  it('raises alarms on the msgx metrics, heartbeats, Lambda, RDS, MSK and the API, to one SNS topic', () => {
     const t = Template.fromStack(s.monitoring);
     t.resourceCountIs('AWS::SNS::Topic', 1);
     const alarms = Object.values(t.findResources('AWS::CloudWatch::Alarm')).map((a) => a.Properties);
+    const dim = (a: { Dimensions: { Name: string; Value: string }[] }, name: string) => a.Dimensions.find((d) => d.Name === name)?.Value;
     const custom = alarms.filter((a) => a.Namespace === 'msgx');
-    expect(custom.map((a) => a.MetricName).sort()).toEqual(
-      ['Backlog', 'HeadAgeSeconds', 'OldestPendingEventSeconds', ...EXPECTED_DEAD_KINDS.map(() => 'DeadCount')].sort(),
-    );
-    for (const a of custom) expect(a.Dimensions).toContainEqual({ Name: 'service', Value: 'msgx' });
-    const kinds = custom.filter((a) => a.MetricName === 'DeadCount').map((a) => a.Dimensions.find((d: { Name: string }) => d.Name === 'kind').Value);
-    expect(kinds.sort()).toEqual(EXPECTED_DEAD_KINDS);
+    // Written out by hand: a metric renamed in the code must fail here, not silently follow.
+    const scheduled = ['poller', 'pump', 'dispatcher', 'sweep'];
+    const expected = [
+      'Backlog',
+      'HeadAgeSeconds',
+      'OldestPendingEventSeconds',
+      ...EXPECTED_DEAD_KINDS.map((k) => `DeadCount/${k}`),
+      'BackfillFailures',
+      ...scheduled.map((r) => `Heartbeat/${r}`),
+      ...scheduled.map((r) => `RoleLockTaken/${r}`),
+    ];
+    const got = custom.map((a) => [a.MetricName, dim(a, 'kind') ?? dim(a, 'role')].filter(Boolean).join('/'));
+    expect(got.sort()).toEqual(expected.sort());
+    for (const a of custom) expect(dim(a, 'service')).toBe('msgx');
+    // A role that stops reporting is itself the alarm.
+    for (const a of custom.filter((x) => x.MetricName === 'Heartbeat')) {
+      expect(a.TreatMissingData).toBe('breaching');
+      expect(a.ComparisonOperator).toBe('LessThanThreshold');
+    }
+    for (const a of custom.filter((x) => x.MetricName === 'RoleLockTaken')) {
+      expect(a.Statistic).toBe('Minimum');
+      expect(a.EvaluationPeriods).toBe(3);
+    }
     const lambda = alarms.filter((a) => a.Namespace === 'AWS/Lambda');
     expect(lambda.filter((a) => a.MetricName === 'Errors')).toHaveLength(6);
     expect(lambda.filter((a) => a.MetricName === 'Throttles')).toHaveLength(6);
+    const rds = alarms.filter((a) => a.Namespace === 'AWS/RDS');
+    expect(rds.map((a) => a.MetricName).sort()).toEqual(['CPUUtilization', 'DatabaseConnections', 'FreeStorageSpace']);
+    for (const a of rds) expect(dim(a, 'DBInstanceIdentifier')).toBe('msgx-dev');
+    const msk = alarms.filter((a) => a.Namespace === 'AWS/Kafka');
+    expect(msk.map((a) => `${a.MetricName}/${dim(a, 'Cluster Name')}/${dim(a, 'Broker ID')}`).sort()).toEqual([
+      'KafkaDataLogsDiskUsed/msgx-dev/1',
+      'KafkaDataLogsDiskUsed/msgx-dev/2',
+    ]);
+    expect(alarms.filter((a) => a.Namespace === 'AWS/ApiGateway' && a.MetricName === '5xx')).toHaveLength(1);
     for (const a of alarms) expect(a.AlarmActions).toHaveLength(1);
     t.resourceCountIs('AWS::CloudWatch::Dashboard', 1);
   });
@@ -296,20 +311,22 @@ describe('stage settings come from context', () => {
     expect(s.network.stackName).toBe('Msgx-prod-Network');
   });
 
-  it('refuses a prod deploy without the shared mailbox', () => {
-    const app = new App({ context: { ...CDK_CONTEXT, bundling: 'skip', stage: 'prod' } });
-    expect(() => buildMsgx(app, { nag: false })).toThrow(/mailboxHost/);
+  it('refuses a deploy without the shared mailbox, in every stage', () => {
+    for (const stage of ['dev', 'prod']) {
+      const app = new App({ context: { ...CDK_CONTEXT, bundling: 'skip', stage } });
+      expect(() => buildMsgx(app, { nag: false })).toThrow(/context mailboxHost is required/);
+    }
   });
 
   it('rejects an unknown stage and a partial secret ARN, naming the key', () => {
     expect(() => synth({ stage: 'qa' })).toThrow(/stages has no entry "qa"/);
-    expect(() => synth({ mailboxSecretArn: 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:cmin/mailbox' })).toThrow(
+    expect(() => synth({ mailboxSecretArn: 'arn:aws:secretsmanager:eu-west-1:210987654321:secret:cmin/mailbox' })).toThrow(
       /mailboxSecretArn/,
     );
   });
 
   it('puts a JWT authorizer on upstream routes when asked, keeping admin routes on IAM', () => {
-    const s = synth({ upstreamAuth: 'jwt', jwtIssuer: 'https://issuer.example.com', jwtAudience: 'msgx' });
+    const s = synth({ upstreamAuth: 'jwt', jwtIssuer: 'https://login.corp.internal', jwtAudience: 'msgx' });
     const t = Template.fromStack(s.service);
     t.hasResourceProperties('AWS::ApiGatewayV2::Authorizer', { AuthorizerType: 'JWT' });
     for (const r of Object.values(t.findResources('AWS::ApiGatewayV2::Route'))) {
@@ -320,8 +337,8 @@ describe('stage settings come from context', () => {
   });
 
   it('can run on a newer Node runtime by context', () => {
-    const s = synth({ lambdaRuntime: 'nodejs22.x' });
-    Template.fromStack(s.service).hasResourceProperties('AWS::Lambda::Function', { Runtime: 'nodejs22.x' });
+    const s = synth({ lambdaRuntime: 'nodejs24.x' });
+    Template.fromStack(s.service).hasResourceProperties('AWS::Lambda::Function', { Runtime: 'nodejs24.x' });
   });
 });
 
