@@ -227,8 +227,8 @@ export const DEFAULT_STAGE: StageSettings = {
   functions: {
     logRetentionDays: 14,
     memoryMb: { ingress: 512, poller: 256, pump: 512, dispatcher: 512, sweep: 256, migrate: 512 },
-    // Scheduled: the loop runs for timeout − 10 s (lib/jobs/coldStart.ts BUDGET_MARGIN_MS), so 65 s
-    // ends each loop at ~55 s, releasing the advisory lock before the next once-a-minute tick.
+    // Scheduled: the loop runs for timeout − 20 s (lib/jobs/coldStart.ts BUDGET_MARGIN_MS, above the
+    // 15 s statement timeout), so 65 s ends each loop at ~45 s, releasing the lock before the next tick.
     timeoutSeconds: { ingress: 29, poller: 65, pump: 65, dispatcher: 65, sweep: 65, migrate: 300 },
     reservedConcurrency: {},
   },

@@ -74,7 +74,7 @@ export async function relayScenario(o: RunOptions): Promise<ScenarioResult> {
         // Like runWorker: step again at once while busy; count only when a step reports idle
         // (and every 20 steps for the progress line), so counting costs the loop nothing.
         while (sent < N) {
-          const s = await role.step();
+          const s = await role.step({ remainingMs: Number.POSITIVE_INFINITY });
           if (s.busy && ++steps % 20 !== 0) continue;
           const c = await ctx.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM msg_event WHERE status = 'SENT'`);
           sent = c.rows[0]!.n;

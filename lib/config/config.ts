@@ -25,6 +25,8 @@ const schema = z
       .string()
       .regex(/^mysql:\/\//, 'must be a mysql:// URL')
       .optional(),
+    /** PEM file: connect to the mailbox over TLS, verifying its certificate and host name. */
+    MSGX_MAILBOX_SSL_CA: z.string().min(1).optional(),
     MSGX_KAFKA_BROKERS: commaList(),
     MSGX_KAFKA_SSL: flag(false),
     MSGX_KAFKA_IAM_REGION: z.string().optional(),
@@ -134,6 +136,7 @@ export interface Config {
   dataDir: string;
   pgUrl?: string;
   mailboxUrl?: string;
+  mailboxSslCa?: string;
   kafka: { brokers: string[]; ssl: boolean; iamRegion?: string };
   timezone: string;
   shadow: boolean;
@@ -225,6 +228,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     dataDir: e.MSGX_DATA_DIR,
     pgUrl: e.MSGX_PG_URL,
     mailboxUrl: e.MSGX_MAILBOX_URL,
+    mailboxSslCa: e.MSGX_MAILBOX_SSL_CA,
     kafka: { brokers: e.MSGX_KAFKA_BROKERS, ssl: e.MSGX_KAFKA_SSL, iamRegion: e.MSGX_KAFKA_IAM_REGION },
     timezone: e.MSGX_TIMEZONE,
     shadow: e.MSGX_SHADOW,

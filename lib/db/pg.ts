@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { retryOnAuthFailure } from '../config/credentials.ts';
 import type { Db, Queryable, QueryResult, Session } from './db.ts';
 
 // int8 (ids, counts) as JS numbers: ids stay far below 2^53, and numbers keep the code simple.
@@ -10,6 +11,20 @@ export interface PgDbOptions {
   statementTimeoutMs?: number;
   idleInTransactionTimeoutMs?: number;
   applicationName?: string;
+  /**
+   * Re-reads the connection URL (Secrets Manager in the cloud). Called when the server refuses
+   * the password (SQLSTATE 28P01/28000, e.g. after a rotation): the pool is rebuilt on the new URL
+   * and the connection attempt retried, without a cold start.
+   */
+  refreshUrl?: () => Promise<string>;
+  /** Waits before each re-read after an authentication failure (default 0, 1 s, 2 s, 4 s). */
+  authRetryDelaysMs?: number[];
+}
+
+/** SQLSTATE of a refused login: invalid_password, invalid_authorization_specification. */
+export function isPgAuthError(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return code === '28P01' || code === '28000';
 }
 
 /**
@@ -31,32 +46,69 @@ function sessionSettings(o: PgDbOptions): string {
 
 export class PgDb implements Db {
   readonly kind = 'pg' as const;
-  readonly pool: pg.Pool;
-  readonly #url: string;
+  #pool: pg.Pool;
+  #url: string;
   readonly #settings: string;
   readonly #appName: string;
+  readonly #max: number;
+  readonly #options: PgDbOptions;
+  #refreshing: Promise<void> | undefined;
 
   constructor(url: string, options: PgDbOptions = {}) {
     this.#url = url;
+    this.#options = options;
     this.#settings = sessionSettings(options);
     this.#appName = options.applicationName ?? 'msgx';
-    this.pool = new pg.Pool({
-      connectionString: url,
-      max: options.max ?? 10,
+    this.#max = options.max ?? 10;
+    this.#pool = this.#newPool();
+  }
+
+  get pool(): pg.Pool {
+    return this.#pool;
+  }
+
+  #newPool(): pg.Pool {
+    const pool = new pg.Pool({
+      connectionString: this.#url,
+      max: this.#max,
       application_name: this.#appName,
       keepAlive: true,
       options: this.#settings,
     });
     // An idle client that dies (server restart) must not crash the process.
-    this.pool.on('error', () => {});
+    pool.on('error', () => {});
+    return pool;
+  }
+
+  /**
+   * Runs `attempt` (which opens a connection before it sends anything, so a retry never repeats a
+   * statement); on a refused login, re-reads the URL once for all concurrent callers and retries.
+   */
+  #authRetry<T>(attempt: () => Promise<T>): Promise<T> {
+    const refresh = this.#options.refreshUrl;
+    if (!refresh) return attempt();
+    return retryOnAuthFailure(attempt, {
+      isAuthError: isPgAuthError,
+      delaysMs: this.#options.authRetryDelaysMs,
+      refresh: () => (this.#refreshing ??= this.#swap(refresh).finally(() => (this.#refreshing = undefined))),
+    });
+  }
+
+  async #swap(refresh: () => Promise<string>): Promise<void> {
+    this.#url = await refresh();
+    const old = this.#pool;
+    this.#pool = this.#newPool();
+    // Clients already checked out finish their work on the old pool; its idle ones close now.
+    void old.end().catch(() => {});
   }
 
   async query<T>(sql: string, params: unknown[] = []): Promise<QueryResult<T>> {
-    return shape<T>(await this.pool.query(sql, params));
+    // A refused login fails before the statement is sent: retrying the whole query is safe.
+    return shape<T>(await this.#authRetry(() => this.#pool.query(sql, params)));
   }
 
   async tx<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
-    const client = await this.pool.connect();
+    const client = await this.#authRetry(() => this.#pool.connect());
     let broken = false;
     // pg-pool stops listening for a client's errors while it is checked out. If the backend dies
     // mid-transaction (terminated, failover, network cut), the 'error' event would end the process;
@@ -107,19 +159,21 @@ export class PgDb implements Db {
     };
   }
 
-  async #connect(): Promise<pg.Client> {
-    const client = new pg.Client({
-      connectionString: this.#url,
-      application_name: this.#appName,
-      keepAlive: true,
-      options: this.#settings,
+  #connect(): Promise<pg.Client> {
+    return this.#authRetry(async () => {
+      const client = new pg.Client({
+        connectionString: this.#url,
+        application_name: this.#appName,
+        keepAlive: true,
+        options: this.#settings,
+      });
+      await client.connect();
+      return client;
     });
-    await client.connect();
-    return client;
   }
 
   async close(): Promise<void> {
-    await this.pool.end();
+    await this.#pool.end();
   }
 }
 

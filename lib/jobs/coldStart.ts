@@ -1,23 +1,47 @@
 import type { Context } from 'aws-lambda';
 import { loadConfig } from '../config/config.ts';
-import { resolveSecretEnv } from '../config/secrets.ts';
+import { type ReadSecret, resolveSecretEnv, secretsManagerReader, urlSources } from '../config/secrets.ts';
 import type { AppContext } from '../shared/context.ts';
 import { buildContext } from '../shared/buildContext.ts';
 import type { RoleSpec } from './roles.ts';
+import { emfRoleMetrics, roleMetricValues, type RoleMetricsSink } from './roleMetrics.ts';
 import { runWorker, type WorkerSummary } from './worker.ts';
 
-/** Leave this much of the invocation for releasing the lock and returning. */
-export const BUDGET_MARGIN_MS = 10_000;
+/**
+ * No statement runs longer than this in a function: the server cancels it. Kept below the stop
+ * margin, so a step abandoned when the budget runs out has ended before Lambda's deadline.
+ */
+export const LAMBDA_STATEMENT_TIMEOUT_MS = 15_000;
+/**
+ * Leave this much of the invocation for the step in flight to end (statement timeout), releasing
+ * the lock and returning. 65 s functions loop ~45 s and release the lock before the next tick.
+ */
+export const BUDGET_MARGIN_MS = 20_000;
 
 let contextPromise: Promise<AppContext> | undefined;
+let readSecret: ReadSecret | undefined;
+let roleMetrics: RoleMetricsSink = emfRoleMetrics;
 
-/** One context per cold start: secrets resolved, config validated, clients created once. */
+/**
+ * Replace the Secrets Manager port (a stand-in in tests) and the role metrics sink. Call before
+ * the first invocation: the context is built once per cold start.
+ */
+export function configureLambda(o: { readSecret?: ReadSecret; roleMetrics?: RoleMetricsSink }): void {
+  if (o.readSecret) readSecret = o.readSecret;
+  if (o.roleMetrics) roleMetrics = o.roleMetrics;
+}
+
+/**
+ * One context per cold start: secrets resolved, config validated, clients created once. The
+ * database URLs are re-read from their secrets when a login is refused (rotation), so a warm
+ * function follows a new password without a cold start.
+ */
 export function lambdaContext(): Promise<AppContext> {
   contextPromise ??= (async () => {
-    const env = await resolveSecretEnv(process.env);
+    const read = (readSecret ??= secretsManagerReader());
+    const env = await resolveSecretEnv(process.env, read);
     const config = loadConfig({ ...env, MSGX_RUNTIME: 'lambda' });
-    // Statements stay well below the function timeout so a frozen one never outlives its worker.
-    return buildContext(config, { statementTimeoutMs: 30_000 });
+    return buildContext(config, { statementTimeoutMs: LAMBDA_STATEMENT_TIMEOUT_MS, credentials: urlSources(process.env, read) });
   })();
   contextPromise.catch(() => (contextPromise = undefined));
   return contextPromise;
@@ -26,6 +50,7 @@ export function lambdaContext(): Promise<AppContext> {
 /**
  * A scheduled role as a Lambda handler: EventBridge fires at most once a minute, so the invocation
  * works in a loop (woken by NOTIFY) until its budget — the remaining time less a margin — is spent.
+ * Each step gets the time left; a step still running when it is spent is abandoned, not waited for.
  */
 export function scheduledHandler(makeRole: (ctx: AppContext) => RoleSpec) {
   let role: RoleSpec | undefined;
@@ -51,6 +76,7 @@ export function scheduledHandler(makeRole: (ctx: AppContext) => RoleSpec) {
     } finally {
       await flush();
     }
+    roleMetrics(summary.role, roleMetricValues(summary));
     ctx.log.info('role invocation finished', { ...summary });
     return summary;
   };

@@ -16,8 +16,7 @@ import { archiveConsumed, checkBackOnce, redeliverOnce, txmsgDeadHook, txmsgRetr
 import type { StepResult, WorkerOptions } from './worker.ts';
 
 /** One step per role; runWorker loops them under the role's lock. */
-export type RoleSpec = Pick<WorkerOptions, 'role' | 'wakeOn'> & {
-  step: () => Promise<StepResult>;
+export type RoleSpec = Pick<WorkerOptions, 'role' | 'wakeOn' | 'step'> & {
   /**
    * Emits what the role measured and the gauges it knows (EMF). The Lambda handler calls it at the
    * start and before the end of every invocation (issue 13: metrics arrive in the minute they

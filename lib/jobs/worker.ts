@@ -8,9 +8,15 @@ export interface StepResult {
   restMs?: number;
 }
 
+/** What a step may know of its invocation: how long it has before the worker stops waiting for it. */
+export interface StepBudget {
+  remainingMs: number;
+}
+
 export interface WorkerOptions {
   role: string;
-  step: () => Promise<StepResult>;
+  /** Told the time left in the invocation (absent when called outside runWorker, e.g. in tests). */
+  step: (budget?: StepBudget) => Promise<StepResult>;
   /** NOTIFY channels that wake the worker early. */
   wakeOn?: string[];
   /** Stop when this many ms have passed (Lambda: remaining time less a margin). Infinity in the twin. */
@@ -26,8 +32,11 @@ export interface WorkerSummary {
   steps: number;
   busySteps: number;
   errors: number;
-  stoppedBy: 'budget' | 'signal' | 'lock-lost' | 'not-acquired';
+  /** `step-overran`: a step was still running when the budget ran out; the worker let go of it. */
+  stoppedBy: 'budget' | 'signal' | 'lock-lost' | 'not-acquired' | 'step-overran';
 }
+
+const OVERRAN = Symbol('overran');
 
 /**
  * Runs a role in a loop until its budget is spent or it is told to stop: take the role's lock
@@ -58,8 +67,16 @@ export async function runWorker(ctx: Pick<AppContext, 'db' | 'config' | 'clock' 
       }
       let rest = ctx.config.pipeline.pollIntervalMs;
       summary.steps++;
+      const remainingMs = budget - (Date.now() - started);
       try {
-        const r = await o.step();
+        const r = await withinBudget(ctx, o.step({ remainingMs }), remainingMs);
+        if (r === OVERRAN) {
+          // Lambda would kill the run mid-step and skip `finally`; stop waiting instead, release
+          // the lock now. The abandoned statement ends by statement_timeout (< the stop margin).
+          summary.stoppedBy = 'step-overran';
+          ctx.log.warn('step still running when the budget ran out; stopping', { role: o.role, remainingMs });
+          break;
+        }
         if (r.busy) {
           summary.busySteps++;
           continue;
@@ -80,6 +97,23 @@ export async function runWorker(ctx: Pick<AppContext, 'db' | 'config' | 'clock' 
     await lock?.release();
   }
   return summary;
+}
+
+/** The step's result, or OVERRAN once `ms` have passed (an infinite budget waits forever). */
+async function withinBudget<T>(
+  ctx: Pick<AppContext, 'clock'>,
+  step: Promise<T>,
+  ms: number,
+): Promise<T | typeof OVERRAN> {
+  if (!Number.isFinite(ms)) return step;
+  const stop = new AbortController();
+  // An abandoned step may still fail later; that must not become an unhandled rejection.
+  step.catch(() => {});
+  try {
+    return await Promise.race([step, ctx.clock.sleep(Math.max(0, ms), stop.signal).then((): typeof OVERRAN => OVERRAN)]);
+  } finally {
+    stop.abort();
+  }
 }
 
 function anySignal(signals: (AbortSignal | undefined)[]): AbortSignal {

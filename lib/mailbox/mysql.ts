@@ -3,23 +3,15 @@ import { join } from 'node:path';
 import mysql from 'mysql2/promise';
 import { migrationsDir } from '../db/migrate.ts';
 import { type BackfillMark, clipNote, likeContaining, type Mailbox, type MailboxId, type MailboxRow } from './mailbox.ts';
+import { type MysqlPoolOptions, refreshingPool } from './mysqlPool.ts';
 
 export class MysqlMailbox implements Mailbox {
   readonly kind = 'mysql' as const;
-  readonly #pool: mysql.Pool;
+  readonly #pool: Pick<mysql.Pool, 'query' | 'execute' | 'end'>;
 
-  constructor(url: string, options: { connectionLimit?: number } = {}) {
-    this.#pool = mysql.createPool({
-      uri: url,
-      connectionLimit: options.connectionLimit ?? 5,
-      timezone: 'Z',
-      dateStrings: false,
-      supportBigNumbers: true,
-      bigNumberStrings: false,
-      connectTimeout: 5000,
-      enableKeepAlive: true,
-      multipleStatements: false,
-    });
+  /** TLS and credential refresh: see mysqlPool.ts. */
+  constructor(url: string, options: MysqlPoolOptions = {}) {
+    this.#pool = refreshingPool(url, options);
   }
 
   /** Twin only: create CMINMSGS/COUTMSGS when missing. The cloud never touches the owner's DDL. */

@@ -1,4 +1,5 @@
 import type { Config } from '../config/config.ts';
+import type { UrlSources } from '../config/secrets.ts';
 import { migrate } from '../db/migrate.ts';
 import { openDb } from '../db/open.ts';
 import { openMailbox } from '../mailbox/open.ts';
@@ -15,12 +16,22 @@ import type { AppContext } from './context.ts';
  */
 export async function buildContext(
   config: Config,
-  options: { migrate?: boolean; clock?: Clock; log?: Log; statementTimeoutMs?: number; poolSize?: number; checkIdentity?: boolean } = {},
+  options: {
+    migrate?: boolean;
+    clock?: Clock;
+    log?: Log;
+    statementTimeoutMs?: number;
+    poolSize?: number;
+    checkIdentity?: boolean;
+    /** Re-read the database URLs after a refused login (the cloud: lib/config/secrets.ts). */
+    credentials?: UrlSources;
+  } = {},
 ): Promise<AppContext> {
   const log = options.log ?? createLogger('msgx', config.logLevel === 'SILENT' ? 'SILENT' : config.logLevel);
   const db = await openDb(config, {
     statementTimeoutMs: options.statementTimeoutMs ?? 60_000,
     max: options.poolSize ?? (config.runtime === 'lambda' ? 3 : 10),
+    refreshUrl: options.credentials?.pg,
   });
   if (options.migrate) {
     const r = await migrate(db, { onProgress: (name, i, n) => log.info(`migration ${i}/${n} applied`, { name }) });
@@ -35,7 +46,7 @@ export async function buildContext(
       throw err;
     }
   }
-  const mailbox = await openMailbox(config, db);
+  const mailbox = await openMailbox(config, db, { refreshUrl: options.credentials?.mailbox });
   return { config, db, mailbox, clock: options.clock ?? systemClock, log, registry: defaultRegistry() };
 }
 

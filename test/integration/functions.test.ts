@@ -1,5 +1,6 @@
 import type { APIGatewayProxyEvent } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BUDGET_MARGIN_MS } from '../../lib/jobs/coldStart.ts';
 import { tryRoleLock } from '../../lib/jobs/roleLock.ts';
 import { kickPumpIfIdle } from '../../lib/jobs/kick.ts';
 import { setPaused } from '../../lib/pipeline/pause.ts';
@@ -62,8 +63,8 @@ describe('Lambda handlers', () => {
     // The row reaches the pump through the poller (docs/ordering.md); about 0.5 s of its loop.
     expect(await poller({}, { getRemainingTimeInMillis: () => 10_500 })).toMatchObject({ role: 'poller', acquired: true });
 
-    // 11.5 s left in the invocation, less the 10 s margin: the loop works for about 1.5 s.
-    const summary = await pump({}, { getRemainingTimeInMillis: () => 11_500 });
+    // The stop margin plus 1.5 s left in the invocation: the loop works for about 1.5 s.
+    const summary = await pump({}, { getRemainingTimeInMillis: () => BUDGET_MARGIN_MS + 1_500 });
     expect(summary).toMatchObject({ role: 'pump', acquired: true, stoppedBy: 'budget' });
     const row = await pg.db.query(`SELECT status, note FROM proc_state WHERE msg_id = $1`, [id]);
     expect(row.rows[0]).toEqual({ status: 'SKIPPED', note: 'ignored-type:LDM' });
