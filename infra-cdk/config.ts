@@ -107,6 +107,10 @@ export interface StageSettings {
     heartbeatMinutes: number;
     /** Mailbox back-fills failing and still owed (gauge), for evaluationMinutes. */
     backfillFailures: number;
+    /** Delivery targets the dispatcher reports stalled (gauge). */
+    stalledTargets: number;
+    /** Outbox events not yet delivered (gauge). */
+    outboxBacklog: number;
     rdsCpuPercent: number;
     rdsFreeStorageGb: number;
     rdsConnections: number;
@@ -245,6 +249,8 @@ export const DEFAULT_STAGE: StageSettings = {
     lockTakenMinutes: 3,
     heartbeatMinutes: 5,
     backfillFailures: 0,
+    stalledTargets: 0,
+    outboxBacklog: 5000,
     rdsCpuPercent: 80,
     rdsFreeStorageGb: 5,
     rdsConnections: 80,

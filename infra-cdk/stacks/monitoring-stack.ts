@@ -31,6 +31,8 @@ export const HEARTBEAT_METRIC = 'Heartbeat';
 export const LOCK_TAKEN_METRIC = 'RoleLockTaken';
 /** Gauge from the sweep: mailbox back-fills that failed at least once and are still owed. */
 export const BACKFILL_FAILURE_METRIC = 'BackfillFailures';
+export const STALLED_TARGETS_METRIC = 'StalledTargets';
+export const OUTBOX_BACKLOG_METRIC = 'OutboxBacklog';
 
 export class MonitoringStack extends Stack {
   readonly topic: sns.Topic;
@@ -153,6 +155,11 @@ export class MonitoringStack extends Stack {
     // Gauge from the sweep (lib/observability/metrics.ts): back-fills that failed and are still owed.
     alarm('BackfillFailures', custom(BACKFILL_FAILURE_METRIC), a.backfillFailures,
       `More than ${a.backfillFailures} mailbox back-fills failing for ${a.evaluationMinutes} min: the mailbox refuses our DATE_PROCESSED writes`);
+
+    // Gauges from the dispatcher (lib/outbox/metrics.ts), emitted every invocation.
+    alarm('StalledTargets', custom(STALLED_TARGETS_METRIC), a.stalledTargets,
+      `More than ${a.stalledTargets} delivery targets stalled (broker or webhook unreachable) for ${a.evaluationMinutes} min`);
+    alarm('OutboxBacklog', custom(OUTBOX_BACKLOG_METRIC), a.outboxBacklog, `More than ${a.outboxBacklog} outbox events waiting to be delivered`);
 
     // ---- infrastructure ---------------------------------------------------------------------
     const rds = (metricName: string, statistic: string) =>

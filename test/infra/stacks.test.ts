@@ -262,6 +262,8 @@ describe('msgx stacks (dev)', () => {
       'OldestPendingEventSeconds',
       ...EXPECTED_DEAD_KINDS.map((k) => `DeadCount/${k}`),
       'BackfillFailures',
+      'StalledTargets',
+      'OutboxBacklog',
       ...scheduled.map((r) => `Heartbeat/${r}`),
       ...scheduled.map((r) => `RoleLockTaken/${r}`),
     ];
