@@ -1,4 +1,5 @@
-import { archiveProcState } from '../flights/index.ts';
+// Direct imports, not the barrels: a Lambda bundle then carries only what its role uses.
+import { archiveProcState } from '../flights/procArchive.ts';
 import { historySweepIfDue } from '../flights/history.ts';
 import { dispatchOnce, type DispatchOptions } from '../outbox/dispatcher.ts';
 import { OUTBOX_CHANNEL } from '../outbox/enqueue.ts';
@@ -8,11 +9,15 @@ import { MAILBOX_CHANNEL, pollOnce } from '../pipeline/poller.ts';
 import { INBOX_CHANNEL } from '../pipeline/procState.ts';
 import { pumpOnce } from '../pipeline/pump.ts';
 import { rescanOnce } from '../pipeline/rescan.ts';
-import { expireRequests, reconcileRequests } from '../requests/index.ts';
+import { expireRequests } from '../requests/send.ts';
+import { reconcileRequests } from '../requests/reconcile.ts';
 import { emitGauges, readGauges } from '../observability/metrics.ts';
 import { readOutboxGauges } from '../outbox/metrics.ts';
 import type { AppContext } from '../shared/context.ts';
-import { archiveConsumed, checkBackOnce, redeliverOnce, txmsgDeadHook, txmsgRetryHook, txmsgSentHook } from '../txmsg/index.ts';
+import { archiveConsumed } from '../txmsg/archive.ts';
+import { checkBackOnce } from '../txmsg/checkBack.ts';
+import { txmsgDeadHook, txmsgRetryHook, txmsgSentHook } from '../txmsg/hooks.ts';
+import { redeliverOnce } from '../txmsg/redeliver.ts';
 import type { StepResult, WorkerOptions } from './worker.ts';
 
 /** One step per role; runWorker loops them under the role's lock. */

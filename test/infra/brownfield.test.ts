@@ -1,6 +1,9 @@
 import { Template } from 'aws-cdk-lib/assertions';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { synth } from './synth.ts';
+
+// Synthesizing five stacks takes seconds alone and minutes on a shared, loaded machine.
+vi.setConfig({ testTimeout: 600_000, hookTimeout: 600_000 });
 
 const VPC = {
   id: 'vpc-0a1b2c3d4e5f60718',

@@ -3,9 +3,12 @@ import { mkdtempSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { App } from 'aws-cdk-lib';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { buildMsgx } from '../../infra-cdk/build.ts';
 import { CDK_CONTEXT, MAILBOX_SECRET_ARN } from './synth.ts';
+
+// Synthesizing five stacks takes seconds alone and minutes on a shared, loaded machine.
+vi.setConfig({ testTimeout: 600_000, hookTimeout: 600_000 });
 
 /**
  * cfn-lint on the synthesized templates, as CloudFormation would see them. Ignored checks, each
@@ -51,6 +54,6 @@ describe('cfn-lint', () => {
       // Exit code 0: no error, no warning, no informational finding left.
       expect(r.stdout.trim().split('\n').filter(Boolean), r.stderr).toEqual([]);
       expect(r.status).toBe(0);
-    }, 180_000);
+    }, 600_000);
   }
 });

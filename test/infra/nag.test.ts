@@ -4,8 +4,11 @@ import { App, Stack, Validations } from 'aws-cdk-lib';
 import * as s3 from 'aws-cdk-lib/aws-s3';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import type { IConstruct } from 'constructs';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { buildMsgx, REPO_ROOT } from '../../infra-cdk/build.ts';
+
+// Synthesizing five stacks takes seconds alone and minutes on a shared, loaded machine.
+vi.setConfig({ testTimeout: 600_000, hookTimeout: 600_000 });
 
 const CDK_CONTEXT = JSON.parse(readFileSync(join(REPO_ROOT, 'cdk.json'), 'utf8')).context as Record<string, unknown>;
 

@@ -1,10 +1,13 @@
 import { App, Stack } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import type * as iam from 'aws-cdk-lib/aws-iam';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { buildMsgx, type MsgxStacks } from '../../infra-cdk/build.ts';
 import { SCHEDULED_ROLES, type FunctionRole } from '../../infra-cdk/config.ts';
 import { CDK_CONTEXT, MAILBOX_SECRET_ARN, synth } from './synth.ts';
+
+// Synthesizing five stacks takes seconds alone and minutes on a shared, loaded machine.
+vi.setConfig({ testTimeout: 600_000, hookTimeout: 600_000 });
 
 /**
  * The kinds the application emits DeadCount for (lib/observability/metrics.ts: dead messages, events and

@@ -77,7 +77,8 @@ describe('scheduled handlers (warm Lambda instance)', () => {
 
   it('the next invocation of a warm pump succeeds after the password and the secret rotate', async () => {
     const { handler: pump } = await import('../../functions/pump.ts');
-    const first = await pump({}, { getRemainingTimeInMillis: () => BUDGET_MARGIN_MS + 300 });
+    // A few seconds of loop: enough for the reconnect below on a loaded machine.
+    const first = await pump({}, { getRemainingTimeInMillis: () => BUDGET_MARGIN_MS + 2_000 });
     expect(first).toMatchObject({ role: 'pump', acquired: true, errors: 0 });
     const readsAfterColdStart = reads;
 
@@ -89,8 +90,9 @@ describe('scheduled handlers (warm Lambda instance)', () => {
     const ctx = await lambdaContext();
     await waitFor(() => (ctx.db as PgDb).pool.idleCount === 0, { what: 'terminated clients dropped' });
 
-    const second = await pump({}, { getRemainingTimeInMillis: () => BUDGET_MARGIN_MS + 300 });
-    expect(second).toMatchObject({ role: 'pump', acquired: true, errors: 0, stoppedBy: 'budget' });
+    const second = await pump({}, { getRemainingTimeInMillis: () => BUDGET_MARGIN_MS + 3_000 });
+    expect(second).toMatchObject({ role: 'pump', acquired: true, errors: 0 });
+    expect(second.steps).toBeGreaterThan(0);
     expect(reads).toBe(readsAfterColdStart + 1);
     expect(metrics.filter((m) => m.role === 'pump')).toEqual([
       { role: 'pump', Heartbeat: 1, RoleLockTaken: 0 },
