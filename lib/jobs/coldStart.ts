@@ -17,6 +17,11 @@ export const LAMBDA_STATEMENT_TIMEOUT_MS = 15_000;
  * the lock and returning. 65 s functions loop ~45 s and release the lock before the next tick.
  */
 export const BUDGET_MARGIN_MS = 20_000;
+/**
+ * Kept back from the margin for releasing the lock and returning: a step still running this close
+ * to Lambda's deadline is abandoned (the run ends cleanly) rather than killed with the lock held.
+ */
+export const RELEASE_RESERVE_MS = 3_000;
 
 let contextPromise: Promise<AppContext> | undefined;
 let readSecret: ReadSecret | undefined;
@@ -50,7 +55,8 @@ export function lambdaContext(): Promise<AppContext> {
 /**
  * A scheduled role as a Lambda handler: EventBridge fires at most once a minute, so the invocation
  * works in a loop (woken by NOTIFY) until its budget — the remaining time less a margin — is spent.
- * Each step gets the time left; a step still running when it is spent is abandoned, not waited for.
+ * Each step gets the time left; a step still running when the margin is nearly spent too is
+ * abandoned, not waited for, so the lock is always released before Lambda's deadline.
  */
 export function scheduledHandler(makeRole: (ctx: AppContext) => RoleSpec) {
   let role: RoleSpec | undefined;
@@ -72,7 +78,7 @@ export function scheduledHandler(makeRole: (ctx: AppContext) => RoleSpec) {
     await flush();
     let summary: WorkerSummary;
     try {
-      summary = await runWorker(ctx, { ...spec, budgetMs });
+      summary = await runWorker(ctx, { ...spec, budgetMs, stepGraceMs: BUDGET_MARGIN_MS - RELEASE_RESERVE_MS });
     } finally {
       await flush();
     }

@@ -22,6 +22,12 @@ export interface WorkerOptions {
   /** Stop when this many ms have passed (Lambda: remaining time less a margin). Infinity in the twin. */
   budgetMs?: number;
   signal?: AbortSignal;
+  /**
+   * How long past the budget a step still running is waited for before the worker abandons it
+   * (releases the lock and returns). Default: forever (the twin). Lambda: what is left of the stop
+   * margin less the time to release and return.
+   */
+  stepGraceMs?: number;
   /** Skip the advisory lock (only for roles that are safe to run concurrently). */
   unlocked?: boolean;
 }
@@ -69,10 +75,10 @@ export async function runWorker(ctx: Pick<AppContext, 'db' | 'config' | 'clock' 
       summary.steps++;
       const remainingMs = budget - (Date.now() - started);
       try {
-        const r = await withinBudget(ctx, o.step({ remainingMs }), remainingMs);
+        const r = await withinBudget(ctx, o.step({ remainingMs }), remainingMs + (o.stepGraceMs ?? Number.POSITIVE_INFINITY));
         if (r === OVERRAN) {
           // Lambda would kill the run mid-step and skip `finally`; stop waiting instead, release
-          // the lock now. The abandoned statement ends by statement_timeout (< the stop margin).
+          // the lock now. The abandoned statement ends by its statement_timeout on the server.
           summary.stoppedBy = 'step-overran';
           ctx.log.warn('step still running when the budget ran out; stopping', { role: o.role, remainingMs });
           break;

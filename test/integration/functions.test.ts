@@ -61,7 +61,7 @@ describe('Lambda handlers', () => {
     expect(res.headers?.['content-type']).toMatch(/^text\/plain/);
     const id = Number(res.body);
     // The row reaches the pump through the poller (docs/ordering.md); about 0.5 s of its loop.
-    expect(await poller({}, { getRemainingTimeInMillis: () => 10_500 })).toMatchObject({ role: 'poller', acquired: true });
+    expect(await poller({}, { getRemainingTimeInMillis: () => BUDGET_MARGIN_MS + 500 })).toMatchObject({ role: 'poller', acquired: true });
 
     // The stop margin plus 1.5 s left in the invocation: the loop works for about 1.5 s.
     const summary = await pump({}, { getRemainingTimeInMillis: () => BUDGET_MARGIN_MS + 1_500 });

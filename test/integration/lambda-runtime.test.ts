@@ -3,7 +3,14 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PgDb } from '../../lib/db/pg.ts';
 import { migrate } from '../../lib/db/migrate.ts';
-import { BUDGET_MARGIN_MS, configureLambda, lambdaContext, LAMBDA_STATEMENT_TIMEOUT_MS, scheduledHandler } from '../../lib/jobs/coldStart.ts';
+import {
+  BUDGET_MARGIN_MS,
+  configureLambda,
+  lambdaContext,
+  LAMBDA_STATEMENT_TIMEOUT_MS,
+  RELEASE_RESERVE_MS,
+  scheduledHandler,
+} from '../../lib/jobs/coldStart.ts';
 import { tryRoleLock } from '../../lib/jobs/roleLock.ts';
 import { startPrivatePg, type PrivatePg } from '../helpers/privatePg.ts';
 import { randomTopic } from '../helpers/kafka.ts';
@@ -71,8 +78,10 @@ describe('scheduled handlers (warm Lambda instance)', () => {
   });
 
   it('stops a step before the statement timeout can outlive the invocation', () => {
-    // The margin left when the loop stops covers the longest statement the step may be running.
-    expect(BUDGET_MARGIN_MS).toBeGreaterThan(LAMBDA_STATEMENT_TIMEOUT_MS);
+    // The margin left when the loop stops covers the longest statement the step may be running,
+    // with time to spare for releasing the lock and returning.
+    expect(BUDGET_MARGIN_MS - RELEASE_RESERVE_MS).toBeGreaterThan(LAMBDA_STATEMENT_TIMEOUT_MS);
+    expect(RELEASE_RESERVE_MS).toBeGreaterThan(0);
   });
 
   it('the next invocation of a warm pump succeeds after the password and the secret rotate', async () => {
@@ -107,8 +116,10 @@ describe('scheduled handlers (warm Lambda instance)', () => {
       role: 'overrun',
       async step(budget) {
         seen.push(budget?.remainingMs ?? Number.NaN);
-        // A statement far longer than the 300 ms left (the server ends it by statement_timeout).
-        if (slow) await ctx.db.query('SELECT pg_sleep(5)');
+        // Statements of 4 s one after another (each below the statement timeout), for longer than
+        // the 300 ms left plus what the margin allows: Lambda would kill this mid-step.
+        const until = Date.now() + 2 * BUDGET_MARGIN_MS;
+        while (slow && Date.now() < until) await ctx.db.query('SELECT pg_sleep(4)');
         return { busy: false };
       },
     }));
@@ -116,6 +127,7 @@ describe('scheduled handlers (warm Lambda instance)', () => {
     expect(run).toMatchObject({ role: 'overrun', acquired: true, steps: 1, stoppedBy: 'step-overran' });
     expect(seen[0]).toBeGreaterThan(0);
     expect(seen[0]).toBeLessThanOrEqual(300);
+    slow = false;
 
     // Released in `finally` before the handler returned: another session gets it at once.
     const probe = new PgDb(directUrl.replace(/:[^:@]+@/, `:${secret.password}@`));
@@ -127,7 +139,6 @@ describe('scheduled handlers (warm Lambda instance)', () => {
       await probe.close();
     }
 
-    slow = false;
     const again = await handler({}, { getRemainingTimeInMillis: () => BUDGET_MARGIN_MS + 200 });
     expect(again).toMatchObject({ role: 'overrun', acquired: true, errors: 0, stoppedBy: 'budget' });
     expect(again.steps).toBeGreaterThan(0);
