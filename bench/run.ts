@@ -14,6 +14,7 @@ import type { Figure, RunOptions, ScenarioResult } from './lib/result.ts';
 import { ensureServices } from './lib/env.ts';
 import { waitForQuiet } from './lib/quiet.ts';
 import { renderTable } from './lib/table.ts';
+import { bundleScenario } from './scenarios/bundle.ts';
 import { decoderScenario } from './scenarios/decoder.ts';
 import { e2eScenario } from './scenarios/e2e.ts';
 import { footprintScenario } from './scenarios/footprint.ts';
@@ -31,6 +32,7 @@ const SCENARIOS: Record<string, (o: RunOptions) => Promise<ScenarioResult>> = {
   relay: relayScenario,
   http: httpScenario,
   footprint: footprintScenario,
+  bundle: bundleScenario,
   decoder: decoderScenario,
 };
 

@@ -3,7 +3,7 @@ import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'n
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { gzipSync } from 'node:zlib';
-import { build } from 'esbuild';
+import { bundleFunction } from '../../infra-cdk/bundle.ts';
 import { MysqlMailbox } from '../../lib/mailbox/mysql.ts';
 import { ensureTopics } from '../../lib/outbox/topics.ts';
 import { benchContext, freshMysql, freshPg, randomName, serviceUrls } from '../lib/env.ts';
@@ -18,25 +18,11 @@ const run = promisify(execFile);
 const root = join(import.meta.dirname, '..', '..');
 const out = join(root, 'bench', '.out');
 
-// The CDK's bundling (infra-cdk/constructs/msgx-function.ts): ESM, node20, minified, aws-sdk external.
-const BANNER = "import { createRequire as __msgxCreateRequire } from 'node:module'; const require = __msgxCreateRequire(import.meta.url);";
-
+// The CDK's bundling, exactly (infra-cdk/bundle.ts: node22, without the twin's code).
 async function bundle(fn: string): Promise<string> {
-  const file = join(out, `${fn}.mjs`);
-  await build({
-    entryPoints: [join(root, 'functions', `${fn}.ts`)],
-    outfile: file,
-    bundle: true,
-    platform: 'node',
-    format: 'esm',
-    target: 'node20',
-    minify: true,
-    mainFields: ['module', 'main'],
-    external: ['@aws-sdk/*'],
-    banner: { js: BANNER },
-    logLevel: 'silent',
-  });
-  return file;
+  const outdir = join(out, 'fn', fn);
+  await bundleFunction({ repoRoot: root, entry: join(root, 'functions', `${fn}.ts`), outdir, target: 'node22', sourcemap: false });
+  return join(outdir, 'index.mjs');
 }
 
 /** A fresh `node` importing the bundle: ms from before the import to after it. */

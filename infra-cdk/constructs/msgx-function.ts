@@ -1,16 +1,16 @@
-import { existsSync } from 'node:fs';
+import { cpSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { Annotations, Aws, Duration, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
+import { Annotations, AssetHashType, Aws, DockerImage, Duration, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
 import type * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
-import { NodejsFunction, OutputFormat, SourceMapMode } from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import { Construct } from 'constructs';
 import type { BundlingMode, FunctionRole, LambdaRuntime } from '../config.ts';
 import { topicArnOf } from '../stacks/messaging-stack.ts';
 import { acknowledge } from '../nag.ts';
+import { bundleFunctionSync } from '../bundle.ts';
 
 const RUNTIMES: Record<LambdaRuntime, lambda.Runtime> = {
   'nodejs20.x': lambda.Runtime.NODEJS_20_X,
@@ -23,11 +23,6 @@ export const RDS_CA_BUNDLE = '/var/runtime/ca-cert.pem';
 
 /** Folder of the bundle inside the Lambda (`/var/task`); migrations are copied beside it. */
 const TASK_ROOT = '/var/task';
-
-// esbuild's ESM output cannot `require` node built-ins from CommonJS dependencies (pg, mysql2,
-// kafkajs) without a real `require`; the alias keeps the import clear of bundled names.
-const ESM_REQUIRE_BANNER =
-  "import { createRequire as __msgxCreateRequire } from 'node:module'; const require = __msgxCreateRequire(import.meta.url);";
 
 export interface MsgxFunctionProps {
   role: FunctionRole;
@@ -75,7 +70,7 @@ export interface KafkaBinding {
 }
 
 /**
- * The one construct every msgx function is built with: Node 20 on ARM64, ESM bundle by esbuild
+ * The one construct every msgx function is built with: Node 22 on ARM64, ESM bundle by esbuild
  * with the migrations beside it, X-Ray tracing, its own log group with retention, VPC placement.
  * The `bind…()` helpers grant the IAM permission and set the environment variable together, so a
  * function can never hold a setting it is not allowed to use (or the reverse).
@@ -134,36 +129,26 @@ export class MsgxFunction extends Construct {
 
     if (this.bundled) {
       const repoRoot = props.repoRoot;
-      this.fn = new NodejsFunction(this, 'Fn', {
-        ...common,
-        entry,
-        handler: 'handler',
-        projectRoot: repoRoot,
-        depsLockFilePath: join(repoRoot, 'package-lock.json'),
+      const target = props.runtime.replace('nodejs', 'node').replace('.x', '');
+      // Bundled locally by infra-cdk/bundle.ts (the same definition `npm run bench` measures):
+      // ESM for the runtime's Node, without the twin's code. Hashed by output, like NodejsFunction.
+      const code = lambda.Code.fromAsset(repoRoot, {
+        assetHashType: AssetHashType.OUTPUT,
         bundling: {
-          format: OutputFormat.ESM,
-          target: props.runtime.replace('nodejs', 'node').replace('.x', ''),
-          platform: 'node',
-          minify: true,
-          sourceMap: true,
-          sourceMapMode: SourceMapMode.DEFAULT,
-          mainFields: ['module', 'main'],
-          banner: ESM_REQUIRE_BANNER,
-          externalModules: ['@aws-sdk/*'],
-          forceDockerBundling: false,
-          tsconfig: join(repoRoot, 'tsconfig.json'),
-          commandHooks: {
-            beforeBundling: () => [],
-            beforeInstall: () => [],
-            // Files the code reads at run time: the migrations, and the console's static assets
-            // (lib/http/consoleRoutes.ts looks for ./console/ beside the running module).
-            afterBundling: (_input: string, outputDir: string) => [
-              `cp -r "${join(repoRoot, 'migrations')}" "${outputDir}/migrations"`,
-              `cp -r "${join(repoRoot, 'lib', 'http', 'console')}" "${outputDir}/console"`,
-            ],
+          image: DockerImage.fromRegistry('public.ecr.aws/sam/build-nodejs22.x'),
+          local: {
+            tryBundle(outputDir: string) {
+              bundleFunctionSync({ repoRoot, entry, outdir: outputDir, target, sourcemap: true });
+              // Files the code reads at run time: the migrations, and the console's static assets
+              // (lib/http/consoleRoutes.ts looks for ./console/ beside the running module).
+              cpSync(join(repoRoot, 'migrations'), join(outputDir, 'migrations'), { recursive: true });
+              cpSync(join(repoRoot, 'lib', 'http', 'console'), join(outputDir, 'console'), { recursive: true });
+              return true;
+            },
           },
         },
       });
+      this.fn = new lambda.Function(this, 'Fn', { ...common, handler: 'index.handler', code });
     } else {
       this.fn = new lambda.Function(this, 'Fn', {
         ...common,
