@@ -4,8 +4,8 @@ import { silentLog } from '../../lib/observability/logger.ts';
 import { ProcessorRegistry } from '../../lib/pipeline/processor.ts';
 import type { Clock } from '../../lib/shared/clock.ts';
 import { systemClock } from '../../lib/shared/clock.ts';
-import type { AppContext } from '../../lib/shared/context.ts';
-import { defaultRegistry } from '../../lib/shared/registry.ts';
+import type { AppContext } from '../../lib/app/context.ts';
+import { defaultRegistry } from '../../lib/app/registry.ts';
 import type { Db } from '../../lib/db/db.ts';
 import type { Mailbox } from '../../lib/mailbox/mailbox.ts';
 

@@ -3,7 +3,7 @@ import type { Db } from '../../lib/db/db.ts';
 import type { Mailbox } from '../../lib/mailbox/mailbox.ts';
 import { pollOnce } from '../../lib/pipeline/poller.ts';
 import { pumpOnce } from '../../lib/pipeline/pump.ts';
-import type { AppContext } from '../../lib/shared/context.ts';
+import type { AppContext } from '../../lib/app/context.ts';
 import { flight, flop, schd } from '../../test/fixtures/messages/build.ts';
 
 /**

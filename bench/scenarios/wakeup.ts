@@ -4,7 +4,7 @@ import { runWorker } from '../../lib/jobs/worker.ts';
 import { MysqlMailbox } from '../../lib/mailbox/mysql.ts';
 import { MAILBOX_CHANNEL } from '../../lib/pipeline/poller.ts';
 import { ProcessorRegistry } from '../../lib/pipeline/processor.ts';
-import { defaultRegistry } from '../../lib/shared/registry.ts';
+import { defaultRegistry } from '../../lib/app/registry.ts';
 import { benchContext, freshMysql, freshPg } from '../lib/env.ts';
 import { progress } from '../lib/progress.ts';
 import { figure, type RunOptions, type ScenarioResult } from '../lib/result.ts';

@@ -1,8 +1,8 @@
 import { loadConfig } from '../config/config.ts';
 import { buildRouter } from '../http/app.ts';
 import { silentLog } from '../observability/logger.ts';
-import { buildContext, closeContext } from '../shared/buildContext.ts';
-import type { AppContext } from '../shared/context.ts';
+import { buildContext, closeContext } from '../app/buildContext.ts';
+import type { AppContext } from '../app/context.ts';
 
 /**
  * The CLI is a client of the admin API, so every command has exactly one implementation (the

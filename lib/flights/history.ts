@@ -1,6 +1,6 @@
 import type { Queryable } from '../db/db.ts';
 import { enqueueEvents } from '../outbox/enqueue.ts';
-import type { AppContext } from '../shared/context.ts';
+import type { AppContext } from '../app/context.ts';
 import { formatLocalTime, localDay } from '../shared/time.ts';
 import { purgeEvents } from './events.ts';
 import { flightJson } from './json.ts';

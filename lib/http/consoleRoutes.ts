@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { readMessageTrace } from '../observability/trace.ts';
 import { eventsBySource } from '../outbox/sourceEvents.ts';
 import { readThroughput } from '../observability/throughput.ts';
-import type { AppContext } from '../shared/context.ts';
+import type { AppContext } from '../app/context.ts';
 import { RequestError } from '../shared/errors.ts';
 import { intParam, parseQuery } from './query.ts';
 import { json } from './router.ts';

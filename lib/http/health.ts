@@ -1,5 +1,5 @@
 import { readMigrations } from '../db/migrate.ts';
-import type { AppContext } from '../shared/context.ts';
+import type { AppContext } from '../app/context.ts';
 import type { Route } from './types.ts';
 
 export type HealthCheck = () => Promise<void>;

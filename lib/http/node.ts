@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { timingSafeEqual } from 'node:crypto';
-import type { AppContext } from '../shared/context.ts';
+import type { AppContext } from '../app/context.ts';
 import { RequestError } from '../shared/errors.ts';
 import { guardLocalRequest } from './localGuard.ts';
 import { errorResponse, type Router } from './router.ts';

@@ -1,5 +1,5 @@
 import { MsgxError, RequestError } from '../shared/errors.ts';
-import type { AppContext } from '../shared/context.ts';
+import type { AppContext } from '../app/context.ts';
 import { isJsonType, mediaType } from './jsonBody.ts';
 import type { HttpRequest, HttpResponse, Route } from './types.ts';
 

@@ -1,4 +1,4 @@
-import type { AppContext } from '../shared/context.ts';
+import type { AppContext } from '../app/context.ts';
 
 /** A transport-neutral request: built from an API Gateway event or from a twin HTTP request. */
 export interface HttpRequest {

@@ -1,8 +1,8 @@
 import type { Context } from 'aws-lambda';
 import { loadConfig } from '../config/config.ts';
 import { type ReadSecret, resolveSecretEnv, secretsManagerReader, urlSources } from '../config/secrets.ts';
-import type { AppContext } from '../shared/context.ts';
-import { buildContext } from '../shared/buildContext.ts';
+import type { AppContext } from '../app/context.ts';
+import { buildContext } from '../app/buildContext.ts';
 import type { RoleSpec } from './roles.ts';
 import { emfRoleMetrics, roleMetricValues, type RoleMetricsSink } from './roleMetrics.ts';
 import { runWorker, type WorkerSummary } from './worker.ts';

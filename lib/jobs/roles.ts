@@ -13,7 +13,7 @@ import { expireRequests } from '../requests/send.ts';
 import { reconcileRequests } from '../requests/reconcile.ts';
 import { emitGauges, readGauges } from '../observability/metrics.ts';
 import { readOutboxGauges } from '../outbox/metrics.ts';
-import type { AppContext } from '../shared/context.ts';
+import type { AppContext } from '../app/context.ts';
 import { archiveConsumed } from '../txmsg/archive.ts';
 import { checkBackOnce } from '../txmsg/checkBack.ts';
 import { txmsgDeadHook, txmsgRetryHook, txmsgSentHook } from '../txmsg/hooks.ts';

@@ -1,4 +1,4 @@
-import type { AppContext } from '../shared/context.ts';
+import type { AppContext } from '../app/context.ts';
 import { tryRoleLock } from './roleLock.ts';
 
 /** What one step of a role reports: work done (loop again at once) or how long it may rest. */

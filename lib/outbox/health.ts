@@ -1,5 +1,5 @@
 import type { HealthCheck } from '../http/health.ts';
-import type { AppContext } from '../shared/context.ts';
+import type { AppContext } from '../app/context.ts';
 import { createKafka } from './kafkaClient.ts';
 import { describeMissing, missingTopics } from './missingTopics.ts';
 

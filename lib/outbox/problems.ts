@@ -1,4 +1,4 @@
-import type { AppContext } from '../shared/context.ts';
+import type { AppContext } from '../app/context.ts';
 import { missingTopics, type MissingTopic } from './missingTopics.ts';
 import type { TargetBacklog } from './routes.ts';
 

@@ -1,6 +1,6 @@
 import type { Queryable } from '../db/db.ts';
 import type { BackfillMark, Mailbox } from '../mailbox/mailbox.ts';
-import type { AppContext } from '../shared/context.ts';
+import type { AppContext } from '../app/context.ts';
 import { backoffMs } from '../shared/backoff.ts';
 
 /**

@@ -1,6 +1,6 @@
 import type { Queryable } from '../db/db.ts';
 import type { BackfillMark } from '../mailbox/mailbox.ts';
-import type { AppContext } from '../shared/context.ts';
+import type { AppContext } from '../app/context.ts';
 import { asMsgxError, type ErrorClass } from '../shared/errors.ts';
 import type { Prepared } from './attempt.ts';
 import { GroupScope } from './groupScope.ts';

@@ -1,5 +1,5 @@
 import { checkWellFormed, DEFAULT_LIMITS } from '../codec/decode.ts';
-import type { AppContext } from '../shared/context.ts';
+import type { AppContext } from '../app/context.ts';
 import { MalformedError, RequestError } from '../shared/errors.ts';
 import { groupsInbound, storeInboundGrouped } from './ingressBatch.ts';
 import { MAILBOX_CHANNEL } from './poller.ts';

@@ -1,6 +1,6 @@
 import type { Db } from '../db/db.ts';
 import { insertInboundRows } from '../mailbox/pg.ts';
-import type { AppContext } from '../shared/context.ts';
+import type { AppContext } from '../app/context.ts';
 import { MAILBOX_CHANNEL } from './poller.ts';
 
 /** Bounded so one transaction stays short for the roles that wait behind it. */

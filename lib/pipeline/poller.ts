@@ -1,4 +1,4 @@
-import type { AppContext } from '../shared/context.ts';
+import type { AppContext } from '../app/context.ts';
 import { FRONTIER_KEY, loadFrontier, saveFrontier } from './frontier.ts';
 import { advance, idsIn } from './gaps.ts';
 import { enqueueMessages, enqueueWithFact, INBOX_CHANNEL } from './procState.ts';

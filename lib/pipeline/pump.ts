@@ -1,4 +1,4 @@
-import type { AppContext } from '../shared/context.ts';
+import type { AppContext } from '../app/context.ts';
 import { asMsgxError } from '../shared/errors.ts';
 import { type Prepared, prepare } from './attempt.ts';
 import { backfillNow, noteFor } from './backfill.ts';

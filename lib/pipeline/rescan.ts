@@ -1,4 +1,4 @@
-import type { AppContext } from '../shared/context.ts';
+import type { AppContext } from '../app/context.ts';
 import { loadFrontier, markLate, readRescanCursor, unknownIds, writeRescanCursor } from './frontier.ts';
 import { enqueueMessages } from './procState.ts';
 

@@ -1,4 +1,4 @@
-import type { AppContext } from '../shared/context.ts';
+import type { AppContext } from '../app/context.ts';
 import { encodeRequest } from './wire.ts';
 import { appendAudit, listUnconfirmed, markSendAttempt, markSent, type ReqRow } from './track.ts';
 

@@ -1,5 +1,5 @@
 import { encodeRqfd, encodeRqrf } from '../codec/encode.ts';
-import type { AppContext } from '../shared/context.ts';
+import type { AppContext } from '../app/context.ts';
 import type { ReqRow } from './track.ts';
 
 const meta = (ctx: Pick<AppContext, 'config'>, seqn: string, at: Date) => ({ sender: 'MSGX', receiver: 'FIMS', seqn, at, timezone: ctx.config.timezone });

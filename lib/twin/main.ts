@@ -4,7 +4,7 @@ import { buildRouter } from '../http/app.ts';
 import { startHttpServer } from '../http/node.ts';
 import { createLogger } from '../observability/logger.ts';
 import { ConfigError } from '../shared/errors.ts';
-import { buildContext, closeContext } from '../shared/buildContext.ts';
+import { buildContext, closeContext } from '../app/buildContext.ts';
 import { startRoles } from './roles.ts';
 
 /**

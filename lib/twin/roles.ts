@@ -6,7 +6,7 @@ import { kafkaHealth } from '../outbox/health.ts';
 import { describeMissing, missingTopics } from '../outbox/missingTopics.ts';
 import { topicForTarget } from '../outbox/publish.ts';
 import { ensureTopics } from '../outbox/topics.ts';
-import type { AppContext } from '../shared/context.ts';
+import type { AppContext } from '../app/context.ts';
 
 /**
  * Runs every scheduled role of the cloud continuously in this process. A role whose lock another

@@ -1,4 +1,4 @@
-import type { AppContext } from '../shared/context.ts';
+import type { AppContext } from '../app/context.ts';
 import { archiveFinished } from './store.ts';
 
 const ARCHIVE_BATCH = 1000;

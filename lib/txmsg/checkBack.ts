@@ -1,4 +1,4 @@
-import type { AppContext } from '../shared/context.ts';
+import type { AppContext } from '../app/context.ts';
 import { applyAction } from './actions.ts';
 import { callCheckBack, type CheckOutcome } from './checkCall.ts';
 import { move } from './move.ts';

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { AppContext } from '../shared/context.ts';
+import type { AppContext } from '../app/context.ts';
 import { TxIdempotencyConflictError, TxValidationError } from './errors.ts';
 import { claimKey, requestHash } from './idempotency.ts';
 import { findMessage, insertMessage, type TxRow } from './store.ts';

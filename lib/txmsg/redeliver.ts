@@ -1,4 +1,4 @@
-import type { AppContext } from '../shared/context.ts';
+import type { AppContext } from '../app/context.ts';
 import { enqueueDelivery } from './delivery.ts';
 import { txmsgDeadHook, txmsgSentHook } from './hooks.ts';
 import { move } from './move.ts';

@@ -1,4 +1,4 @@
-import type { AppContext } from '../shared/context.ts';
+import type { AppContext } from '../app/context.ts';
 import { startSchedule } from './delivery.ts';
 import { TxIllegalTransitionError, TxNotFoundError } from './errors.ts';
 import { move } from './move.ts';

@@ -21,7 +21,7 @@ import { dispatcherRole, pollerRole, pumpRole, type RoleSpec, sweepRole } from '
 import { runWorker } from '../../lib/jobs/worker.ts';
 import { buildPublishers } from '../../lib/outbox/publishers/index.ts';
 import { createLogger, type Log } from '../../lib/observability/logger.ts';
-import { buildContext } from '../../lib/shared/buildContext.ts';
+import { buildContext } from '../../lib/app/buildContext.ts';
 
 const role = process.argv[2];
 if (!['pump', 'poller', 'dispatcher', 'sweep'].includes(role ?? '')) {

@@ -6,7 +6,7 @@ import { ProcessorRegistry } from '../../lib/pipeline/processor.ts';
 import { pumpOnce, type PumpStep } from '../../lib/pipeline/pump.ts';
 import { pollOnce } from '../../lib/pipeline/poller.ts';
 import { type Clock, FakeClock } from '../../lib/shared/clock.ts';
-import type { AppContext } from '../../lib/shared/context.ts';
+import type { AppContext } from '../../lib/app/context.ts';
 
 /** An AppContext over real databases with a fake clock (unless one is given). */
 export function makeContext(o: {

@@ -5,7 +5,7 @@ import { buildRouter } from '../../lib/http/app.ts';
 import { startHttpServer } from '../../lib/http/node.ts';
 import { Router } from '../../lib/http/router.ts';
 import { systemClock } from '../../lib/shared/clock.ts';
-import type { AppContext } from '../../lib/shared/context.ts';
+import type { AppContext } from '../../lib/app/context.ts';
 import { makeContext, wire } from '../helpers/pipeline.ts';
 import { freshMysql, freshPg, type TestMysql, type TestPg } from '../helpers/services.ts';
 

@@ -3,7 +3,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../lib/config/config.ts';
 import { PgMailbox } from '../../lib/mailbox/pg.ts';
-import { buildContext, closeContext } from '../../lib/shared/buildContext.ts';
+import { buildContext, closeContext } from '../../lib/app/buildContext.ts';
 import { ConfigError } from '../../lib/shared/errors.ts';
 import { drainPoller, drainPump, makeContext } from '../helpers/pipeline.ts';
 import { freshPg, type TestPg } from '../helpers/services.ts';

@@ -5,7 +5,7 @@ import type { Db, Queryable } from '../../lib/db/db.ts';
 import { buildRouter } from '../../lib/http/app.ts';
 import { startHttpServer } from '../../lib/http/node.ts';
 import { systemClock } from '../../lib/shared/clock.ts';
-import type { AppContext } from '../../lib/shared/context.ts';
+import type { AppContext } from '../../lib/app/context.ts';
 import { MAILBOX_CHANNEL } from '../../lib/pipeline/poller.ts';
 import { drainPoller, drainPump, makeContext, wire } from '../helpers/pipeline.ts';
 import { freshMysql, freshPg, type TestMysql, type TestPg } from '../helpers/services.ts';

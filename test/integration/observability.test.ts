@@ -7,7 +7,7 @@ import { emitGauges, readGauges } from '../../lib/observability/metrics.ts';
 import { backfillSweep } from '../../lib/pipeline/backfill.ts';
 import { pipelineRoutes } from '../../lib/pipeline/routes.ts';
 import { FakeClock } from '../../lib/shared/clock.ts';
-import type { AppContext } from '../../lib/shared/context.ts';
+import type { AppContext } from '../../lib/app/context.ts';
 import { drainPoller, drainPump, makeContext } from '../helpers/pipeline.ts';
 import { freshPg, type TestPg } from '../helpers/services.ts';
 import { createEffectTables, testRegistry } from '../helpers/testProcessors.ts';

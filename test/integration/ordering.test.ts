@@ -14,7 +14,7 @@ import { PgMailbox } from '../../lib/mailbox/pg.ts';
 import { ProcessorRegistry } from '../../lib/pipeline/processor.ts';
 import { rescanOnce } from '../../lib/pipeline/rescan.ts';
 import { systemClock } from '../../lib/shared/clock.ts';
-import type { AppContext } from '../../lib/shared/context.ts';
+import type { AppContext } from '../../lib/app/context.ts';
 import { flight, flop, schd } from '../fixtures/messages/build.ts';
 import { makeContext } from '../helpers/pipeline.ts';
 import { freshMysql, freshPg, type TestMysql, type TestPg, waitFor } from '../helpers/services.ts';

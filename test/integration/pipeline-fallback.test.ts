@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PgMailbox } from '../../lib/mailbox/pg.ts';
 import { pumpOnce } from '../../lib/pipeline/pump.ts';
 import { FakeClock } from '../../lib/shared/clock.ts';
-import { defaultRegistry } from '../../lib/shared/registry.ts';
+import { defaultRegistry } from '../../lib/app/registry.ts';
 import { flight, flop, schd } from '../fixtures/messages/build.ts';
 import { drainPoller, drainPump, makeContext } from '../helpers/pipeline.ts';
 import { freshPg, type TestPg } from '../helpers/services.ts';

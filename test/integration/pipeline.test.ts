@@ -5,7 +5,7 @@ import { pumpOnce } from '../../lib/pipeline/pump.ts';
 import { rescanOnce } from '../../lib/pipeline/rescan.ts';
 import { setPaused } from '../../lib/pipeline/pause.ts';
 import { FakeClock } from '../../lib/shared/clock.ts';
-import type { AppContext } from '../../lib/shared/context.ts';
+import type { AppContext } from '../../lib/app/context.ts';
 import { drainPoller, drainPump, mailboxWith, makeContext, wire } from '../helpers/pipeline.ts';
 import { freshMysql, freshPg, type TestMysql, type TestPg } from '../helpers/services.ts';
 import { createEffectTables, testRegistry } from '../helpers/testProcessors.ts';

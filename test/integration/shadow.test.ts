@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FakeClock } from '../../lib/shared/clock.ts';
-import { defaultRegistry } from '../../lib/shared/registry.ts';
+import { defaultRegistry } from '../../lib/app/registry.ts';
 import { backfillSweep, reconcileBackfill } from '../../lib/pipeline/backfill.ts';
 import { flight, flop, schd } from '../fixtures/messages/build.ts';
 import { drainPoller, drainPump, makeContext } from '../helpers/pipeline.ts';

@@ -12,7 +12,7 @@ import { dispatchOnce } from '../../lib/outbox/dispatcher.ts';
 import type { OutRecord, Publisher, PublishResult } from '../../lib/outbox/types.ts';
 import { ProcessorRegistry } from '../../lib/pipeline/processor.ts';
 import { FakeClock } from '../../lib/shared/clock.ts';
-import type { AppContext } from '../../lib/shared/context.ts';
+import type { AppContext } from '../../lib/app/context.ts';
 import { drainPoller, drainPump, makeContext, wire } from '../helpers/pipeline.ts';
 import { freshPg, type TestPg } from '../helpers/services.ts';
 

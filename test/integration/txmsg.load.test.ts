@@ -10,7 +10,7 @@ import { Router } from '../../lib/http/router.ts';
 import { silentLog } from '../../lib/observability/logger.ts';
 import { dispatchOnce, type OutRecord, type Publisher, type PublishResult } from '../../lib/outbox/index.ts';
 import { FakeClock } from '../../lib/shared/clock.ts';
-import type { AppContext } from '../../lib/shared/context.ts';
+import type { AppContext } from '../../lib/app/context.ts';
 import { TxMessageClient } from '../../lib/txmsg/client.ts';
 import { checkBackOnce, deadTxMessages, redeliverOnce, txmsgDeadHook, txmsgRoutes, txmsgSentHook } from '../../lib/txmsg/index.ts';
 import { freshPg, type TestPg } from '../helpers/services.ts';

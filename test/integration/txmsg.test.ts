@@ -9,7 +9,7 @@ import { adminRoutes } from '../../lib/http/adminRoutes.ts';
 import { Router } from '../../lib/http/router.ts';
 import { silentLog } from '../../lib/observability/logger.ts';
 import { FakeClock, systemClock, type Clock } from '../../lib/shared/clock.ts';
-import type { AppContext } from '../../lib/shared/context.ts';
+import type { AppContext } from '../../lib/app/context.ts';
 import { TxMessageClient, TxRejectedError, TxUnavailableError } from '../../lib/txmsg/client.ts';
 import {
   archiveConsumed, checkBackOnce, deadTxMessages, redeliverOnce, txmsgDeadHook, txmsgRoutes, txmsgSentHook,

@@ -6,7 +6,7 @@ import { Router } from '../../lib/http/router.ts';
 import type { HttpRequest } from '../../lib/http/types.ts';
 import { silentLog } from '../../lib/observability/logger.ts';
 import { FakeClock } from '../../lib/shared/clock.ts';
-import type { AppContext } from '../../lib/shared/context.ts';
+import type { AppContext } from '../../lib/app/context.ts';
 import { archiveConsumed, checkBackOnce, redeliverOnce, txmsgRoutes, txmsgSentHook } from '../../lib/txmsg/index.ts';
 
 // The twin's default database is PGlite, with ONE connection: the whole life of a message must

@@ -3,7 +3,7 @@ import type { Db } from '../db/db.ts';
 import type { Mailbox } from '../mailbox/mailbox.ts';
 import type { Log } from '../observability/logger.ts';
 import type { ProcessorRegistry } from '../pipeline/processor.ts';
-import type { Clock } from './clock.ts';
+import type { Clock } from '../shared/clock.ts';
 
 /**
  * What every role and route needs, built once per process (cold start or twin start) and passed

@@ -6,7 +6,7 @@ import { openMailbox } from '../mailbox/open.ts';
 import { checkIdentityMode } from '../pipeline/identityMode.ts';
 import { createLogger, type Log } from '../observability/logger.ts';
 import { defaultRegistry } from './registry.ts';
-import { type Clock, systemClock } from './clock.ts';
+import { type Clock, systemClock } from '../shared/clock.ts';
 import type { AppContext } from './context.ts';
 
 /**
