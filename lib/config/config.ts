@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { ConfigError } from '../shared/errors.ts';
 import { commaList, duration, durationList, flag, positiveInt } from './parse.ts';
-import { checkTargetOverrides, type DeliverySettings, targetOverridesField, type TargetOverride } from '../outbox/settings.ts';
+import { checkTargetOverrides, type DeliverySettings, targetOverridesField, type TargetOverride } from './delivery.ts';
 
 /**
  * Every MSGX_* setting, parsed and validated once at start. Each entry names its variable so an

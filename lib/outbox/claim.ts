@@ -1,5 +1,5 @@
 import type { DeliverySettings } from './settings.ts';
-import type { DispatchContext } from './dispatcher.ts';
+import type { DispatchContext } from './types.ts';
 import { round, type TargetReport } from './report.ts';
 
 /* Finding and leasing work: which targets have open events, and the run at a target's head.

@@ -1,23 +1,19 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
-import type { Config } from '../config/config.ts';
-import type { Db, Queryable } from '../db/db.ts';
-import type { Log } from '../observability/logger.ts';
-import type { Clock } from '../shared/clock.ts';
 import { claimRun, discoverHeads, type HeadRow } from './claim.ts';
 import { decide } from './decide.ts';
 import { markRun } from './mark.ts';
-import type { OutboxMetrics } from './metrics.ts';
 import { noopMetrics } from './metrics.ts';
 import { publishRun } from './publish.ts';
 import { emptyReport, round, sum, type DispatchReport, type TargetReport } from './report.ts';
 import { logRound } from './roundLog.ts';
 import { deliverySettingsFor, type DeliverySettings } from './settings.ts';
-import type { Publisher } from './types.ts';
+import type { DispatchContext, DispatchOptions, Publisher } from './types.ts';
 
 // Importers reach the relay through this file (lib/jobs/roles.ts, the tests).
 export { topicForTarget } from './publish.ts';
 export type { DispatchReport, TargetReport } from './report.ts';
+export type { DispatchContext, DispatchOptions, OutcomeHook, SentEvent } from './types.ts';
 
 /*
  * The outbox relay (issue 4, seed 000 §5, seed 001). One round = for every target with open
@@ -36,35 +32,6 @@ export type { DispatchReport, TargetReport } from './report.ts';
  *   finishes publishing before anyone can reclaim its rows. A killed one's rows are retried after
  *   the lease: at least once, the duplicates carry the same msgx-event-id.
  */
-
-export type DispatchContext = { db: Db; config: Config; clock: Clock; log: Log };
-
-export interface SentEvent {
-  eventId: number;
-  sourceKind: string;
-  sourceId: string | null;
-}
-
-export type OutcomeHook = (tx: Queryable, events: SentEvent[], now: Date) => Promise<void>;
-
-export interface DispatchOptions {
-  /** Written to locked_by; one per dispatcher instance. Default: host:pid:random of this process. */
-  dispatcherId?: string;
-  /** Called in the transaction that marks events SENT (txmsg moves tx_message to DELIVERED). */
-  onSent?: OutcomeHook;
-  /** Called in the transaction that marks events DEAD. */
-  onDead?: OutcomeHook;
-  /** Called in the transaction that records a failed try that will be retried (events carry `error`). */
-  onRetry?: (tx: Queryable, events: (SentEvent & { error: string })[], now: Date) => Promise<void>;
-  metrics?: OutboxMetrics;
-  /** Only these targets this round (default: every target with open events). */
-  targets?: string[];
-  /**
-   * Batches per target per round while batches come back full (default 1). A loop passes more:
-   * the following claims skip discovery, which keeps the database round trips per batch at two.
-   */
-  maxBatches?: number;
-}
 
 const PROCESS_DISPATCHER_ID = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
 

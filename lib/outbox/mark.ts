@@ -1,6 +1,6 @@
 import type { Queryable } from '../db/db.ts';
 import type { Outcome, RowUpdate } from './decide.ts';
-import type { DispatchContext, DispatchOptions, SentEvent } from './dispatcher.ts';
+import type { DispatchContext, DispatchOptions, SentEvent } from './types.ts';
 import { round, type TargetReport } from './report.ts';
 
 /* Recording a batch's outcome: one call per batch, only on rows still leased by us, with the

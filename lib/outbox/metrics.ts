@@ -1,6 +1,6 @@
 import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { Queryable } from '../db/db.ts';
-import type { DispatchReport } from './dispatcher.ts';
+import type { DispatchReport } from './report.ts';
 
 /**
  * Where the dispatcher's numbers go. Injected, so tests record them instead of printing EMF.

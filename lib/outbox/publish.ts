@@ -1,7 +1,7 @@
 import type { Config } from '../config/config.ts';
 import type { Clock } from '../shared/clock.ts';
 import type { ClaimedRow } from './claim.ts';
-import type { DispatchContext } from './dispatcher.ts';
+import type { DispatchContext } from './types.ts';
 import { round, type TargetReport } from './report.ts';
 import type { DeliverySettings } from './settings.ts';
 import type { OutRecord, Publisher, PublishResult } from './types.ts';

@@ -1,3 +1,9 @@
+import type { Config } from '../config/config.ts';
+import type { Db, Queryable } from '../db/db.ts';
+import type { Log } from '../observability/logger.ts';
+import type { Clock } from '../shared/clock.ts';
+import type { OutboxMetrics } from './metrics.ts';
+
 /**
  * The relay's central types. A Publisher takes a batch of records for one topic, in event_id
  * order, and answers one result per record, in the same order.
@@ -74,4 +80,34 @@ export interface EventSummary {
   lastError: string | null;
   /** schd aggregation: the event this older version went out as (or down with). */
   sentAs: number | null;
+}
+
+/** What a delivery round runs with; claim, publish and mark take it too (so they never import dispatcher.ts). */
+export type DispatchContext = { db: Db; config: Config; clock: Clock; log: Log };
+
+export interface SentEvent {
+  eventId: number;
+  sourceKind: string;
+  sourceId: string | null;
+}
+
+export type OutcomeHook = (tx: Queryable, events: SentEvent[], now: Date) => Promise<void>;
+
+export interface DispatchOptions {
+  /** Written to locked_by; one per dispatcher instance. Default: host:pid:random of this process. */
+  dispatcherId?: string;
+  /** Called in the transaction that marks events SENT (txmsg moves tx_message to DELIVERED). */
+  onSent?: OutcomeHook;
+  /** Called in the transaction that marks events DEAD. */
+  onDead?: OutcomeHook;
+  /** Called in the transaction that records a failed try that will be retried (events carry `error`). */
+  onRetry?: (tx: Queryable, events: (SentEvent & { error: string })[], now: Date) => Promise<void>;
+  metrics?: OutboxMetrics;
+  /** Only these targets this round (default: every target with open events). */
+  targets?: string[];
+  /**
+   * Batches per target per round while batches come back full (default 1). A loop passes more:
+   * the following claims skip discovery, which keeps the database round trips per batch at two.
+   */
+  maxBatches?: number;
 }
