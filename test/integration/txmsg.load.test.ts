@@ -211,7 +211,7 @@ describe('1,000 half messages through the dispatcher', () => {
     await roundAll(w, consumer, offset);
     expect((await statusOf([revived]))[0]!.status).toBe('CONSUMED');
     expect(w.topic.log.filter((r) => r.headers['msgx-txmsg-id'] === revived)).toHaveLength(4);
-  });
+  }, 240_000); // a load test: 1,000 messages, bounded by work on a shared 2-core machine, not by a target
 
   it('a broker outage the dispatcher gives up on makes the message DEAD with the relay error; resend delivers it', async () => {
     const w = await world({ MSGX_DELIVERY_MAX_RETRY_COUNT: '2', MSGX_DELIVERY_INITIAL_BACKOFF: '1s', MSGX_DELIVERY_MAX_BACKOFF: '2s' }, 'points-outage');
