@@ -6,6 +6,7 @@ import { errorResponse } from '../lib/http/router.ts';
 import { lambdaContext } from '../lib/jobs/coldStart.ts';
 import { kickPumpIfIdle } from '../lib/jobs/kick.ts';
 import { kafkaHealth } from '../lib/outbox/health.ts';
+import { SEND_PATH } from '../lib/constants.ts';
 
 /** API Gateway → the shared router. After a stored message, start a poller and a pump if none is live. */
 let router: ReturnType<typeof buildRouter> | undefined;
@@ -24,12 +25,12 @@ export async function handler(event: APIGatewayProxyEvent): Promise<APIGatewayPr
     return toApiGateway(errorResponse(err)); // e.g. a body that is not UTF-8: 400, nothing stored
   }
   const response = await router.handle(request, ctx);
-  if (pumpFunction && request.path === '/cminmsgs/send' && response.status === 200) {
+  if (pumpFunction && request.path === SEND_PATH && response.status === 200) {
     await kickPumpIfIdle(ctx.db, async () => {
       await lambda.send(new InvokeCommand({ FunctionName: pumpFunction, InvocationType: 'Event' }));
     }).catch((err) => ctx.log.warn('could not start a pump; the schedule will', { error: String(err) }));
   }
-  if (pollerFunction && request.path === '/cminmsgs/send' && response.status === 200) {
+  if (pollerFunction && request.path === SEND_PATH && response.status === 200) {
     await kickPumpIfIdle(
       ctx.db,
       async () => {

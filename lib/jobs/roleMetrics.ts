@@ -1,5 +1,6 @@
 import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { WorkerSummary } from './worker.ts';
+import { METRIC_NAMESPACE, METRIC_SERVICE } from '../constants.ts';
 
 /**
  * What every scheduled invocation reports about its role (EMF, namespace msgx, dimensions
@@ -12,7 +13,7 @@ import type { WorkerSummary } from './worker.ts';
 export type RoleMetricsSink = (role: string, values: { Heartbeat: number; RoleLockTaken: number }) => void;
 
 export const emfRoleMetrics: RoleMetricsSink = (role, values) => {
-  const m = new Metrics({ namespace: 'msgx', serviceName: 'msgx' });
+  const m = new Metrics({ namespace: METRIC_NAMESPACE, serviceName: METRIC_SERVICE });
   m.addDimension('role', role);
   for (const [name, value] of Object.entries(values)) m.addMetric(name, MetricUnit.Count, value);
   m.publishStoredMetrics();

@@ -18,6 +18,7 @@ import { archiveConsumed } from '../txmsg/archive.ts';
 import { checkBackOnce } from '../txmsg/checkBack.ts';
 import { txmsgDeadHook, txmsgRetryHook, txmsgSentHook } from '../txmsg/hooks.ts';
 import { redeliverOnce } from '../txmsg/redeliver.ts';
+import type { ScheduledRole } from '../constants.ts';
 import type { StepResult, WorkerOptions } from './worker.ts';
 
 /** One step per role; runWorker loops them under the role's lock. */
@@ -32,7 +33,7 @@ export type RoleSpec = Pick<WorkerOptions, 'role' | 'wakeOn' | 'step'> & {
 
 export function pumpRole(ctx: AppContext): RoleSpec {
   return {
-    role: 'pump',
+    role: 'pump' satisfies ScheduledRole,
     wakeOn: [INBOX_CHANNEL],
     async step() {
       const r = await pumpOnce(ctx);
@@ -45,7 +46,7 @@ export function pumpRole(ctx: AppContext): RoleSpec {
 
 export function pollerRole(ctx: AppContext): RoleSpec {
   return {
-    role: 'poller',
+    role: 'poller' satisfies ScheduledRole,
     wakeOn: [MAILBOX_CHANNEL],
     async step() {
       const r = await pollOnce(ctx);
@@ -64,7 +65,7 @@ export function dispatcherRole(
   options: DispatchOptions = {},
 ): RoleSpec {
   return {
-    role: 'dispatcher',
+    role: 'dispatcher' satisfies ScheduledRole,
     wakeOn: [OUTBOX_CHANNEL],
     async step() {
       // Up to 10 batches per target per round: later claims skip discovery and overlap the
@@ -121,7 +122,7 @@ async function emitPipelineGauges(c: AppContext): Promise<void> {
 export function sweepRole(ctx: AppContext, tasks: SweepTask[] = defaultSweepTasks(ctx)): RoleSpec {
   const lastRun = new Map<string, number>();
   return {
-    role: 'sweep',
+    role: 'sweep' satisfies ScheduledRole,
     flush: ctx.config.runtime === 'lambda' ? () => emitPipelineGauges(ctx) : undefined,
     async step() {
       const now = ctx.clock.now().getTime();

@@ -1,5 +1,6 @@
 import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { Queryable } from '../db/db.ts';
+import { METRIC_NAMESPACE, METRIC_SERVICE, METRICS } from '../constants.ts';
 
 /**
  * The gauges the CloudWatch alarms watch (infra-cdk monitoring stack), as EMF in namespace msgx
@@ -62,18 +63,18 @@ export async function readGauges(q: Queryable, now: Date, windowMs: number): Pro
   };
 }
 
-export function emitGauges(g: PipelineGauges, namespace = 'msgx'): void {
-  const m = new Metrics({ namespace, serviceName: 'msgx' });
-  m.addMetric('HeadAgeSeconds', MetricUnit.Seconds, g.headAgeSeconds);
-  m.addMetric('Backlog', MetricUnit.Count, g.backlog);
-  m.addMetric('BackfillFailures', MetricUnit.Count, g.backfillFailures);
-  m.addMetric('MailboxHoles', MetricUnit.Count, g.mailboxHoles);
-  m.addMetric('LateRows', MetricUnit.Count, g.lateRows);
+export function emitGauges(g: PipelineGauges, namespace = METRIC_NAMESPACE): void {
+  const m = new Metrics({ namespace, serviceName: METRIC_SERVICE });
+  m.addMetric(METRICS.headAge, MetricUnit.Seconds, g.headAgeSeconds);
+  m.addMetric(METRICS.backlog, MetricUnit.Count, g.backlog);
+  m.addMetric(METRICS.backfillFailures, MetricUnit.Count, g.backfillFailures);
+  m.addMetric(METRICS.mailboxHoles, MetricUnit.Count, g.mailboxHoles);
+  m.addMetric(METRICS.lateRows, MetricUnit.Count, g.lateRows);
   m.publishStoredMetrics();
   for (const [kind, n] of Object.entries(g.deadInWindow)) {
-    const d = new Metrics({ namespace, serviceName: 'msgx' });
+    const d = new Metrics({ namespace, serviceName: METRIC_SERVICE });
     d.addDimension('kind', kind);
-    d.addMetric('DeadCount', MetricUnit.Count, n);
+    d.addMetric(METRICS.deadCount, MetricUnit.Count, n);
     d.publishStoredMetrics();
   }
 }

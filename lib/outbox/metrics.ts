@@ -1,6 +1,7 @@
 import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { Queryable } from '../db/db.ts';
 import type { DispatchReport } from './report.ts';
+import { METRIC_NAMESPACE, METRIC_SERVICE, METRICS } from '../constants.ts';
 
 /**
  * Where the dispatcher's numbers go. Injected, so tests record them instead of printing EMF.
@@ -62,8 +63,8 @@ export interface EmfMetricsOptions {
  * minute is a zero datapoint and only a dead dispatcher leaves a gap.
  */
 export function createEmfMetrics(options: EmfMetricsOptions = {}): OutboxMetrics {
-  const namespace = options.namespace ?? 'msgx';
-  const serviceName = options.serviceName ?? 'msgx';
+  const namespace = options.namespace ?? METRIC_NAMESPACE;
+  const serviceName = options.serviceName ?? METRIC_SERVICE;
   let sent = 0;
   let retried = 0;
   let dead = 0;
@@ -83,17 +84,17 @@ export function createEmfMetrics(options: EmfMetricsOptions = {}): OutboxMetrics
     },
     flush() {
       const m = metrics();
-      m.addMetric('EventsSent', MetricUnit.Count, sent);
-      m.addMetric('EventsRetried', MetricUnit.Count, retried);
+      m.addMetric(METRICS.eventsSent, MetricUnit.Count, sent);
+      m.addMetric(METRICS.eventsRetried, MetricUnit.Count, retried);
       if (gauges) {
-        m.addMetric('OldestPendingEventSeconds', MetricUnit.Seconds, gauges.oldestPendingEventSeconds);
-        m.addMetric('OutboxBacklog', MetricUnit.Count, gauges.openEvents);
-        m.addMetric('StalledTargets', MetricUnit.Count, gauges.stalledTargets);
+        m.addMetric(METRICS.oldestPendingEvent, MetricUnit.Seconds, gauges.oldestPendingEventSeconds);
+        m.addMetric(METRICS.outboxBacklog, MetricUnit.Count, gauges.openEvents);
+        m.addMetric(METRICS.stalledTargets, MetricUnit.Count, gauges.stalledTargets);
       }
       m.publishStoredMetrics();
       const d = metrics();
       d.addDimension('kind', 'event');
-      d.addMetric('DeadCount', MetricUnit.Count, dead);
+      d.addMetric(METRICS.deadCount, MetricUnit.Count, dead);
       d.publishStoredMetrics();
       if (gauges) {
         const now = new Map(gauges.byTarget.map((t) => [t.target, t.oldestPendingEventSeconds]));
@@ -101,7 +102,7 @@ export function createEmfMetrics(options: EmfMetricsOptions = {}): OutboxMetrics
         for (const target of targets) {
           const g = metrics();
           g.addDimension('target', target);
-          g.addMetric('OldestPendingEventSeconds', MetricUnit.Seconds, now.get(target) ?? 0);
+          g.addMetric(METRICS.oldestPendingEvent, MetricUnit.Seconds, now.get(target) ?? 0);
           g.publishStoredMetrics();
           if (!now.has(target)) targets.delete(target);
         }

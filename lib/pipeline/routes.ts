@@ -3,11 +3,12 @@ import type { Route } from '../http/types.ts';
 import { RequestError } from '../shared/errors.ts';
 import { acceptInbound, XML_TYPES } from './ingress.ts';
 import { getProc, listAttempts } from './procState.ts';
+import { SEND_PATH } from '../constants.ts';
 
 export const pipelineRoutes: Route[] = [
   {
     method: 'POST',
-    path: '/cminmsgs/send',
+    path: SEND_PATH,
     accepts: XML_TYPES,
     async handle(req, ctx) {
       const { msgId } = await acceptInbound(ctx, req.body, req.headers['content-type']);

@@ -6,6 +6,7 @@ import { createLogger } from '../observability/logger.ts';
 import { ConfigError } from '../shared/errors.ts';
 import { buildContext, closeContext } from '../app/buildContext.ts';
 import { startRoles } from './roles.ts';
+import { SEND_PATH } from '../constants.ts';
 
 /**
  * `npm start`: every function in one process, each role looping continuously at its poll
@@ -31,7 +32,7 @@ async function main(): Promise<void> {
   const port = typeof address === 'object' && address ? address.port : config.http.port;
   const base = `http://${config.http.host === '0.0.0.0' ? '127.0.0.1' : config.http.host}:${port}`;
   log.info('msgx twin running', {
-    api: `${base}/cminmsgs/send`,
+    api: `${base}${SEND_PATH}`,
     health: `${base}/health`,
     console: `${base}/console`,
     database: config.pgUrl ? 'postgresql' : `embedded PGlite (${config.dataDir}/pg)`,
