@@ -1,4 +1,5 @@
 import type { Node } from 'constructs';
+import { type FunctionRole, SCHEDULED_ROLES } from '../lib/constants.ts';
 
 /**
  * Deployment settings. Everything that differs between stages (sizes, retention, protection,
@@ -9,8 +10,8 @@ import type { Node } from 'constructs';
 export type BundlingMode = 'esbuild' | 'skip';
 export type UpstreamAuth = 'iam' | 'jwt' | 'lambda';
 export type LambdaRuntime = 'nodejs20.x' | 'nodejs22.x' | 'nodejs24.x';
-export type FunctionRole = 'ingress' | 'poller' | 'pump' | 'dispatcher' | 'sweep' | 'migrate';
-export const SCHEDULED_ROLES = ['poller', 'pump', 'dispatcher', 'sweep'] as const;
+// Role names are shared with lib/ through its one dependency-free module.
+export { type FunctionRole, SCHEDULED_ROLES };
 export type ScheduledRole = (typeof SCHEDULED_ROLES)[number];
 
 /** Existing infrastructure a stage uses instead of creating its own (brownfield); see docs/deploy.md. */

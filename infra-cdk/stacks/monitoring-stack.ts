@@ -6,6 +6,7 @@ import * as kms from 'aws-cdk-lib/aws-kms';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import * as subs from 'aws-cdk-lib/aws-sns-subscriptions';
 import type { Construct } from 'constructs';
+import { METRIC_NAMESPACE, METRIC_SERVICE, METRICS } from '../../lib/constants.ts';
 import { type FunctionRole, type MsgxSettings, SCHEDULED_ROLES } from '../config.ts';
 import type { DataStack } from './data-stack.ts';
 import type { MessagingStack } from './messaging-stack.ts';
@@ -23,16 +24,16 @@ export interface MonitoringStackProps extends StackProps {
  * Powertools default dimension `service=msgx` (POWERTOOLS_SERVICE_NAME), plus `kind` on DeadCount.
  * An alarm matches a metric only when the dimension set is exactly this one.
  */
-export const METRIC_NAMESPACE = 'msgx';
-export const SERVICE_DIMENSION = { service: 'msgx' } as const;
+export { METRIC_NAMESPACE };
+export const SERVICE_DIMENSION = { service: METRIC_SERVICE } as const;
 export const DEAD_KINDS = ['proc', 'event', 'txmsg'] as const;
 /** Emitted by every scheduled invocation (lib/jobs/roleMetrics.ts) with the dimension `role`. */
-export const HEARTBEAT_METRIC = 'Heartbeat';
-export const LOCK_TAKEN_METRIC = 'RoleLockTaken';
+export const HEARTBEAT_METRIC = METRICS.heartbeat;
+export const LOCK_TAKEN_METRIC = METRICS.roleLockTaken;
 /** Gauge from the sweep: mailbox back-fills that failed at least once and are still owed. */
-export const BACKFILL_FAILURE_METRIC = 'BackfillFailures';
-export const STALLED_TARGETS_METRIC = 'StalledTargets';
-export const OUTBOX_BACKLOG_METRIC = 'OutboxBacklog';
+export const BACKFILL_FAILURE_METRIC = METRICS.backfillFailures;
+export const STALLED_TARGETS_METRIC = METRICS.stalledTargets;
+export const OUTBOX_BACKLOG_METRIC = METRICS.outboxBacklog;
 
 export class MonitoringStack extends Stack {
   readonly topic: sns.Topic;
@@ -101,10 +102,10 @@ export class MonitoringStack extends Stack {
       return al;
     };
 
-    const headAge = custom('HeadAgeSeconds');
-    const backlog = custom('Backlog');
-    const oldestEvent = custom('OldestPendingEventSeconds');
-    const dead = DEAD_KINDS.map((kind) => ({ kind, metric: custom('DeadCount', { kind }) }));
+    const headAge = custom(METRICS.headAge);
+    const backlog = custom(METRICS.backlog);
+    const oldestEvent = custom(METRICS.oldestPendingEvent);
+    const dead = DEAD_KINDS.map((kind) => ({ kind, metric: custom(METRICS.deadCount, { kind }) }));
     alarm('HeadAge', headAge, a.headAgeSeconds, `FIFO head older than ${a.headAgeSeconds}s: the pipeline is stuck or paused`);
     alarm('Backlog', backlog, a.backlog, `More than ${a.backlog} messages waiting in proc_state`);
     alarm('OldestPendingEvent', oldestEvent, a.oldestPendingEventSeconds, `An outbox event pending for over ${a.oldestPendingEventSeconds}s: delivery is failing`);

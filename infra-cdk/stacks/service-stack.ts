@@ -16,6 +16,7 @@ import type { DataStack } from './data-stack.ts';
 import type { MessagingStack } from './messaging-stack.ts';
 import type { NetworkStack } from './network-stack.ts';
 import { acknowledge } from '../nag.ts';
+import { SEND_PATH } from '../../lib/constants.ts';
 
 export interface ServiceStackProps extends StackProps {
   msgx: MsgxSettings;
@@ -27,7 +28,7 @@ export interface ServiceStackProps extends StackProps {
 
 /** Upstream routes: authenticated by IAM unless `upstreamAuth` selects a JWT or Lambda authorizer. */
 export const UPSTREAM_ROUTES: [apigwv2.HttpMethod, string][] = [
-  [apigwv2.HttpMethod.POST, '/cminmsgs/send'],
+  [apigwv2.HttpMethod.POST, SEND_PATH],
   [apigwv2.HttpMethod.POST, '/v1/tx-messages'],
   [apigwv2.HttpMethod.GET, '/v1/tx-messages/{id}'],
   [apigwv2.HttpMethod.POST, '/v1/tx-messages/{id}/commit'],
