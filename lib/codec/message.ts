@@ -1,7 +1,7 @@
 import type { ResourceKind } from './vocabulary.ts';
 import type { XmlNode } from './xml.ts';
 
-/** The decoded form of an inbound wire message (see DESIGN.md "Wire format"). */
+/** The decoded form of an inbound wire message (words: docs/glossary.md; fields: docs/flights.md "Codec"). */
 export interface Meta {
   SNDR: string;
   RCVR?: string;

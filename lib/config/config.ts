@@ -49,7 +49,7 @@ const schema = z
     MSGX_SIGNING_SECRET: z.string().min(1).optional(),
     MSGX_LOG_LEVEL: z.enum(['DEBUG', 'INFO', 'WARN', 'ERROR', 'SILENT']).default('INFO'),
 
-    // Inbox pipeline (seed 000 §7: pipeline.*)
+    // Inbox pipeline (docs/ordering.md "What the settings cost")
     MSGX_POLL_INTERVAL_MS: positiveInt(1000),
     MSGX_CLAIM_BATCH: positiveInt(50),
     // docs/ordering.md: how long a skipped mailbox ID is waited for, and re-checked once given up.
@@ -63,11 +63,11 @@ const schema = z
     MSGX_BACKFILL_INITIAL: duration('30s'),
     MSGX_BACKFILL_MAX: duration('15m'),
     MSGX_MAX_BODY_BYTES: positiveInt(1024 * 1024),
-    // seed 000 §3/§7 identity.include-day-boundary: changes duplicate semantics, so it is fixed
+    // MSGX_IDENTITY_DAY_BOUNDARY (docs/glossary.md "day boundary"): changes duplicate semantics, so it is fixed
     // once messages exist (lib/pipeline/identityMode.ts; change it with `npx msgx identity`).
     MSGX_IDENTITY_DAY_BOUNDARY: flag(false),
 
-    // Outbox relay (seed 001 outbox_worker.*)
+    // Outbox relay (docs/outbox.md "Settings")
     MSGX_TOPIC_MSG: z.string().min(1).default('msgx.msg'),
     MSGX_TOPIC_SCHD: z.string().min(1).default('msgx.schd'),
     MSGX_TOPIC_PARTITIONS: positiveInt(6),
@@ -84,7 +84,7 @@ const schema = z
     MSGX_DELIVERY_POLL_INTERVAL: duration('1s'),
     MSGX_DELIVERY_TARGET_OVERRIDES: targetOverridesField(),
 
-    // Transactional messages (seed 002)
+    // Transactional messages (docs/txmsg.md)
     MSGX_TX_CHECK_ALLOWED_ORIGINS: commaList(),
     MSGX_TX_CHECK_MAX: positiveInt(15),
     MSGX_TX_CHECK_INTERVAL: duration('60s'),
@@ -97,7 +97,7 @@ const schema = z
     ),
     MSGX_STALE_TARGET_AFTER: duration('5m'),
 
-    // Lifecycle (seed 000 §6.2)
+    // Lifecycle (docs/flights.md "Lifecycle")
     MSGX_HISTORY_RETENTION_DAYS: positiveInt(7),
     MSGX_PROC_RETENTION_DAYS: positiveInt(30),
     MSGX_SNAP_LOG_RETENTION_DAYS: positiveInt(90),
@@ -282,7 +282,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
 }
 
 /**
- * The producer is always idempotent, acks=all, one request in flight (DESIGN.md "Delivery rules").
+ * The producer is always idempotent, acks=all, one request in flight (docs/outbox.md "Kafka producer").
  * A variable that looks like an attempt to change that is refused rather than silently ignored.
  */
 const PRODUCER_OVERRIDES = /^MSGX_(KAFKA|PRODUCER)_(ACKS|IDEMPOTENT|IDEMPOTENCE|MAX_IN_FLIGHT.*|RETRIES|TRANSACTIONAL.*)$/;

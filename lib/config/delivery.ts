@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { parseDuration } from './parse.ts';
 import { ConfigError } from '../shared/errors.ts';
 
-/** The delivery settings of one target (seed 001 outbox_worker.*). */
+/** The delivery settings of one target (docs/outbox.md "Settings"). */
 export interface DeliverySettings {
   batchSize: number;
   publishTimeoutMs: number;

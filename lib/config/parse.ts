@@ -13,7 +13,7 @@ export const positiveInt = (dflt: number) => z.coerce.number().int().positive().
 export const nonNegativeInt = (dflt: number) => z.coerce.number().int().nonnegative().default(dflt);
 
 /**
- * A duration setting. Intervals, timeouts and backoffs must be positive (seed 001: a zero poll
+ * A duration setting. Intervals, timeouts and backoffs must be positive (a zero poll
  * interval is a busy loop); only a setting whose zero has a documented meaning passes `{ zero: true }`.
  */
 export const duration = (dflt: string, opts: { zero?: boolean } = {}) =>

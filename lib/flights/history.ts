@@ -19,7 +19,7 @@ export interface SweepResult {
 }
 
 /**
- * The daily lifecycle sweep (seed 000 §6.2). Flights silent for the retention period (DELETED
+ * The daily lifecycle sweep (docs/flights.md "Lifecycle"). Flights silent for the retention period (DELETED
  * included) are copied to flight_hst and removed from the live tables; one that never got an FDEL
  * gets a final event and a tombstone first. Each batch is one transaction: copy, events and delete
  * commit together, so a crash anywhere loses nothing and a rerun copies nothing twice (flight_hst

@@ -95,7 +95,7 @@ export const scheduleProcessor: Processor = async (ctx): Promise<ProcessOutcome>
   // The request is done only once its answer is applied: both commit together or not at all.
   if (requestId !== null) await closeRequest(ctx.tx, requestId, 'DONE', 'answered', ctx.now, ctx.msgId);
   // A snapshot that changes nothing (the same content again under a new SEQN, or all of it older
-  // than the state) is an idempotent success with a trace (seed 000 §4.1), never SKIPPED.
+  // than the state) is an idempotent success with a trace (docs/flights.md "Messages"), never SKIPPED.
   if (counts.created + counts.updated === 0)
     return { status: 'SUCCEEDED', note: `no change: unchanged=${counts.unchanged} stale=${counts.stale}` };
   return {

@@ -17,7 +17,7 @@ export interface PipelineGauges {
   oldestPendingEventSeconds: number;
   /**
    * Mailbox back-fills that failed at least once and are still owed (backfill_todo rows with
-   * attempts > 0): above zero for a while means the mailbox refuses our writes (seed 000 §9).
+   * attempts > 0): above zero for a while means the mailbox refuses our writes (docs/deploy.md "Alarms").
    */
   backfillFailures: number;
   /** docs/ordering.md: mailbox IDs ever given up as holes, and rows processed late. */

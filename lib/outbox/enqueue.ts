@@ -2,7 +2,7 @@ import type { Queryable } from '../db/db.ts';
 
 /**
  * An event for the relay. Written inside the caller's own transaction, so the event exists if and
- * only if the business change committed (seed 001: the room service's outbox).
+ * only if the business change committed (docs/outbox.md "Enqueueing from another service").
  */
 export interface NewEvent {
   /** Delivery target: 'msg', 'schd', or 'tx:<topic>'. Order is kept per target. */

@@ -25,7 +25,7 @@ export interface ReplayResult {
  *
  * A replayed event has an old event_id, so it becomes the head of its target at once and reaches
  * consumers after events that were sent while it was dead: replay does not restore the original
- * order (seed 000 §6.1). A schd version is not replayed when a newer version of the same flight
+ * order (docs/ordering.md "What is ordered"). A schd version is not replayed when a newer version of the same flight
  * was already sent: the compacted topic would go back to an old state.
  */
 export async function replayDeadEvents(db: Db, req: ReplayRequest, options: { now: Date }): Promise<ReplayResult> {

@@ -1,7 +1,7 @@
 import type { Log } from '../observability/logger.ts';
 import type { DispatchReport } from './report.ts';
 
-/** One line per round (seed 001 room_command_timing): the time of every stage, per target. */
+/** One line per round (docs/outbox.md "Operations", Log): the time of every stage, per target. */
 export function logRound(log: Log, r: DispatchReport): void {
   const active = r.targets.filter((t) => t.claimed > 0 || t.skipped === 'error');
   const line = {

@@ -97,7 +97,7 @@ export async function backfillSweep(ctx: Pick<AppContext, 'db' | 'mailbox' | 'co
 }
 
 /**
- * Heals the crash windows of seed 000 §10: a terminal proc_state row whose mailbox row is still
+ * Heals the crash windows of the mailbox back-fill (docs/architecture.md "An inbound message"): a terminal proc_state row whose mailbox row is still
  * unprocessed and that has no todo (the todo was lost, or deleted by hand) gets its todo back.
  */
 export async function reconcileBackfill(

@@ -2,7 +2,7 @@ import type { Queryable } from '../db/db.ts';
 import { ConfigError } from '../shared/errors.ts';
 
 /**
- * The identity algorithm in force (seed 000 §3, §7 `identity.include-day-boundary`). It decides
+ * The identity algorithm in force (`MSGX_IDENTITY_DAY_BOUNDARY`, docs/glossary.md "day boundary"). It decides
  * which messages are duplicates, so it is recorded in msgx_state once messages exist, and a start
  * whose MSGX_IDENTITY_DAY_BOUNDARY disagrees is refused: changing it is a deliberate migration
  * (`npx msgx identity --day-boundary on|off`), never a tuning knob flipped by a restart.

@@ -5,7 +5,7 @@ import { groupsInbound, storeInboundGrouped } from './ingressBatch.ts';
 import { MAILBOX_CHANNEL } from './poller.ts';
 import { logIngress, since } from './stepLog.ts';
 
-/** DESIGN.md: the raw XML body may be declared as any of these (a missing type means text/plain). */
+/** docs/http.md: the raw XML body may be declared as any of these (a missing type means text/plain). */
 export const XML_TYPES: readonly string[] = ['application/xml', 'text/xml', 'text/plain'];
 
 /**

@@ -38,5 +38,5 @@ export class ProcessorRegistry {
   }
 }
 
-/** Types msgx receives but deliberately does not act on (seed 000 US-04): SKIPPED, never malformed. */
+/** Types msgx receives but deliberately does not act on (docs/flights.md "Messages"): SKIPPED, never malformed. */
 export const IGNORED_TYPES: ReadonlySet<string> = new Set(['LDM', 'REGN', 'RSTA', 'EROR']);

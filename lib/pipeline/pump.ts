@@ -45,7 +45,7 @@ export async function pumpOnce(ctx: AppContext): Promise<PumpStep> {
     // kills nothing (it would otherwise exhaust one head after another).
     const untilMs = now.getTime() + ctx.config.pipeline.backoffInitialMs;
     await holdHead(ctx.db, head.msg_id, `mailbox read failed: ${asMsgxError(err).message}`, new Date(untilMs), now);
-    // Same fields as a failed attempt, though none is counted (seed 000 §9).
+    // Same fields as a failed attempt, though none is counted (README "Operations", Logs).
     ctx.log.warn({
       message: 'mailbox read failed; the head waits',
       msg_id: head.msg_id,

@@ -3,7 +3,7 @@ import { loadFrontier, markLate, readRescanCursor, unknownIds, writeRescanCursor
 import { enqueueMessages } from './procState.ts';
 
 /**
- * The sweep's controlled re-scan (seed 000 §10): walks the mailbox below the frontier, a bounded
+ * The sweep's controlled re-scan (docs/ordering.md "Holes and late rows"): walks the mailbox below the frontier, a bounded
  * slice per run from a persisted cursor, and enqueues any unprocessed row msgx has never seen — a
  * row that committed after its hole stopped being re-checked, or one an older poller missed. So no
  * row depends on a window size. Starts over from the bottom when it reaches the frontier.

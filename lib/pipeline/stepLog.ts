@@ -3,7 +3,7 @@ import type { AttemptRecord } from './procState.ts';
 
 /**
  * Per-stage timing lines of the inbox side, like the relay's round log (lib/outbox/roundLog.ts,
- * seed 001 room_command_timing): where the time of a pump step or an ingress request went.
+ * README "Operations", Logs): where the time of a pump step or an ingress request went.
  * Durations are wall-clock milliseconds (performance.now), whatever clock the pipeline runs on.
  */
 export interface PumpTiming {
@@ -41,7 +41,7 @@ export function logIngress(log: Log, t: IngressTiming): void {
 }
 
 /**
- * Every failed attempt, one line each (seed 000 §9): the message, its error class, the attempt
+ * Every failed attempt, one line each (README "Operations", Logs): the message, its error class, the attempt
  * count and when the next attempt is due (null when it is now DEAD and there is none).
  */
 export function logFailedAttempts(log: Log, records: readonly AttemptRecord[]): void {

@@ -20,7 +20,7 @@ export interface AnswerFacts {
 export const FALLBACK_RULE = 'same kind, open, DTTM >= sentAt';
 
 /**
- * Does an answer belong to our request (seed 000 §4.2)? An answer that echoes our request's SEQN
+ * Does an answer belong to our request (docs/flights.md "Requests")? An answer that echoes our request's SEQN
  * is matched exactly to that request — and proves upstream read it, so an unconfirmed write
  * counts as sent. Without an echo the fallback applies: the open request of the kind, confirmed
  * SENT, of the same scope, not timed out, and the answer's DTTM not older than the send time; it

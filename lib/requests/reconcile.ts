@@ -28,7 +28,7 @@ export async function writeAndConfirm(ctx: Ctx, req: Pick<ReqRow, 'id' | 'kind' 
 }
 
 /**
- * Reconciles one REGISTERED request whose write was attempted but never confirmed (seed 000 §4.2):
+ * Reconciles one REGISTERED request whose write was attempted but never confirmed (docs/flights.md "Requests"):
  * its row found in COUTMSGS → SENT with that row (the attempt's send time kept); not found →
  * 'absent', and only then may it be written again. Mailbox errors propagate: unknown stays unknown.
  */

@@ -4,7 +4,7 @@ import { ProtocolError } from '../shared/errors.ts';
 import { appendAudit, closeRequest, lockOpenRequest, markSent } from './track.ts';
 
 /**
- * Reference data (seed 000 US-13/14). We ask with RQRF `<RTYP>`; upstream answers with REFD:
+ * Reference data (docs/flights.md "Reference data"). We ask with RQRF `<RTYP>`; upstream answers with REFD:
  * `<REFD><RTYP>AIRLINE</RTYP><CNT>2</CNT><REC><RKEY>CZ</RKEY>…any fields…</REC>…</REFD>`.
  * An answer replaces the whole set of its rtype: records it lacks are removed, changed ones get a
  * new version, identical ones are left alone. Unsolicited answers are accepted too (pushes); an

@@ -21,7 +21,7 @@ type Ctx = Pick<AppContext, 'db' | 'mailbox' | 'config' | 'clock'>;
  * then the COUTMSGS row outside any transaction, then SENT only once the row is confirmed to
  * exist. The send time is recorded before the write, so a request left REGISTERED with a send
  * time is known to be "maybe written": it is reconciled against COUTMSGS by its own marker (our
- * SEQN) before anything is resent — here at once, else by the sweep (seed 000 §4.2). In shadow
+ * SEQN) before anything is resent — here at once, else by the sweep (docs/flights.md "Requests"). In shadow
  * mode nothing is written to the shared mailbox and the request stays REGISTERED until it times out.
  */
 async function send(ctx: Ctx, kind: ReqKind, scope: string): Promise<RequestResult> {

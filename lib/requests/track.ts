@@ -25,7 +25,7 @@ export interface ReqRow {
   closed_at: Date | null;
   close_reason: string | null;
   resp_msg_id: number | null;
-  /** Reconciliations and how the answer was matched, in order (seed 000 §4.2). */
+  /** Reconciliations and how the answer was matched, in order (docs/flights.md "Requests"). */
   audit: AuditEntry[];
 }
 

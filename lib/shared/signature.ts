@@ -2,7 +2,7 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 
 /**
  * Every call msgx makes to another service (check-backs, webhooks) is signed with
- * MSGX_SIGNING_SECRET (DESIGN.md), so the receiver can trust it came from msgx and refuse a
+ * MSGX_SIGNING_SECRET (docs/txmsg.md "Verifying msgx's signature"), so the receiver can trust it came from msgx and refuse a
  * replay: `msgx-signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<text>")>`, the text
  * being a webhook's body or a check-back's full URL. The msgx headers' values are inside that
  * text (a webhook body holds `eventId` and `type`, a check-back URL its `id`), so they are signed

@@ -19,7 +19,7 @@ export interface CheckBackResult {
 }
 
 /**
- * One bounded round of the check-back timer (seed 002 points 3–6): asks the producer of every
+ * One bounded round of the check-back timer (docs/txmsg.md "Check-back"): asks the producer of every
  * PREPARED message whose check is due what became of its local transaction. Three phases so no
  * call ever runs inside a transaction: claim (short tx) → call (no tx) → record (short tx each).
  * The sweep role calls this; at most MSGX_TX_REDELIVERY_BATCH messages per round.

@@ -107,7 +107,7 @@ export class TxMessageClient {
   }
 
   /**
-   * The producer's whole protocol (seed 002): prepare, run the local transaction, then commit —
+   * The producer's whole protocol (docs/txmsg.md "Client"): prepare, run the local transaction, then commit —
    * or roll back when it throws. The local transaction must record `msg.id` in its own data so
    * the check-back endpoint can answer COMMIT for it (and ROLLBACK when no such record exists).
    *

@@ -1,4 +1,4 @@
-/** Transactional messages (seed 002): what the rest of msgx uses. */
+/** Transactional messages (docs/txmsg.md): what the rest of msgx uses. */
 export { txmsgRoutes } from './routes.ts';
 export { checkBackOnce, type CheckBackResult } from './checkBack.ts';
 export { redeliverOnce, type RedeliverResult } from './redeliver.ts';

@@ -15,7 +15,7 @@ export interface PrepareResult {
 
 /**
  * Stores a half message (PREPARED): invisible to consumers until committed. Its first check-back
- * is due `checkAfterMs` later, which heals every producer-side failure (seed 002 points 3–6).
+ * is due `checkAfterMs` later, which heals every producer-side failure (docs/txmsg.md "Check-back").
  */
 export async function prepare(
   ctx: Pick<AppContext, 'db' | 'clock' | 'config'>,

@@ -12,7 +12,7 @@ export interface RedeliverResult {
 }
 
 /**
- * One bounded round of the redelivery timer (seed 002 points 7–10): every message whose next
+ * One bounded round of the redelivery timer (docs/txmsg.md "Delivery and redelivery"): every message whose next
  * delivery is due gets it, nearest its limit first; one unacknowledged after the last delivery of
  * MSGX_TX_REDELIVERY_SCHEDULE goes DEAD. Database only, one transaction, no external call.
  */

@@ -6,7 +6,7 @@ import type { TxStatus } from './states.ts';
 import { lockMessage, updateMessage } from './store.ts';
 
 /**
- * Operator resend of a DEAD message (seed 002 "死亡消息，可以在后台进行重发"). One that died
+ * Operator resend of a DEAD message (docs/txmsg.md "Dead, resend, history"). One that died
  * unconfirmed goes back to PREPARED and is checked again at once; one that died after commit goes
  * back to COMMITTED and is delivered again on a fresh schedule. Audited in audit_log, in the same
  * transaction as the move.

@@ -17,7 +17,7 @@ const action = (name: TxAction): Route => ({
   },
 });
 
-/** The transactional message API (DESIGN.md); the lead mounts these in the twin and the ingress. */
+/** The transactional message API (docs/txmsg.md "API"); the lead mounts these in the twin and the ingress. */
 export const txmsgRoutes: Route[] = [
   {
     method: 'POST',

@@ -1,5 +1,5 @@
 /**
- * The life of a transactional message (seed 002) as ONE table of allowed moves. Every status
+ * The life of a transactional message (docs/txmsg.md "States") as ONE table of allowed moves. Every status
  * change in lib/txmsg goes through `nextStatus`, so this table is the whole state machine.
  */
 export const TX_STATUSES = ['PREPARED', 'COMMITTED', 'DELIVERED', 'CONSUMED', 'ROLLED_BACK', 'DEAD'] as const;

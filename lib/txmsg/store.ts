@@ -112,7 +112,7 @@ export async function claimDueChecks(q: Queryable, now: Date, limit: number, lea
 }
 
 /**
- * Messages whose next delivery (or death) is due, nearest their limit first (seed 002 亮点 4), locked.
+ * Messages whose next delivery (or death) is due, nearest their limit first (docs/txmsg.md "Delivery and redelivery"), locked.
  * COMMITTED rows without an event in flight are waiting for a delayed first delivery.
  */
 export async function lockDueDeliveries(q: Queryable, now: Date, limit: number): Promise<TxRow[]> {

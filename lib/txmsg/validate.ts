@@ -3,7 +3,7 @@ import { TxValidationError } from './errors.ts';
 
 const WEEK_MS = 7 * 24 * 3_600_000;
 
-/** The body of `POST /v1/tx-messages` (DESIGN.md). Unknown fields are refused so typos surface. */
+/** The body of `POST /v1/tx-messages` (docs/txmsg.md "API"). Unknown fields are refused so typos surface. */
 export const prepareSchema = z
   .object({
     topic: z
