@@ -1,5 +1,3 @@
-import type { HeadRow } from './claim.ts';
-
 /* What a delivery round reports: per target, and summed over the round. Its own file because
  * every stage of a round (claim, publish, mark) adds to the same TargetReport. */
 
@@ -37,7 +35,7 @@ export interface DispatchReport {
 }
 
 /** A target's report before anything happened; its age is that of its head event. */
-export function emptyReport(head: HeadRow, now: Date): TargetReport {
+export function emptyReport(head: { target: string; created_at: Date }, now: Date): TargetReport {
   return {
     target: head.target,
     claimed: 0,
