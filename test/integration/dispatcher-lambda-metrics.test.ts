@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { loadConfig } from '../../lib/config/config.ts';
+import { BUDGET_MARGIN_MS } from '../../lib/jobs/coldStart.ts';
 import { enqueueEvents } from '../../lib/outbox/enqueue.ts';
 import { ensureTopics } from '../../lib/outbox/topics.ts';
 import { randomTopic, readTopic } from '../helpers/kafka.ts';
@@ -74,7 +75,7 @@ describe('the dispatcher Lambda flushes its metrics in every invocation', () => 
     const n = 37;
     await enqueueEvents(pg.db, Array.from({ length: n }, (_, i) => ({ target: 'msg', key: `F${i % 4}`, type: 'T', value: { i } })));
 
-    const docs = await invoke(14_000); // a 4 s loop: enough for 37 events
+    const docs = await invoke(BUDGET_MARGIN_MS + 4_000); // a 4 s loop: enough for 37 events
     const onTopic = await readTopic(kafkaBrokers, topicMsg, n);
     expect(onTopic).toHaveLength(n);
     expect(sum(docs, 'EventsSent')).toBe(n);
@@ -87,7 +88,7 @@ describe('the dispatcher Lambda flushes its metrics in every invocation', () => 
   });
 
   it('an idle invocation (no budget, nothing to send) still emits zeros and the gauges', async () => {
-    const docs = await invoke(10_000); // remaining time = the margin: the loop does not even run
+    const docs = await invoke(BUDGET_MARGIN_MS); // remaining time = the margin: the loop does not even run
     expect(sum(docs, 'EventsSent')).toBe(0);
     const oldest = alarmable(docs, 'OldestPendingEventSeconds', ['service']);
     expect(oldest.length).toBeGreaterThanOrEqual(1);
@@ -99,7 +100,7 @@ describe('the dispatcher Lambda flushes its metrics in every invocation', () => 
     const [id] = await enqueueEvents(pg.db, [{ target: 'msg', key: 'k', type: 'T', value: 1 }], { now: new Date(Date.now() - 120_000) });
     // Held back (backing off for an hour), so this invocation cannot deliver it.
     await pg.db.query(`UPDATE msg_event SET attempts = 3, next_attempt_at = now() + interval '1 hour' WHERE event_id = $1`, [id]);
-    const docs = await invoke(11_000);
+    const docs = await invoke(BUDGET_MARGIN_MS + 1_000);
     const oldest = alarmable(docs, 'OldestPendingEventSeconds', ['service']);
     expect(Number(oldest.at(-1)!.OldestPendingEventSeconds)).toBeGreaterThanOrEqual(120);
     await pg.db.query(`DELETE FROM msg_event WHERE event_id = $1`, [id]);
