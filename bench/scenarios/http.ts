@@ -1,5 +1,5 @@
-import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import type { ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -11,39 +11,8 @@ import { embeddedLoad } from '../lib/embedded.ts';
 import { progress } from '../lib/progress.ts';
 import { figure, type RunOptions, type ScenarioResult } from '../lib/result.ts';
 import { latency, sleep } from '../lib/stats.ts';
+import { cpuSeconds, startTwin, stopTwin } from '../lib/twin.ts';
 import { flight, flop } from '../../test/fixtures/messages/build.ts';
-
-const root = join(import.meta.dirname, '..', '..');
-
-async function startTwin(env: Record<string, string>, port: number): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'lib/twin/main.ts'], { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
-  let stderr = '';
-  child.stderr!.on('data', (c: Buffer) => (stderr = (stderr + c.toString()).slice(-4000)));
-  const deadline = Date.now() + 60_000;
-  while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`twin exited ${child.exitCode}: ${stderr}`);
-    const ok = await call(port, 'GET', '/health').catch(() => null);
-    if (ok?.status === 200) return child;
-    await sleep(200);
-  }
-  child.kill('SIGKILL');
-  throw new Error(`twin not healthy within 60 s: ${stderr}`);
-}
-
-/** CPU seconds (user + system) a process has used so far, from /proc/<pid>/stat. */
-function cpuSeconds(pid: number): number {
-  const f = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const v = f.slice(f.lastIndexOf(')') + 2).split(' ');
-  return (Number(v[11]) + Number(v[12])) / 100; // utime, stime in clock ticks (USER_HZ = 100)
-}
-
-async function stopTwin(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null) return;
-  const exited = new Promise((r) => child.once('exit', r));
-  child.kill('SIGTERM');
-  await Promise.race([exited, sleep(10_000)]);
-  if (child.exitCode === null) child.kill('SIGKILL');
-}
 
 /**
  * The twin (lib/twin/main.ts, every role running, real PG, MariaDB mailbox and Kafka) in a child
