@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { claimRun, discoverHeads, type HeadRow } from './claim.ts';
-import { decide } from './decide.ts';
+import { decideRun, decideSchdFlush } from './decide.ts';
 import { markRun } from './mark.ts';
 import { noopMetrics } from './metrics.ts';
 import { publishRun } from './publish.ts';
@@ -135,7 +135,8 @@ async function deliverTarget(
         wantMore ? claimRun(ctx, head.target, settings, ctx.clock.now(), me, last, report) : Promise.resolve(null),
       ]);
       if (marking) await marking;
-      const { updates, outcomes } = decide(pubs, settings, at, cur, sent.rows, sent.results, isSchd);
+      const input = { pubs, settings, now: at, sent: sent.rows, results: sent.results };
+      const { updates, outcomes } = isSchd ? decideSchdFlush({ ...input, claimed: cur }) : decideRun(input);
       const failed = updates.some((u) => u.status !== 'SENT');
       if (failed && next?.length)
         for (const r of next)
