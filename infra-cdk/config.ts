@@ -323,6 +323,9 @@ export function readSettings(node: Node): MsgxSettings {
   const mailboxSecretArn = str(node, 'mailboxSecretArn');
   if (!mailboxHost) throw new Error(`context mailboxHost is required (stage ${stage}): the shared MySQL mailbox's host`);
   if (!mailboxSecretArn) throw new Error(`context mailboxSecretArn is required (stage ${stage}): the mailbox secret's complete ARN`);
+  // The functions verify the mailbox's TLS certificate by host name; an address cannot be checked.
+  if (/^[\d.]+$|:/.test(mailboxHost))
+    throw new Error(`context mailboxHost must be the mailbox's DNS name (the one its TLS certificate names), not an IP address: ${mailboxHost}`);
   if (!SECRET_ARN.test(mailboxSecretArn))
     throw new Error(`context mailboxSecretArn must be a complete secret ARN (ending in -XXXXXX), got ${mailboxSecretArn}`);
   const site: Record<string, string | undefined> = {

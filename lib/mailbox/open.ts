@@ -14,7 +14,7 @@ export async function openMailbox(
   db: Db,
   options: { refreshUrl?: () => Promise<string> } = {},
 ): Promise<Mailbox> {
-  const ssl = config.mailboxSslCa ? { ca: readFileSync(config.mailboxSslCa) } : undefined;
+  const ssl = config.mailboxSslCa ? { ca: readFileSync(config.mailboxSslCa), caFile: config.mailboxSslCa } : undefined;
   const mailbox = config.mailboxUrl
     ? new (await import('./mysql.ts')).MysqlMailbox(config.mailboxUrl, { ssl, ...options })
     : new PgMailbox(db);

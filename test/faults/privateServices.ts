@@ -25,6 +25,8 @@ export interface KafkaInstance {
 export interface MariadbInstance {
   dir: string;
   port: number;
+  /** More server options, e.g. --ssl-ca/--ssl-cert/--ssl-key (test/integration/mailbox-tls.test.ts). */
+  args?: string[];
 }
 
 /** A TCP port nobody listens on right now (the kernel's choice). */
@@ -98,6 +100,7 @@ export async function mariadbStart(m: MariadbInstance): Promise<string> {
         '--skip-log-bin',
         '--innodb-buffer-pool-size=64M',
         '--max-connections=500',
+        ...(m.args ?? []),
       ],
       { detached: true, stdio: ['ignore', log, log] },
     );

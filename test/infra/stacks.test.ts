@@ -323,6 +323,10 @@ describe('stage settings come from context', () => {
     }
   });
 
+  it('refuses an IP address as the mailbox host: its TLS certificate is checked by name', () => {
+    expect(() => synth({ mailboxHost: '10.20.30.40' })).toThrow(/context mailboxHost must be the mailbox's DNS name .*10\.20\.30\.40/);
+  });
+
   it('rejects an unknown stage and a partial secret ARN, naming the key', () => {
     expect(() => synth({ stage: 'qa' })).toThrow(/stages has no entry "qa"/);
     expect(() => synth({ mailboxSecretArn: 'arn:aws:secretsmanager:eu-west-1:210987654321:secret:cmin/mailbox' })).toThrow(

@@ -30,7 +30,11 @@ describe('connection settings built from secrets and config', () => {
 
   it('MySQL: TLS only with a CA, verifying the certificate (and host name)', () => {
     expect(mysqlPoolConfig('mysql://u@h/db', {}).ssl).toBeUndefined();
-    expect(mysqlPoolConfig('mysql://u@h/db', { ssl: { ca: 'PEM' } }).ssl).toEqual({ ca: 'PEM', rejectUnauthorized: true });
+    expect(mysqlPoolConfig('mysql://u@h/db', { ssl: { ca: 'PEM' } }).ssl).toEqual({ ca: 'PEM', rejectUnauthorized: true, verifyIdentity: true });
+    // An IP address cannot be checked against the certificate by mysql2: refused, by name.
+    expect(() => mysqlPoolConfig('mysql://u@10.0.0.7/db', { ssl: { ca: 'PEM' } })).toThrow(/10\.0\.0\.7 is an IP address/);
+    expect(() => mysqlPoolConfig('mysql://u@[::1]/db', { ssl: { ca: 'PEM' } })).toThrow(/::1 is an IP address/);
+    expect(mysqlPoolConfig('mysql://u@10.0.0.7/db', {}).ssl).toBeUndefined();
   });
 
   it('recognises refused logins by SQLSTATE / MySQL error, nothing else', () => {
