@@ -19,7 +19,7 @@ import { FLIGHTS, timedPump } from './pump.ts';
  */
 async function doJob(db: PgDb, mailbox: MysqlMailbox, config: Config, id: number): Promise<void> {
   const text = (await mailbox.readTexts([id])).get(id);
-  if (text === undefined) throw new Error(`mailbox row ${id} missing`);
+  if (typeof text !== 'string') throw new Error(`mailbox row ${id} ${text === undefined ? 'missing' : text.undecodable}`);
   const message = decode(text, { timezone: config.timezone });
   const now = new Date();
   const r = await db.tx((tx) => flopProcessor({ tx, msgId: id, message, now, config }));

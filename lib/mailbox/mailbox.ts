@@ -1,3 +1,5 @@
+import { decodeUtf8Strict } from '../codec/utf8.ts';
+
 /**
  * The shared mailbox (CMINMSGS inbound, COUTMSGS outbound), owned by another system. msgx reads
  * unprocessed rows, back-fills the processed ones and writes outbound requests; nothing else.
@@ -33,8 +35,12 @@ export interface Mailbox {
   scanIds(afterId: number, limit: number): Promise<MailboxId[]>;
   /** The rows inside these inclusive ID ranges (primary-key range reads). */
   readRanges(ranges: [number, number][]): Promise<MailboxId[]>;
-  /** Raw texts by ID; an ID absent from the map has no row (or a NULL text). Errors throw. */
-  readTexts(ids: number[]): Promise<Map<number, string>>;
+  /**
+   * Raw texts by ID; an ID absent from the map has no row (or a NULL text). A text whose bytes are
+   * not UTF-8 comes back as `{ undecodable, lossy }`: the reason, and a copy for people to read
+   * with U+FFFD in place of the bad bytes, never to process. Errors throw.
+   */
+  readTexts(ids: number[]): Promise<Map<number, MailboxText>>;
   /**
    * Sets DATE_PROCESSED/PROC_STATUS/PROC_NOTE on rows not yet processed, or marked DEAD (msgx's
    * own verdict: a replayed message's new outcome replaces it); idempotent.
@@ -54,6 +60,21 @@ export interface Mailbox {
   findOutbound(fragments: string[], window: number): Promise<number | undefined>;
   ping(): Promise<void>;
   close(): Promise<void>;
+}
+
+/**
+ * MSG_TEXT as the mailbox holds it: the text, or the reason its bytes are not text. Only bytes the
+ * database does not decode itself can be undecodable: a binary column (BLOB, VARBINARY) or a
+ * PostgreSQL database in SQL_ASCII. A column with a declared character set (utf8mb4, latin1, …)
+ * is converted by the server and is always valid text (docs/ordering.md "Character sets").
+ */
+export type MailboxText = string | { undecodable: string; lossy: string };
+
+/** A MSG_TEXT value as a driver returns it (text, or bytes for a binary value) → MailboxText. */
+export function mailboxText(value: string | Uint8Array): MailboxText {
+  if (typeof value === 'string') return value;
+  const r = decodeUtf8Strict(value);
+  return r.error === undefined ? r.text : { undecodable: `MSG_TEXT is ${r.error}`, lossy: Buffer.from(value).toString('utf8') };
 }
 
 /** PROC_NOTE is VARCHAR(1000); longer reasons are cut, never rejected. */

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import mysql from 'mysql2/promise';
 import { migrationsDir } from '../db/migrate.ts';
-import { type BackfillMark, clipNote, likeContaining, type Mailbox, type MailboxId, type MailboxRow } from './mailbox.ts';
+import { type BackfillMark, clipNote, likeContaining, type Mailbox, type MailboxId, type MailboxRow, type MailboxText, mailboxText } from './mailbox.ts';
 import { type MysqlPoolOptions, refreshingPool } from './mysqlPool.ts';
 
 export class MysqlMailbox implements Mailbox {
@@ -51,13 +51,16 @@ export class MysqlMailbox implements Mailbox {
     return rows.map(toId);
   }
 
-  async readTexts(ids: number[]): Promise<Map<number, string>> {
-    const out = new Map<number, string>();
+  async readTexts(ids: number[]): Promise<Map<number, MailboxText>> {
+    const out = new Map<number, MailboxText>();
     if (ids.length === 0) return out;
     const [rows] = await this.#pool.query<mysql.RowDataPacket[]>('SELECT ID, MSG_TEXT FROM CMINMSGS WHERE ID IN (?)', [
       ids,
     ]);
-    for (const r of rows) if (r.MSG_TEXT !== null) out.set(Number(r.ID), String(r.MSG_TEXT));
+    // A text column (utf8mb4, latin1, …) arrives as a string the server converted to utf8mb4 from
+    // text it validated on every write; a binary column (LONGBLOB, VARBINARY) arrives as the
+    // owner's bytes, which must be UTF-8 (mailboxText refuses them otherwise, no U+FFFD).
+    for (const r of rows) if (r.MSG_TEXT !== null) out.set(Number(r.ID), mailboxText(r.MSG_TEXT as Buffer | string));
     return out;
   }
 

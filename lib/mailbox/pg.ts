@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Db, Queryable } from '../db/db.ts';
 import { migrationsDir } from '../db/migrate.ts';
-import { type BackfillMark, clipNote, likeContaining, type Mailbox, type MailboxId, type MailboxRow } from './mailbox.ts';
+import { type BackfillMark, clipNote, likeContaining, type Mailbox, type MailboxId, type MailboxRow, type MailboxText, mailboxText } from './mailbox.ts';
 
 /**
  * Inserts several inbound rows in the caller's transaction (the embedded ingress's group commit);
@@ -60,14 +60,23 @@ export class PgMailbox implements Mailbox {
     return r.rows.map((row) => ({ id: Number(row.ID), receivedAt: row.DATE_RECEIVED, processed: row.P }));
   }
 
-  async readTexts(ids: number[]): Promise<Map<number, string>> {
-    const out = new Map<number, string>();
+  async readTexts(ids: number[]): Promise<Map<number, MailboxText>> {
+    const out = new Map<number, MailboxText>();
     if (ids.length === 0) return out;
-    const r = await this.db.query<{ ID: number; MSG_TEXT: string | null }>(
-      `SELECT "ID", "MSG_TEXT" FROM "CMINMSGS" WHERE "ID" = ANY($1::bigint[])`,
+    // A UTF8 (or LATIN1, …) database validated the text when it was written and converts it to the
+    // client's UTF-8. A SQL_ASCII database stores whatever bytes it was given and refuses to send
+    // ones that are not UTF-8 as text (the whole read would fail, and with it every message of
+    // the group): there the bytes are read as they are, and mailboxText() decides.
+    const r = await this.db.query<{ ID: number; MSG_TEXT: string | null; RAW: Uint8Array | null }>(
+      `SELECT "ID", CASE WHEN current_setting('server_encoding') = 'SQL_ASCII' THEN NULL ELSE "MSG_TEXT" END AS "MSG_TEXT",
+              CASE WHEN current_setting('server_encoding') = 'SQL_ASCII' THEN convert_to("MSG_TEXT", 'SQL_ASCII') END AS "RAW"
+       FROM "CMINMSGS" WHERE "ID" = ANY($1::bigint[])`,
       [ids],
     );
-    for (const row of r.rows) if (row.MSG_TEXT !== null) out.set(row.ID, row.MSG_TEXT);
+    for (const row of r.rows) {
+      const value = row.MSG_TEXT ?? row.RAW;
+      if (value !== null) out.set(Number(row.ID), mailboxText(value));
+    }
     return out;
   }
 

@@ -1,4 +1,5 @@
 import type { AppContext } from '../app/context.ts';
+import type { MailboxText } from '../mailbox/mailbox.ts';
 import { asMsgxError } from '../shared/errors.ts';
 import { type Prepared, prepare } from './attempt.ts';
 import { backfillNow, noteFor } from './backfill.ts';
@@ -112,7 +113,7 @@ async function commitGroup(ctx: AppContext, prepared: Prepared[], now: Date): Pr
 
 async function prepareGroup(ctx: AppContext, group: OpenRow[]): Promise<Prepared[]> {
   const missing = group.filter((r) => r.raw_text === null).map((r) => r.msg_id);
-  const texts = missing.length ? await ctx.mailbox.readTexts(missing) : new Map<number, string>();
+  const texts = missing.length ? await ctx.mailbox.readTexts(missing) : new Map<number, MailboxText>();
   const { timezone } = ctx.config;
   const maxBytes = ctx.config.http.maxBodyBytes;
   const dayBoundary = ctx.config.pipeline.identityDayBoundary;

@@ -9,6 +9,7 @@ import { migrate } from '../../lib/db/migrate.ts';
 import { PgDb } from '../../lib/db/pg.ts';
 import { tryRoleLock } from '../../lib/jobs/roleLock.ts';
 import { MysqlMailbox } from '../../lib/mailbox/mysql.ts';
+import type { MailboxText } from '../../lib/mailbox/mailbox.ts';
 import { startPrivatePg, type PrivatePg } from '../helpers/privatePg.ts';
 import { freshMysql, serviceUrls, type TestMysql, waitFor } from '../helpers/services.ts';
 
@@ -197,7 +198,7 @@ describe('the mailbox connection follows a rotated MySQL password (shared MariaD
       const [procs] = await root.query<mysql.RowDataPacket[]>('SELECT ID FROM information_schema.PROCESSLIST WHERE USER = ?', [user]);
       for (const p of procs) await root.query(`KILL ${Number(p.ID)}`).catch(() => {});
       // The pool may first hit a connection the KILL closed; that is not an auth failure.
-      let texts: Map<number, string> | undefined;
+      let texts: Map<number, MailboxText> | undefined;
       for (let i = 0; i < 5 && !texts; i++) texts = await mailbox.readTexts([id]).catch(() => undefined);
       expect(texts?.get(id)).toBe('<MSG>before rotation</MSG>');
       expect(secret.reads).toBe(2);
