@@ -3,7 +3,7 @@
 import tseslint from 'typescript-eslint';
 import importX, { createNodeResolver } from 'eslint-plugin-import-x';
 
-const libDomains = ['app', 'cli', 'codec', 'config', 'db', 'flights', 'http', 'jobs', 'mailbox',
+const libDomains = ['app', 'audit', 'cli', 'codec', 'config', 'db', 'flights', 'http', 'jobs', 'mailbox',
   'observability', 'outbox', 'pipeline', 'requests', 'twin', 'txmsg'];
 
 export default tseslint.config(

@@ -1,5 +1,6 @@
 import { loadConfig } from '../config/config.ts';
 import { buildRouter } from '../http/app.ts';
+import { cliActor } from '../http/actor.ts';
 import { silentLog } from '../observability/logger.ts';
 import { buildContext, closeContext } from '../app/buildContext.ts';
 import type { AppContext } from '../app/context.ts';
@@ -42,7 +43,7 @@ function inProcess(ctx: AppContext): AdminApi {
           method,
           path: url.pathname,
           query: Object.fromEntries(url.searchParams),
-          headers: { 'content-type': 'application/json', 'x-msgx-actor': `cli:${process.env.USER ?? 'operator'}` },
+          headers: { 'content-type': 'application/json', 'x-msgx-actor': cliActor() },
           body: body === undefined ? '' : JSON.stringify(body),
           params: {},
           isAdmin: true,
@@ -66,7 +67,7 @@ function overHttp(base: string, token?: string): AdminApi {
           method,
           headers: {
             'content-type': 'application/json',
-            'x-msgx-actor': `cli:${process.env.USER ?? 'operator'}`,
+            'x-msgx-actor': cliActor(),
             ...(token ? { authorization: `Bearer ${token}` } : {}),
           },
           body: body === undefined ? undefined : JSON.stringify(body),

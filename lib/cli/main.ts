@@ -2,6 +2,7 @@ import { Command } from 'commander';
 import { loadConfig } from '../config/config.ts';
 import { migrate } from '../db/migrate.ts';
 import { openDb } from '../db/open.ts';
+import { cliActor } from '../http/actor.ts';
 import { readIdentityMode, setIdentityMode } from '../pipeline/identityMode.ts';
 import { type AdminApi, AdminCallError, openAdminApi } from './admin.ts';
 import { setSchedulesEnabled } from './schedules.ts';
@@ -54,7 +55,7 @@ program
         process.stdout.write(`identity day boundary: ${mode === undefined ? 'not recorded yet' : mode ? 'on' : 'off'}\n`);
         return;
       }
-      const r = await setIdentityMode(db, o.dayBoundary === 'on', `cli:${process.env.USER ?? 'operator'}`, new Date());
+      const r = await setIdentityMode(db, o.dayBoundary === 'on', cliActor(), new Date());
       const from = r.from === undefined ? 'not recorded' : r.from ? 'on' : 'off';
       process.stdout.write(
         `identity day boundary: ${from} -> ${o.dayBoundary}; set MSGX_IDENTITY_DAY_BOUNDARY=${o.dayBoundary} for every process (new messages only; bound identities stay as they are)\n`,

@@ -12,3 +12,11 @@ export function actorOf(req: Pick<HttpRequest, 'principal' | 'headers'>): string
   const label = req.headers['x-msgx-actor']?.replace(/[\u0000-\u001f\u007f]/g, '').trim().slice(0, 200);
   return label || 'operator';
 }
+
+/**
+ * The CLI's label, `cli:<user>`: sent as `x-msgx-actor` on its admin calls (where `actorOf`
+ * decides), and the actor of a command it runs on the database itself (`npx msgx identity`).
+ */
+export function cliActor(user: string | undefined = process.env.USER): string {
+  return `cli:${user ?? 'operator'}`;
+}

@@ -1,3 +1,4 @@
+import { writeAudit } from '../audit/audit.ts';
 import type { Db } from '../db/db.ts';
 
 export interface ReplayRequest {
@@ -5,7 +6,7 @@ export interface ReplayRequest {
   ids?: number[];
   target?: string;
   dryRun?: boolean;
-  /** Who asked (IAM principal, token name); written to audit_log. */
+  /** Who asked, by the actor rule (lib/http/actor.ts); written to audit_log. */
   actor?: string;
   /** At most this many (default 10,000) per call. */
   limit?: number;
@@ -65,11 +66,12 @@ export async function replayDeadEvents(db: Db, req: ReplayRequest, options: { no
          WHERE event_id = ANY($1) AND status = 'DEAD'`,
         [replayed, options.now],
       );
-      await tx.query(`INSERT INTO audit_log (at, actor, action, detail) VALUES ($1, $2, 'outbox.replay', $3::jsonb)`, [
-        options.now,
-        req.actor ?? 'unknown',
-        JSON.stringify({ kind: 'event', ids: req.ids ?? null, target: req.target ?? null, replayed, skipped }),
-      ]);
+      await writeAudit(tx, {
+        at: options.now,
+        actor: req.actor ?? 'unknown',
+        action: 'outbox.replay',
+        detail: { kind: 'event', ids: req.ids ?? null, target: req.target ?? null, replayed, skipped },
+      });
       await tx.query(`SELECT pg_notify('msgx_outbox', '')`);
     }
     return { dryRun: !!req.dryRun, replayed, skipped };

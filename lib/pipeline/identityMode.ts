@@ -1,3 +1,4 @@
+import { writeAudit } from '../audit/audit.ts';
 import type { Queryable } from '../db/db.ts';
 import { ConfigError } from '../shared/errors.ts';
 
@@ -62,11 +63,12 @@ export async function setIdentityMode(
     await tx.query(`SELECT pg_advisory_xact_lock(hashtext($1))`, [KEY]);
     const from = await readIdentityMode(tx);
     await writeIdentityMode(tx, on, now);
-    await tx.query(`INSERT INTO audit_log (at, actor, action, detail) VALUES ($1, $2, 'identity.day-boundary', $3::jsonb)`, [
-      now,
+    await writeAudit(tx, {
+      at: now,
       actor,
-      JSON.stringify({ from: from === undefined ? null : onOff(from), to: onOff(on) }),
-    ]);
+      action: 'identity.day-boundary',
+      detail: { from: from === undefined ? null : onOff(from), to: onOff(on) },
+    });
     return { from, to: on };
   });
 }

@@ -1,3 +1,4 @@
+import { writeAudit } from '../audit/audit.ts';
 import type { Queryable } from '../db/db.ts';
 
 /**
@@ -17,9 +18,5 @@ export async function setPaused(q: Queryable, paused: boolean, actor: string, no
      ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, updated_at = EXCLUDED.updated_at`,
     [KEY, JSON.stringify({ paused, by: actor, at: now.toISOString() }), now],
   );
-  await q.query(`INSERT INTO audit_log (at, actor, action, detail) VALUES ($1, $2, $3, '{}'::jsonb)`, [
-    now,
-    actor,
-    paused ? 'pipeline.pause' : 'pipeline.resume',
-  ]);
+  await writeAudit(q, { at: now, actor, action: paused ? 'pipeline.pause' : 'pipeline.resume' });
 }

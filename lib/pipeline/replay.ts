@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { type AuditEntry, auditNaming, writeAudit } from '../audit/audit.ts';
 import type { Db, Queryable } from '../db/db.ts';
 import { RequestError } from '../shared/errors.ts';
 import { REPLAYABLE_CLASSES } from './states.ts';
@@ -13,6 +14,9 @@ export const replayRequestSchema = z
     message: 'name an errorClass or a non-empty list of ids',
   });
 export type ReplayRequest = z.infer<typeof replayRequestSchema>;
+
+/** The audit actions of a replay and of its dry run. */
+const REPLAY_ACTIONS = ['replay.proc', 'replay.proc.dry-run'] as const;
 
 export interface ReplayResult {
   dryRun: boolean;
@@ -70,12 +74,12 @@ export async function replayMessages(db: Db, req: ReplayRequest, actor: string, 
       await tx.query(`DELETE FROM backfill_todo WHERE msg_id = ANY($1::bigint[])`, [ids]);
       await tx.query(`SELECT pg_notify('msgx_inbox', '')`);
     }
-    await tx.query(`INSERT INTO audit_log (at, actor, action, detail) VALUES ($1, $2, $3, $4)`, [
-      now,
+    await writeAudit(tx, {
+      at: now,
       actor,
-      req.dryRun ? 'replay.proc.dry-run' : 'replay.proc',
-      JSON.stringify({ request: req, moved: moved.map((m) => m.msgId), refused }),
-    ]);
+      action: req.dryRun ? REPLAY_ACTIONS[1] : REPLAY_ACTIONS[0],
+      detail: { request: req, moved: moved.map((m) => m.msgId), refused },
+    });
     return { dryRun: req.dryRun, moved, refused, warnings };
   });
 }
@@ -88,11 +92,6 @@ export function parseReplayRequest(body: unknown): ReplayRequest {
 }
 
 /** The replays (and dry runs) that named a message, from the audit log (for its trace). */
-export async function replaysOf(q: Queryable, msgId: number): Promise<{ at: Date; actor: string; action: string }[]> {
-  const r = await q.query<{ at: Date; actor: string; action: string }>(
-    `SELECT at, actor, action FROM audit_log
-     WHERE action IN ('replay.proc', 'replay.proc.dry-run') AND detail->'moved' @> $1::jsonb ORDER BY id`,
-    [JSON.stringify([msgId])],
-  );
-  return r.rows;
+export async function replaysOf(q: Queryable, msgId: number): Promise<AuditEntry[]> {
+  return auditNaming(q, REPLAY_ACTIONS, 'moved', msgId);
 }

@@ -1,4 +1,5 @@
 import type { AppContext } from '../app/context.ts';
+import { writeAudit } from '../audit/audit.ts';
 import { startSchedule } from './delivery.ts';
 import { TxIllegalTransitionError, TxNotFoundError } from './errors.ts';
 import { move } from './move.ts';
@@ -31,12 +32,12 @@ export async function resend(
             id,
             await startSchedule(tx, await move(tx, row, 'resend-delivered', now, cleared, { detail: { actor, reason: row.dead_reason } }), now, ctx.config.txmsg.redeliveryScheduleMs),
           );
-    await tx.query(`INSERT INTO audit_log (at, actor, action, detail) VALUES ($1, $2, $3, $4::jsonb)`, [
-      now,
+    await writeAudit(tx, {
+      at: now,
       actor,
-      'txmsg.resend',
-      JSON.stringify({ id, deadPhase: row.dead_phase, deadReason: row.dead_reason, to: updated.status }),
-    ]);
+      action: 'txmsg.resend',
+      detail: { id, deadPhase: row.dead_phase, deadReason: row.dead_reason, to: updated.status },
+    });
     return { id, status: updated.status, from: row.dead_phase ?? 'delivery' };
   });
 }

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { APIGatewayProxyEvent } from 'aws-lambda';
 import { loadConfig } from '../../lib/config/config.ts';
-import { actorOf } from '../../lib/http/actor.ts';
+import { actorOf, cliActor } from '../../lib/http/actor.ts';
 import { fromApiGateway } from '../../lib/http/apigw.ts';
 import { isTwinAdmin } from '../../lib/http/node.ts';
 import { ConfigError } from '../../lib/shared/errors.ts';
@@ -67,5 +67,12 @@ describe('audit actor: one rule', () => {
     expect(actorOf({ headers: { 'x-msgx-actor': 'cli:\u0000bob\n' } })).toBe('cli:bob');
     expect(actorOf({ headers: { 'x-msgx-actor': 'x'.repeat(500) } })).toHaveLength(200);
     expect(actorOf({ headers: {} })).toBe('operator');
+  });
+
+  it('the CLI names itself cli:<user>, the same label over HTTP and on the database directly', () => {
+    expect(cliActor('bob')).toBe('cli:bob');
+    expect(cliActor(undefined)).toBe('cli:operator');
+    // Over HTTP the label passes through the one rule unchanged.
+    expect(actorOf({ headers: { 'x-msgx-actor': cliActor('bob') } })).toBe('cli:bob');
   });
 });
