@@ -130,6 +130,12 @@ export interface MsgxSettings {
   bundling: BundlingMode;
   /** Lambda runtime, `nodejs22.x` unless `-c lambdaRuntime=nodejs24.x` (or `nodejs20.x`, deprecated). */
   lambdaRuntime: LambdaRuntime;
+  /**
+   * The AWS Parameters and Secrets Lambda Extension on every function (context
+   * `secretsExtension`, default true): secrets read over localhost at cold start, no SDK import.
+   * Off where the layer is not published for ARM64; the code then reads with the SDK.
+   */
+  secretsExtension: boolean;
   nag: boolean;
   settings: StageSettings;
   mailbox: {
@@ -348,6 +354,7 @@ export function readSettings(node: Node): MsgxSettings {
     region: str(node, 'region'),
     bundling,
     lambdaRuntime,
+    secretsExtension: bool(node, 'secretsExtension', true),
     nag: bool(node, 'nag', true),
     settings,
     mailbox: {

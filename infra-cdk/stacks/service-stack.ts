@@ -83,6 +83,7 @@ export class ServiceStack extends Stack {
         repoRoot: props.repoRoot,
         bundling: msgx.bundling,
         runtime: msgx.lambdaRuntime,
+        secretsExtension: msgx.secretsExtension,
         vpc: network.vpc,
         subnets: network.appSubnets,
         securityGroups: [network.functionSg],

@@ -1,21 +1,104 @@
-import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import { request } from 'node:http';
+import type { SecretsManagerClientConfig } from '@aws-sdk/client-secrets-manager';
 
 /**
  * In the cloud the database URLs and the signing secret come from Secrets Manager (rotated there).
  * Before config is validated, fill MSGX_PG_URL, MSGX_MAILBOX_URL and MSGX_SIGNING_SECRET from the
  * secrets named by *_SECRET_ARN. The database URLs are read again whenever a server refuses the
  * password (`urlSources`, used by lib/db/pg.ts and lib/mailbox/mysql.ts). The twin never needs this.
+ *
+ * `fresh`: the value must come from Secrets Manager itself, not from a cache (the re-read after a
+ * refused login: the cache may still hold the password that was just rotated away).
  */
-export type ReadSecret = (arn: string) => Promise<string>;
+export type ReadSecret = (arn: string, o?: { fresh?: boolean }) => Promise<string>;
 
-/** The Secrets Manager port: the current (AWSCURRENT) string value of a secret. */
-export function secretsManagerReader(): ReadSecret {
-  let client: SecretsManagerClient | undefined;
+/**
+ * Secrets Manager through the AWS SDK. The client is imported on the first read, not with the
+ * module: importing it costs ~120 ms, which a cold start with the extension never pays.
+ */
+export function secretsManagerReader(config: SecretsManagerClientConfig = {}): ReadSecret {
+  let send: Promise<(arn: string) => Promise<string | undefined>> | undefined;
   return async (arn) => {
-    client ??= new SecretsManagerClient({});
-    const r = await client.send(new GetSecretValueCommand({ SecretId: arn }));
-    if (!r.SecretString) throw new Error(`secret ${arn} has no string value`);
-    return r.SecretString;
+    send ??= import('@aws-sdk/client-secrets-manager').then(({ SecretsManagerClient, GetSecretValueCommand }) => {
+      const client = new SecretsManagerClient(config);
+      return async (id: string) => (await client.send(new GetSecretValueCommand({ SecretId: id }))).SecretString;
+    });
+    send.catch(() => (send = undefined));
+    const value = await (await send)(arn);
+    if (!value) throw new Error(`secret ${arn} has no string value`);
+    return value;
+  };
+}
+
+/** The AWS Parameters and Secrets Lambda Extension's default port (PARAMETERS_SECRETS_EXTENSION_HTTP_PORT). */
+export const SECRETS_EXTENSION_PORT = 2773;
+
+/**
+ * The AWS Parameters and Secrets Lambda Extension: a local HTTP server in the Lambda environment
+ * that reads secrets with the function's role and caches them (SECRETS_MANAGER_TTL). GET
+ * /secretsmanager/get?secretId=… with the session token; the answer is GetSecretValue's JSON.
+ */
+export function extensionReader(o: { port: number; token: string; host?: string; timeoutMs?: number }): ReadSecret {
+  const host = o.host ?? 'localhost';
+  const timeoutMs = o.timeoutMs ?? 3000;
+  return (arn) =>
+    new Promise<string>((resolve, reject) => {
+      const req = request(
+        {
+          host,
+          port: o.port,
+          path: `/secretsmanager/get?secretId=${encodeURIComponent(arn)}`,
+          headers: { 'X-Aws-Parameters-Secrets-Token': o.token },
+          timeout: timeoutMs,
+        },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('error', reject);
+          res.on('end', () => {
+            const body = Buffer.concat(chunks).toString('utf8');
+            if (res.statusCode !== 200) return reject(new Error(`secrets extension answered ${res.statusCode} for ${arn}: ${body.slice(0, 300)}`));
+            try {
+              const value = (JSON.parse(body) as { SecretString?: unknown }).SecretString;
+              if (typeof value !== 'string' || !value) throw new Error('no SecretString');
+              resolve(value);
+            } catch (err) {
+              reject(new Error(`secrets extension: unusable answer for ${arn} (${(err as Error).message})`));
+            }
+          });
+        },
+      );
+      req.on('timeout', () => req.destroy(new Error(`secrets extension did not answer within ${timeoutMs} ms`)));
+      req.on('error', reject);
+      req.end();
+    });
+}
+
+/**
+ * How a function reads its secrets: through the extension when the function has it
+ * (PARAMETERS_SECRETS_EXTENSION_HTTP_PORT, set with the layer, and the session token), else — or if
+ * the extension fails, or a `fresh` value is asked for — from Secrets Manager through the SDK.
+ */
+export function lambdaSecretReader(env: Env = process.env, o: { sdk?: ReadSecret; extension?: ReadSecret } = {}): ReadSecret {
+  const sdk = o.sdk ?? secretsManagerReader();
+  const port = Number(env.PARAMETERS_SECRETS_EXTENSION_HTTP_PORT);
+  const token = env.AWS_SESSION_TOKEN;
+  const extension = o.extension ?? (port > 0 && token ? extensionReader({ port, token }) : undefined);
+  return async (arn, ro) => {
+    if (!extension || ro?.fresh) return sdk(arn, ro);
+    let viaExtension: unknown;
+    try {
+      return await extension(arn);
+    } catch (err) {
+      viaExtension = err;
+    }
+    try {
+      return await sdk(arn);
+    } catch (err) {
+      throw new Error(`secret ${arn}: the secrets extension failed (${(viaExtension as Error).message}) and so did Secrets Manager: ${(err as Error).message}`, {
+        cause: err,
+      });
+    }
   };
 }
 
@@ -28,23 +111,26 @@ export interface UrlSources {
   mailbox?: () => Promise<string>;
 }
 
-/** Functions that re-read the database secrets; absent where the URL was given directly. */
-export function urlSources(env: Env, read: ReadSecret): UrlSources {
+/**
+ * Functions that read the database secrets and assemble the URLs; absent where the URL was given
+ * directly. `fresh` for the re-read after a refused login (bypasses the extension's cache).
+ */
+export function urlSources(env: Env, read: ReadSecret, readOptions: { fresh?: boolean } = {}): UrlSources {
   const out: UrlSources = {};
   const pgArn = env.MSGX_PG_SECRET_ARN;
   const mbArn = env.MSGX_MAILBOX_SECRET_ARN;
   if (pgArn && !env.MSGX_PG_URL)
     out.pg = async () =>
-      urlFromSecret('postgres', withPort(parseSecret(pgArn, await read(pgArn)), env.MSGX_PG_PORT), env.MSGX_PG_HOST, env.MSGX_PG_DB, {
+      urlFromSecret('postgres', withPort(parseSecret(pgArn, await read(pgArn, readOptions)), env.MSGX_PG_PORT), env.MSGX_PG_HOST, env.MSGX_PG_DB, {
         caFile: env.MSGX_PG_SSL_CA,
       });
   if (mbArn && !env.MSGX_MAILBOX_URL)
     out.mailbox = async () =>
-      urlFromSecret('mysql', withPort(parseSecret(mbArn, await read(mbArn)), env.MSGX_MAILBOX_PORT), env.MSGX_MAILBOX_HOST, env.MSGX_MAILBOX_DB);
+      urlFromSecret('mysql', withPort(parseSecret(mbArn, await read(mbArn, readOptions)), env.MSGX_MAILBOX_PORT), env.MSGX_MAILBOX_HOST, env.MSGX_MAILBOX_DB);
   return out;
 }
 
-export async function resolveSecretEnv(env: Env, read: ReadSecret = secretsManagerReader()): Promise<Env> {
+export async function resolveSecretEnv(env: Env, read: ReadSecret = lambdaSecretReader()): Promise<Env> {
   const out = { ...env };
   const sources = urlSources(env, read);
   if (sources.pg) out.MSGX_PG_URL = await sources.pg();
@@ -56,7 +142,7 @@ export async function resolveSecretEnv(env: Env, read: ReadSecret = secretsManag
 /** Migrate only: the functions' user and password (MSGX_PG_APP_SECRET_ARN), to create it. */
 export async function appUserFromSecret(
   env: Env,
-  read: ReadSecret = secretsManagerReader(),
+  read: ReadSecret = lambdaSecretReader(),
 ): Promise<{ username: string; password: string } | undefined> {
   const arn = env.MSGX_PG_APP_SECRET_ARN;
   if (!arn) return undefined;

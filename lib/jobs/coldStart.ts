@@ -1,6 +1,6 @@
 import type { Context } from 'aws-lambda';
 import { loadConfig } from '../config/config.ts';
-import { type ReadSecret, resolveSecretEnv, secretsManagerReader, urlSources } from '../config/secrets.ts';
+import { lambdaSecretReader, type ReadSecret, resolveSecretEnv, urlSources } from '../config/secrets.ts';
 import type { AppContext } from '../app/context.ts';
 import { buildContext } from '../app/buildContext.ts';
 import type { RoleSpec } from './roles.ts';
@@ -37,16 +37,20 @@ export function configureLambda(o: { readSecret?: ReadSecret; roleMetrics?: Role
 }
 
 /**
- * One context per cold start: secrets resolved, config validated, clients created once. The
- * database URLs are re-read from their secrets when a login is refused (rotation), so a warm
- * function follows a new password without a cold start.
+ * One context per cold start: secrets resolved (through the Parameters and Secrets extension when
+ * the function has it), config validated, clients created once. The database URLs are re-read
+ * from Secrets Manager itself (`fresh`, past the extension's cache) when a login is refused
+ * (rotation), so a warm function follows a new password without a cold start.
  */
 export function lambdaContext(): Promise<AppContext> {
   contextPromise ??= (async () => {
-    const read = (readSecret ??= secretsManagerReader());
+    const read = (readSecret ??= lambdaSecretReader(process.env));
     const env = await resolveSecretEnv(process.env, read);
     const config = loadConfig({ ...env, MSGX_RUNTIME: 'lambda' });
-    return buildContext(config, { statementTimeoutMs: LAMBDA_STATEMENT_TIMEOUT_MS, credentials: urlSources(process.env, read) });
+    return buildContext(config, {
+      statementTimeoutMs: LAMBDA_STATEMENT_TIMEOUT_MS,
+      credentials: urlSources(process.env, read, { fresh: true }),
+    });
   })();
   contextPromise.catch(() => (contextPromise = undefined));
   return contextPromise;

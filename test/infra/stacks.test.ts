@@ -93,6 +93,12 @@ describe('msgx stacks (dev)', () => {
       expect(f.Properties.VpcConfig).toBeDefined();
       expect(f.Properties.Environment.Variables.MSGX_RUNTIME).toBe('lambda');
       expect(f.Properties.Environment.Variables.MSGX_PG_SECRET_ARN).toBeDefined();
+      // Secrets at cold start from the Parameters and Secrets extension (lib/config/secrets.ts reads
+      // its port from this variable), the layer's ARN looked up per region at deploy time.
+      expect(f.Properties.Environment.Variables.PARAMETERS_SECRETS_EXTENSION_HTTP_PORT).toBe('2773');
+      expect(f.Properties.Environment.Variables.SECRETS_MANAGER_TTL).toBe('300');
+      expect(f.Properties.Layers).toHaveLength(1);
+      expect(f.Properties.Layers[0]['Fn::FindInMap']).toContainEqual({ Ref: 'AWS::Region' });
     }
     // One log group per function plus the API access log, all on the stage's retention.
     service.resourcePropertiesCountIs('AWS::Logs::LogGroup', { RetentionInDays: 14 }, 7);
@@ -342,6 +348,16 @@ describe('stage settings come from context', () => {
       const key: string = r.Properties.RouteKey;
       const admin = key.includes('/admin/') || key.includes('/console');
       expect(r.Properties.AuthorizationType, key).toBe(admin ? 'AWS_IAM' : 'JWT');
+    }
+  });
+
+  it('can leave the secrets extension out by context (regions without the ARM64 layer)', () => {
+    const fns = Template.fromStack(synth({ secretsExtension: false }).service).findResources('AWS::Lambda::Function', {
+      Properties: { Description: Match.stringLikeRegexp('^msgx ') },
+    });
+    for (const f of Object.values(fns)) {
+      expect(f.Properties.Layers).toBeUndefined();
+      expect(f.Properties.Environment.Variables.PARAMETERS_SECRETS_EXTENSION_HTTP_PORT).toBeUndefined();
     }
   });
 

@@ -12,6 +12,8 @@ import {
   scheduledHandler,
 } from '../../lib/jobs/coldStart.ts';
 import { tryRoleLock } from '../../lib/jobs/roleLock.ts';
+import { lambdaSecretReader, secretsManagerReader } from '../../lib/config/secrets.ts';
+import { fakeSecretsExtension, fakeSecretsManager, type FakeExtension, type FakeSecretsManager } from '../helpers/fakeAws.ts';
 import { startPrivatePg, type PrivatePg } from '../helpers/privatePg.ts';
 import { randomTopic } from '../helpers/kafka.ts';
 import { freshMysql, serviceUrls, type TestMysql, waitFor } from '../helpers/services.ts';
@@ -20,7 +22,9 @@ const ARN = 'arn:aws:secretsmanager:eu-west-1:210987654321:secret:msgx/pg-Warm01
 
 /**
  * Scheduled handlers as Lambda runs them, configured as in the cloud: the database URL comes from
- * a secret (a stand-in for Secrets Manager), over verify-full TLS, on a private PostgreSQL that
+ * a secret — read at cold start through a stand-in of the Parameters and Secrets extension (which
+ * caches it), re-read after a refused login from a stand-in of Secrets Manager through the real
+ * AWS SDK — over verify-full TLS, on a private PostgreSQL that
  * checks passwords. The handler stays warm across invocations, as a Lambda instance does.
  */
 describe('scheduled handlers (warm Lambda instance)', () => {
@@ -29,7 +33,9 @@ describe('scheduled handlers (warm Lambda instance)', () => {
   let my: TestMysql;
   const user = `msgx_warm_${randomBytes(3).toString('hex')}`;
   let secret = { username: user, password: randomBytes(12).toString('base64url'), port: 0 };
-  let reads = 0;
+  const store = { values: new Map<string, string>() };
+  let ext: FakeExtension;
+  let sm: FakeSecretsManager;
   const metrics: { role: string; Heartbeat: number; RoleLockTaken: number }[] = [];
   const saved = { ...process.env };
   let directUrl = '';
@@ -58,12 +64,15 @@ describe('scheduled handlers (warm Lambda instance)', () => {
       MSGX_TOPIC_SCHD: randomTopic('msgx.schd'),
       MSGX_LOG_LEVEL: 'SILENT',
     });
+    store.values.set(ARN, JSON.stringify(secret));
+    ext = await fakeSecretsExtension(store);
+    sm = await fakeSecretsManager(store);
     configureLambda({
-      readSecret: async (arn) => {
-        if (arn !== ARN) throw new Error(`unexpected secret ${arn}`);
-        reads++;
-        return JSON.stringify(secret);
-      },
+      // What lambdaContext() builds from the environment in the cloud, pointed at the stand-ins.
+      readSecret: lambdaSecretReader(
+        { PARAMETERS_SECRETS_EXTENSION_HTTP_PORT: String(ext.port), AWS_SESSION_TOKEN: ext.token },
+        { sdk: secretsManagerReader(sm.sdkConfig) },
+      ),
       roleMetrics: (role, values) => metrics.push({ role, ...values }),
     });
   }, 120_000);
@@ -75,6 +84,8 @@ describe('scheduled handlers (warm Lambda instance)', () => {
     await my?.drop();
     await admin?.end().catch(() => {});
     await srv?.stop();
+    await ext?.close();
+    await sm?.close();
   });
 
   it('stops a step before the statement timeout can outlive the invocation', () => {
@@ -89,11 +100,14 @@ describe('scheduled handlers (warm Lambda instance)', () => {
     // A few seconds of loop: enough for the reconnect below on a loaded machine.
     const first = await pump({}, { getRemainingTimeInMillis: () => BUDGET_MARGIN_MS + 2_000 });
     expect(first).toMatchObject({ role: 'pump', acquired: true, errors: 0 });
-    const readsAfterColdStart = reads;
+    // The cold start read the secret once, through the extension; Secrets Manager was not asked.
+    expect([ext.fetches, sm.calls]).toEqual([[ARN], []]);
+    const extensionRequests = ext.requests.length;
 
     const next = randomBytes(12).toString('base64url');
     await admin.query(`ALTER ROLE ${user} PASSWORD '${next}'`);
     secret = { ...secret, password: next };
+    store.values.set(ARN, JSON.stringify(secret));
     // The instance's connections end (idle timeouts, a freeze): the next ones must log in again.
     await admin.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = $1`, [user]);
     const ctx = await lambdaContext();
@@ -102,7 +116,9 @@ describe('scheduled handlers (warm Lambda instance)', () => {
     const second = await pump({}, { getRemainingTimeInMillis: () => BUDGET_MARGIN_MS + 3_000 });
     expect(second).toMatchObject({ role: 'pump', acquired: true, errors: 0 });
     expect(second.steps).toBeGreaterThan(0);
-    expect(reads).toBe(readsAfterColdStart + 1);
+    // One re-read, from Secrets Manager: the extension would still serve the old password (TTL).
+    expect(sm.calls).toEqual([ARN]);
+    expect(ext.requests.length).toBe(extensionRequests);
     expect(metrics.filter((m) => m.role === 'pump')).toEqual([
       { role: 'pump', Heartbeat: 1, RoleLockTaken: 0 },
       { role: 'pump', Heartbeat: 1, RoleLockTaken: 0 },
