@@ -119,6 +119,19 @@ export function bundleFunctionSync(r: BundleRequest): void {
   });
 }
 
+/**
+ * The operations console beside a function (`outdir`, usually `<bundle>/console`): its static
+ * files and /console/app.js built from lib/http/console/src by lib/http/console/build.ts, the one
+ * build definition, run as a script (infra-cdk imports nothing from lib/ but lib/constants.ts).
+ * lib/http/consoleRoutes.ts serves this prebuilt app.js where the sources are absent.
+ */
+export function bundleConsoleSync(repoRoot: string, outdir: string): void {
+  execFileSync(process.execPath, ['--import', 'tsx', join(repoRoot, 'lib', 'http', 'console', 'build.ts'), outdir], {
+    cwd: repoRoot,
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
+}
+
 if (process.argv[1] === fileURLToPath(import.meta.url) && process.argv[2]) {
   await bundleFunction(JSON.parse(process.argv[2]) as BundleRequest);
 }

@@ -10,7 +10,7 @@ import { Construct } from 'constructs';
 import type { BundlingMode, FunctionRole, LambdaRuntime } from '../config.ts';
 import { topicArnOf } from '../stacks/messaging-stack.ts';
 import { acknowledge } from '../nag.ts';
-import { bundleFunctionSync } from '../bundle.ts';
+import { bundleConsoleSync, bundleFunctionSync } from '../bundle.ts';
 
 const RUNTIMES: Record<LambdaRuntime, lambda.Runtime> = {
   'nodejs20.x': lambda.Runtime.NODEJS_20_X,
@@ -156,10 +156,11 @@ export class MsgxFunction extends Construct {
           local: {
             tryBundle(outputDir: string) {
               bundleFunctionSync({ repoRoot, entry, outdir: outputDir, target, sourcemap: true });
-              // Files the code reads at run time: the migrations, and the console's static assets
-              // (lib/http/consoleRoutes.ts looks for ./console/ beside the running module).
+              // Files the code reads at run time: the migrations, and the console — its static files
+              // and app.js built from its TypeScript (lib/http/consoleRoutes.ts looks for ./console/
+              // beside the running module and serves the prebuilt app.js there: no sources, no esbuild).
               cpSync(join(repoRoot, 'migrations'), join(outputDir, 'migrations'), { recursive: true });
-              cpSync(join(repoRoot, 'lib', 'http', 'console'), join(outputDir, 'console'), { recursive: true });
+              bundleConsoleSync(repoRoot, join(outputDir, 'console'));
               return true;
             },
           },

