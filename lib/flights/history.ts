@@ -1,11 +1,11 @@
 import type { Queryable } from '../db/db.ts';
 import { enqueueEvents } from '../outbox/enqueue.ts';
+import { archiveProcState } from '../pipeline/procArchive.ts';
 import type { AppContext } from '../app/context.ts';
 import { formatLocalTime, localDay } from '../shared/time.ts';
 import { purgeEvents } from './events.ts';
 import { flightJson } from './json.ts';
 import type { FlightState } from './model.ts';
-import { archiveProcState } from './procArchive.ts';
 import { purgeSnapLog } from './snapLog.ts';
 import { deleteFlights, loadFlightsForUpdate } from './store.ts';
 

@@ -18,5 +18,4 @@ export function registerFlightProcessors(registry: ProcessorRegistry): Processor
 export { applyFlightOps, type FlightOp } from './write.ts';
 export { flightRoutes } from './routes.ts';
 export { historySweep, historySweepIfDue, type SweepResult } from './history.ts';
-export { archiveProcState } from './procArchive.ts';
 export { flightJson } from './json.ts';

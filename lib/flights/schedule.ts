@@ -1,5 +1,6 @@
 import type { FlightPatch, SchdPayload } from '../codec/message.ts';
-import type { ProcessContext, ProcessOutcome, Processor } from '../pipeline/processor.ts';
+import { succeededWithIdentity } from '../pipeline/procState.ts';
+import type { ProcessOutcome, Processor } from '../pipeline/processor.ts';
 import { matchAnswer } from '../requests/match.ts';
 import { closeRequest } from '../requests/track.ts';
 import { ProtocolError } from '../shared/errors.ts';
@@ -37,17 +38,6 @@ export function validatePackage(p: SchdPayload, styp: string): (FlightPatch & { 
   });
 }
 
-/** Has another message with this identity already succeeded (live or archived)? */
-async function succeededBefore(ctx: ProcessContext): Promise<number | undefined> {
-  const r = await ctx.tx.query<{ msg_id: number }>(
-    `SELECT msg_id FROM proc_state WHERE identity_key = $1 AND status = 'SUCCEEDED' AND msg_id <> $2
-     UNION ALL SELECT msg_id FROM proc_state_hst WHERE identity_key = $1 AND status = 'SUCCEEDED' AND msg_id <> $2
-     LIMIT 1`,
-    [ctx.message.identity, ctx.msgId],
-  );
-  return r.rows[0]?.msg_id;
-}
-
 /** SCHD DNLD (day plan), RESP (answer to our RQFD) and ADFT (one added flight). */
 export const scheduleProcessor: Processor = async (ctx): Promise<ProcessOutcome> => {
   const { message } = ctx;
@@ -56,7 +46,7 @@ export const scheduleProcessor: Processor = async (ctx): Promise<ProcessOutcome>
   const flights = validatePackage(message.payload, styp);
 
   // A replayed snapshot must not re-apply: it could roll back changes made since.
-  const earlier = await succeededBefore(ctx);
+  const earlier = await succeededWithIdentity(ctx.tx, ctx.message.identity, ctx.msgId);
   if (earlier !== undefined) return { status: 'SKIPPED', note: `duplicate-of:${earlier}` };
 
   let requestId: number | null = null;

@@ -1,5 +1,5 @@
 // Direct imports, not the barrels: a Lambda bundle then carries only what its role uses.
-import { archiveProcState } from '../flights/procArchive.ts';
+import { archiveProcState } from '../pipeline/procArchive.ts';
 import { historySweepIfDue } from '../flights/history.ts';
 import { dispatchOnce, type DispatchOptions } from '../outbox/dispatcher.ts';
 import { OUTBOX_CHANNEL } from '../outbox/enqueue.ts';

@@ -127,6 +127,20 @@ export async function identityHolders(q: Queryable, identities: string[]): Promi
   return new Map(r.rows.map((row) => [row.identity_key, row.msg_id]));
 }
 
+/**
+ * Another message of this identity that already SUCCEEDED (live or archived), if any: a snapshot
+ * package seen again under the same identity is then SKIPPED as its duplicate.
+ */
+export async function succeededWithIdentity(q: Queryable, identity: string, exceptMsgId: number): Promise<number | undefined> {
+  const r = await q.query<{ msg_id: number }>(
+    `SELECT msg_id FROM proc_state WHERE identity_key = $1 AND status = 'SUCCEEDED' AND msg_id <> $2
+     UNION ALL SELECT msg_id FROM proc_state_hst WHERE identity_key = $1 AND status = 'SUCCEEDED' AND msg_id <> $2
+     LIMIT 1`,
+    [identity, exceptMsgId],
+  );
+  return r.rows[0]?.msg_id;
+}
+
 /** The outcome of one attempt on one message, written back in bulk at the end of a group. */
 export interface AttemptRecord {
   msgId: number;
