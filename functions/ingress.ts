@@ -1,16 +1,15 @@
-import { InvokeCommand, LambdaClient } from '@aws-sdk/client-lambda';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
 import { buildRouter } from '../lib/http/app.ts';
 import { fromApiGateway, toApiGateway } from '../lib/http/apigw.ts';
 import { errorResponse } from '../lib/http/router.ts';
 import { lambdaContext } from '../lib/jobs/coldStart.ts';
-import { kickPumpIfIdle } from '../lib/jobs/kick.ts';
+import { asyncInvoker, kickPumpIfIdle } from '../lib/jobs/kick.ts';
 import { kafkaHealth } from '../lib/outbox/health.ts';
 import { SEND_PATH } from '../lib/constants.ts';
 
 /** API Gateway → the shared router. After a stored message, start a poller and a pump if none is live. */
 let router: ReturnType<typeof buildRouter> | undefined;
-const lambda = new LambdaClient({});
+const invoke = asyncInvoker();
 const pumpFunction = process.env.MSGX_PUMP_FUNCTION_NAME;
 // The stored row reaches the pump through the poller (docs/ordering.md): both must be running.
 const pollerFunction = process.env.MSGX_POLLER_FUNCTION_NAME;
@@ -27,14 +26,14 @@ export async function handler(event: APIGatewayProxyEvent): Promise<APIGatewayPr
   const response = await router.handle(request, ctx);
   if (pumpFunction && request.path === SEND_PATH && response.status === 200) {
     await kickPumpIfIdle(ctx.db, async () => {
-      await lambda.send(new InvokeCommand({ FunctionName: pumpFunction, InvocationType: 'Event' }));
+      await invoke(pumpFunction);
     }).catch((err) => ctx.log.warn('could not start a pump; the schedule will', { error: String(err) }));
   }
   if (pollerFunction && request.path === SEND_PATH && response.status === 200) {
     await kickPumpIfIdle(
       ctx.db,
       async () => {
-        await lambda.send(new InvokeCommand({ FunctionName: pollerFunction, InvocationType: 'Event' }));
+        await invoke(pollerFunction);
       },
       'poller',
     ).catch((err) => ctx.log.warn('could not start a poller; the schedule will', { error: String(err) }));

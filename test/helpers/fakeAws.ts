@@ -115,3 +115,27 @@ export async function fakeSecretsExtension(store: SecretStore, o: { ttlMs?: numb
   });
   return { port: await listen(server), token, requests, fetches, clear: () => cache.clear(), close: close(server) };
 }
+
+export interface FakeLambda {
+  endpoint: string;
+  /** Asynchronous invocations received: function name and invocation type. */
+  invocations: { functionName: string; type: string }[];
+  close(): Promise<void>;
+}
+
+/** The Lambda Invoke API (POST /2015-03-31/functions/<name>/invocations), answering 202 to Event. */
+export async function fakeLambda(): Promise<FakeLambda> {
+  const invocations: FakeLambda['invocations'] = [];
+  const server = createServer(async (req, res) => {
+    await body(req);
+    const m = /^\/2015-03-31\/functions\/([^/]+)\/invocations/.exec(req.url ?? '');
+    if (req.method !== 'POST' || !m) {
+      res.writeHead(404, { 'content-type': 'application/json' }).end('{"Type":"User","message":"unexpected request"}');
+      return;
+    }
+    invocations.push({ functionName: decodeURIComponent(m[1]!), type: String(req.headers['x-amz-invocation-type'] ?? 'RequestResponse') });
+    res.writeHead(202, { 'x-amz-executed-version': '$LATEST' }).end();
+  });
+  const port = await listen(server);
+  return { endpoint: `http://127.0.0.1:${port}`, invocations, close: close(server) };
+}
