@@ -255,23 +255,61 @@ const timeAt = (i: number) => {
   return `${DAY}${pad(Math.floor(s / 3600), 2)}${pad(Math.floor(s / 60) % 60, 2)}${pad(s % 60, 2)}`;
 };
 
+/** What one message sets on its flight, as the read API shows it (the flight model's input). */
+export interface Flop {
+  flid: string;
+  text: string;
+  fields: Record<string, unknown>;
+}
+
+/**
+ * A mailbox insert another system keeps open on a connection of its own: its ID is handed out at
+ * the INSERT (MariaDB, like PostgreSQL, numbers rows before they commit), so every row inserted
+ * after it leaves a gap at this ID until the transaction commits (late) or rolls back (a hole).
+ */
+export interface HeldInsert {
+  id: number;
+  flop: Flop;
+  conn: mysql.Connection;
+  heldAt: number;
+}
+
+/** Fields of the flight model and their value when nothing set them (collections are shown empty). */
+const MODEL_FIELDS: Record<string, unknown> = { AWCD: undefined, FLNO: undefined, STAT: undefined, ETOT: undefined, ATOT: undefined, XREM: undefined, GATE: [], STND: [] };
+
 /**
  * A day plan and FLOPs whose outcomes are all known: every FLOP carries a value never seen before
  * (a unique time or remark), so each one changes its flight and bumps its state version by exactly
- * one. The model records, per FLID, the mailbox ID of each version's message in mailbox order.
+ * one. The model keeps, per FLID, the mailbox IDs of the committed messages that changed it in
+ * mailbox-ID order (the order msgx must apply them in, whatever order the inserts returned in), and
+ * what each message sets, so the final state of every flight can be computed without msgx.
+ *
+ * Held inserts (hold/commitHeld/rollbackHeld) are FLOP/ATOT on flights no other held insert uses;
+ * no other message sets ATOT. A held row that commits after msgx gave its ID up is applied late,
+ * after newer messages of its flight (docs/ordering.md "Holes and late rows"); since nothing else
+ * touches ATOT, the state is still the one applying the committed messages in ID order gives.
  */
 export class FlightWorkload {
   readonly flids: string[];
   readonly #rand: () => number;
+  readonly #heldRand: () => number;
   #seqn = 0;
   #n = 0;
-  /** FLID → mailbox IDs of the messages that made versions 1..n, in order. */
+  /** FLID → mailbox IDs of the committed messages that made versions 1..n, in mailbox-ID order. */
   readonly versions = new Map<string, number[]>();
+  /** Every committed message, in the order the test wrote or committed it. */
   readonly ids: number[] = [];
+  /** Mailbox ID → what the message sets (the day plan's fields are in `#planFields`). */
+  readonly changes = new Map<number, Flop>();
+  /** IDs of held inserts the test rolled back: holes that never fill. */
+  readonly rolledBack: number[] = [];
+  readonly #heldFlids = new Set<string>();
+  readonly #planFields = new Map<string, Record<string, unknown>>();
 
   constructor(flights: number, seed: number, readonly prefix = 'F') {
     this.flids = Array.from({ length: flights }, (_, i) => `${prefix}${pad(i + 1, 4)}`);
     this.#rand = rng(seed);
+    this.#heldRand = rng(seed + 1);
   }
 
   planText(): string {
@@ -283,37 +321,53 @@ export class FlightWorkload {
     });
   }
 
-  nextFlop(): { flid: string; text: string } {
+  nextFlop(): Flop {
     const i = this.#n++;
     const flid = this.flids[Math.floor(this.#rand() * this.flids.length)]!;
     const seqn = `${this.prefix}${++this.#seqn}`;
     const kind = Math.floor(this.#rand() * 4);
     const o = { seqn, dttm: timeAt(i) };
-    let text: string;
-    if (kind === 0) text = flop('ETOT', o, flight({ FLID: flid, ETOT: timeAt(i) }));
-    else if (kind === 1) text = flop('GATE', o, flight({ FLID: flid, GATE: [{ CODE: `G${i % 40}`, BEG: timeAt(i), END: timeAt(i + 900) }] }));
-    else if (kind === 2) text = flop('UPDT', o, flight({ FLID: flid, XREM: `remark ${i}` }));
-    else text = flop('STND', o, flight({ FLID: flid, STND: [{ CODE: `S${i}`, BEG: timeAt(i), END: '' }] }));
-    return { flid, text };
+    if (kind === 0) return { flid, text: flop('ETOT', o, flight({ FLID: flid, ETOT: timeAt(i) })), fields: { ETOT: timeAt(i) } };
+    if (kind === 1) {
+      const gate = [{ CODE: `G${i % 40}`, BEG: timeAt(i), END: timeAt(i + 900) }];
+      return { flid, text: flop('GATE', o, flight({ FLID: flid, GATE: gate })), fields: { GATE: gate } };
+    }
+    if (kind === 2) return { flid, text: flop('UPDT', o, flight({ FLID: flid, XREM: `remark ${i}` })), fields: { XREM: `remark ${i}` } };
+    const stand = [{ CODE: `S${i}`, BEG: timeAt(i), END: '' }];
+    return { flid, text: flop('STND', o, flight({ FLID: flid, STND: stand })), fields: { STND: stand } };
+  }
+
+  /** Records a committed message (versions kept in mailbox-ID order, not in the order inserts returned). */
+  #committed(id: number, f: Flop): void {
+    this.ids.push(id);
+    this.changes.set(id, f);
+    const list = this.versions.get(f.flid)!;
+    let at = list.length;
+    while (at > 0 && list[at - 1]! > id) at--;
+    list.splice(at, 0, id);
   }
 
   /** Writes the plan into the mailbox as another system would (a plain INSERT). */
   async insertPlan(my: TestMysql): Promise<void> {
     const id = await my.mailbox.insertInbound(this.planText());
     this.ids.push(id);
-    for (const f of this.flids) this.versions.set(f, [id]);
+    for (const f of this.flids) {
+      this.versions.set(f, [id]);
+      this.#planFields.set(f, { AWCD: 'CZ', FLNO: f.slice(-4), STAT: 'SCH' });
+    }
   }
 
   async insertFlops(my: TestMysql, n: number): Promise<void> {
     for (let k = 0; k < n; k++) {
-      const { flid, text } = this.nextFlop();
-      const id = await my.mailbox.insertInbound(text);
-      this.ids.push(id);
-      this.versions.get(flid)!.push(id);
+      const f = this.nextFlop();
+      this.#committed(await my.mailbox.insertInbound(f.text), f);
     }
   }
 
-  /** Writes `n` FLOPs in ONE multi-row INSERT (a burst the poller finds all at once). */
+  /**
+   * Writes `n` FLOPs in ONE multi-row INSERT (a burst the poller finds all at once). The IDs of the
+   * rows are read back by their texts, not assumed consecutive: another writer may interleave.
+   */
   async insertFlopsBulk(run: FaultRun, n: number): Promise<void> {
     const flops = Array.from({ length: n }, () => this.nextFlop());
     const r = await run.mailboxQuery<{ insertId: number; affectedRows: number }>(
@@ -321,11 +375,47 @@ export class FlightWorkload {
       flops.map((f) => f.text),
     );
     if (r.affectedRows !== n) throw new Error(`bulk insert wrote ${r.affectedRows} of ${n} rows`);
-    // A single-statement insert with one writer gets consecutive IDs.
-    flops.forEach((f, i) => {
-      this.ids.push(r.insertId + i);
-      this.versions.get(f.flid)!.push(r.insertId + i);
-    });
+    const rows = await run.mailboxQuery<{ ID: number; MSG_TEXT: string }[]>(`SELECT ID, MSG_TEXT FROM CMINMSGS WHERE ID >= ? ORDER BY ID`, [r.insertId]);
+    const idOf = new Map(rows.map((x) => [x.MSG_TEXT, Number(x.ID)]));
+    for (const f of flops) {
+      const id = idOf.get(f.text);
+      if (id === undefined) throw new Error(`bulk insert: row for ${f.flid} not found at or after ID ${r.insertId}`);
+      this.#committed(id, f);
+    }
+  }
+
+  /** Opens a transaction on a connection of its own and inserts one FLOP/ATOT into it, uncommitted. */
+  async hold(run: FaultRun): Promise<HeldInsert> {
+    const free = this.flids.filter((f) => !this.#heldFlids.has(f));
+    const flid = free[Math.floor(this.#heldRand() * free.length)]!;
+    this.#heldFlids.add(flid);
+    const i = this.#n++;
+    const seqn = `${this.prefix}${++this.#seqn}`;
+    const atot = timeAt(i);
+    const f: Flop = { flid, text: flop('ATOT', { seqn, dttm: atot }, flight({ FLID: flid, ATOT: atot })), fields: { ATOT: atot } };
+    const conn = await mysql.createConnection({ uri: run.my.url, timezone: 'Z' });
+    await conn.query('START TRANSACTION');
+    const [r] = await conn.query<mysql.ResultSetHeader>('INSERT INTO CMINMSGS (MSG_TEXT) VALUES (?)', [f.text]);
+    return { id: r.insertId, flop: f, conn, heldAt: Date.now() };
+  }
+
+  async commitHeld(h: HeldInsert): Promise<void> {
+    await h.conn.query('COMMIT');
+    await h.conn.end();
+    this.#committed(h.id, h.flop);
+  }
+
+  async rollbackHeld(h: HeldInsert): Promise<void> {
+    await h.conn.query('ROLLBACK');
+    await h.conn.end();
+    this.rolledBack.push(h.id);
+  }
+
+  /** The final state of each flight: the plan, then every committed message applied in mailbox-ID order. */
+  expectedFlight(flid: string): Record<string, unknown> {
+    const state: Record<string, unknown> = { ...MODEL_FIELDS, ...this.#planFields.get(flid) };
+    for (const id of this.versions.get(flid) ?? []) Object.assign(state, this.changes.get(id)?.fields);
+    return state;
   }
 
   get messageCount(): number {
@@ -467,26 +557,52 @@ export interface InvariantReport {
 }
 
 /**
+ * Where a processing order breaks mailbox-ID order: `got` are the messages in the order msgx
+ * applied them, `want` the committed ones in ID order. A message that is not late must come after
+ * every smaller ID and before every larger one (docs/ordering.md: the pump never starts a message
+ * while a smaller ID is unaccounted for); a late one (its ID was given up as a hole before it
+ * committed) may come anywhere after the rows that were accounted before it.
+ */
+export function fifoBreak(got: number[], want: number[], late: ReadonlySet<number>): string | null {
+  const sorted = [...got].sort((a, b) => a - b);
+  if (sorted.join() !== want.join()) return `made by ${short(got)}, expected ${short(want)}`;
+  let max = Number.NEGATIVE_INFINITY;
+  for (const id of got) {
+    if (!late.has(id) && id < max) return `${id} (not late) applied after ${max}: ${short(got)}`;
+    max = Math.max(max, id);
+  }
+  return null;
+}
+
+/**
  * Every invariant of the issue, checked once the run drained:
- * - every message of the workload is terminal and SUCCEEDED, exactly once (one proc_state row, one
- *   flight version, one msg event per message);
- * - per FLID, the msg events (PostgreSQL) and the msgx.msg records (Kafka, duplicates dropped by
- *   msgx-event-id) carry state versions 1..n in order, each made by the expected mailbox message;
+ * - every committed message of the workload is terminal and SUCCEEDED, exactly once (one
+ *   proc_state row, one flight version, one msg event per message); no rolled-back ID anywhere;
+ * - every flight's final state is what applying the committed messages in mailbox-ID order gives
+ *   (the workload's own model, FlightWorkload.expectedFlight);
+ * - mailbox-ID order: over all messages (msg events in event order) and per FLID (msg events and
+ *   the msgx.msg records, duplicates dropped by msgx-event-id) every message that is not in `late`
+ *   follows every smaller ID (fifoBreak); per FLID the state versions are 1..n;
  * - per FLID, msgx.schd versions only rise, and the last record is the flight's final state;
  * - no event DEAD or open; every mailbox row back-filled SUCCEEDED and no back-fill left to do
  *   (the sweep role heals a pump killed between its commit and its mailbox write; the checker
  *   only reads, so a sweep that did not recover fails here);
  * - no session idle in a transaction.
+ *
+ * `late`: messages allowed out of ID order because they committed after msgx gave their ID up as
+ * a hole. Only held inserts the test committed may be in it (a run without held inserts passes
+ * none, and then the order must be exactly the ID order).
  */
-export async function checkInvariants(run: FaultRun, w: FlightWorkload): Promise<InvariantReport> {
+export async function checkInvariants(run: FaultRun, w: FlightWorkload, o: { late?: ReadonlySet<number> } = {}): Promise<InvariantReport> {
   const v: string[] = [];
   const stats: Record<string, number> = {};
   const db = run.pg.db;
+  const late = o.late ?? new Set<number>();
   const push = (msg: string) => {
     if (v.length < 40) v.push(msg);
   };
 
-  // Processing: one terminal SUCCEEDED row per message, nothing else.
+  // Processing: one terminal SUCCEEDED row per committed message, nothing else.
   const proc = await db.query<{ msg_id: number; status: string; error_class: string | null; note: string | null }>(
     `SELECT msg_id, status, error_class, note FROM proc_state ORDER BY msg_id`,
   );
@@ -494,21 +610,31 @@ export async function checkInvariants(run: FaultRun, w: FlightWorkload): Promise
   const expectedIds = new Set(w.ids);
   if (proc.rowCount !== w.messageCount) push(`proc_state has ${proc.rowCount} rows, ${w.messageCount} messages were written`);
   for (const r of proc.rows) {
-    if (!expectedIds.has(r.msg_id)) push(`proc_state row ${r.msg_id} is not a message of the workload`);
+    if (!expectedIds.has(r.msg_id)) push(`proc_state row ${r.msg_id} is not a committed message of the workload`);
     if (r.status !== 'SUCCEEDED' || r.note === 'unchanged')
       push(`message ${r.msg_id} is ${r.status}${r.error_class ? `(${r.error_class})` : ''}${r.note ? ` ${r.note}` : ''}`);
   }
+  for (const id of late) if (!expectedIds.has(id)) push(`late message ${id} is not a committed message of the workload`);
   const attempts = await db.query<{ n: number }>(`SELECT coalesce(max(attempts), 0)::int AS n FROM proc_state`);
   stats.maxAttempts = attempts.rows[0]!.n;
 
-  // Flights: final version = number of messages that touched it.
+  // Flights: final version = number of committed messages that touched it; final state = the model's.
   const flights = await readFlightsOfDay(db, DAY);
   const byFlid = new Map(flights.map((f) => [f.flid, f]));
   for (const [flid, ids] of w.versions) {
     const f = byFlid.get(flid);
-    if (!f) push(`flight ${flid} missing`);
-    else if (f.stateVersion !== ids.length) push(`flight ${flid} at v${f.stateVersion}, ${ids.length} messages changed it`);
-    else if (f.lastMsgId !== null && f.lastMsgId !== ids[ids.length - 1]) push(`flight ${flid} last changed by ${f.lastMsgId}, expected ${ids.at(-1)}`);
+    if (!f) {
+      push(`flight ${flid} missing`);
+      continue;
+    }
+    if (f.stateVersion !== ids.length) push(`flight ${flid} at v${f.stateVersion}, ${ids.length} messages changed it`);
+    else if (!ids.some((id) => late.has(id)) && f.lastMsgId !== null && f.lastMsgId !== ids[ids.length - 1])
+      push(`flight ${flid} last changed by ${f.lastMsgId}, expected ${ids.at(-1)}`);
+    const got = flightJson(f);
+    const want = w.expectedFlight(flid);
+    for (const [field, value] of Object.entries(want))
+      if (JSON.stringify(got[field]) !== JSON.stringify(value))
+        push(`flight ${flid} ${field} is ${JSON.stringify(got[field])}, applying the committed messages in ID order gives ${JSON.stringify(value)}`);
   }
 
   // Outbox rows in PostgreSQL.
@@ -519,6 +645,13 @@ export async function checkInvariants(run: FaultRun, w: FlightWorkload): Promise
     stats[`events.${r.target}.${r.status}`] = r.n;
     if (r.status !== 'SENT') push(`${r.n} ${r.target} events ${r.status}`);
   }
+  // The pump applies one message after another (one pump at a time, under its lock), so msg event
+  // IDs are in the order the messages were applied.
+  const applied = await db.query<{ source_id: string }>(`SELECT source_id FROM msg_event WHERE target = 'msg' AND source_kind = 'proc' ORDER BY event_id`);
+  const order: number[] = [];
+  for (const r of applied.rows) if (Number(r.source_id) !== order.at(-1)) order.push(Number(r.source_id));
+  const global = fifoBreak(order, [...w.ids].sort((a, b) => a - b), late);
+  if (global) push(`messages out of mailbox-ID order: ${global}`);
   const msgRows = await db.query<{ flid: string; versions: number[]; sources: string[] }>(
     `SELECT flid, array_agg(state_version ORDER BY event_id) AS versions, array_agg(source_id ORDER BY event_id) AS sources
      FROM msg_event WHERE target = 'msg' GROUP BY flid`,
@@ -531,7 +664,8 @@ export async function checkInvariants(run: FaultRun, w: FlightWorkload): Promise
     }
     const want = ids.map((_, i) => i + 1);
     if (r.versions.join() !== want.join()) push(`msg_event ${r.flid}: versions ${short(r.versions)}, expected 1..${ids.length}`);
-    if (r.sources.join() !== ids.join()) push(`msg_event ${r.flid}: made by ${short(r.sources)}, expected ${short(ids)}`);
+    const broken = fifoBreak(r.sources.map(Number), ids, late);
+    if (broken) push(`msg_event ${r.flid}: ${broken}`);
   }
   if (msgRows.rowCount !== w.versions.size) push(`msg events for ${msgRows.rowCount} flights, ${w.versions.size} expected`);
 
@@ -561,7 +695,10 @@ export async function checkInvariants(run: FaultRun, w: FlightWorkload): Promise
     const got = perFlid.get(flid) ?? [];
     const versions = got.map((g) => g.version);
     if (versions.join() !== ids.map((_, i) => i + 1).join()) push(`msgx.msg ${flid}: versions ${short(versions)} (deduplicated), expected 1..${ids.length}`);
-    else if (got.map((g) => g.msgId).join() !== ids.join()) push(`msgx.msg ${flid}: sources ${short(got.map((g) => g.msgId))}, expected ${short(ids)}`);
+    else {
+      const broken = fifoBreak(got.map((g) => g.msgId), ids, late);
+      if (broken) push(`msgx.msg ${flid}: ${broken}`);
+    }
   }
 
   // msgx.schd on Kafka: versions only rise per FLID; the last record is the final state.

@@ -58,25 +58,40 @@ afterAll(async () => {
   await run?.drop();
 });
 
-/** Writes FLOPs into the mailbox at ~50/s until stopped (pauses on its own while MariaDB is down). */
-function steadyFeed(): { stop: () => Promise<void> } {
+interface Feed {
+  /** Stops writing and resolves once the chunk being written is in: afterwards nothing else writes. */
+  pause(): Promise<void>;
+  resume(): void;
+  stop(): Promise<void>;
+}
+
+/** Writes FLOPs into the mailbox at ~50/s until stopped. */
+function steadyFeed(): Feed {
   let stopped = false;
   let paused = false;
+  let chunk: Promise<void> = Promise.resolve();
   const loop = (async () => {
     while (!stopped) {
-      if (!paused) await w.insertFlops(run.my, 10);
+      if (!paused) {
+        chunk = w.insertFlops(run.my, 10);
+        await chunk;
+      }
       await sleep(200);
     }
   })();
   return {
+    async pause() {
+      paused = true;
+      await chunk;
+    },
+    resume: () => {
+      paused = false;
+    },
     stop: async () => {
       stopped = true;
       await loop;
     },
-    set paused(v: boolean) {
-      paused = v;
-    },
-  } as { stop: () => Promise<void> };
+  };
 }
 
 /** Whether every message up to `maxId` is terminal, every event it made sent, its mailbox row back-filled. */
@@ -99,8 +114,8 @@ async function caughtUp(maxId: number): Promise<boolean> {
  * up). It must stay within RECOVERY_BOUND_MS; the wait itself allows 3× that so that a miss reports
  * its figure rather than a timeout.
  */
-async function scenario(name: string, fault: (feed: { paused?: boolean }) => Promise<void>): Promise<number> {
-  const feed = steadyFeed() as ReturnType<typeof steadyFeed> & { paused?: boolean };
+async function scenario(name: string, fault: (feed: Feed) => Promise<void>): Promise<number> {
+  const feed = steadyFeed();
   const crashesBefore = roles.crashes.length;
   const since = Date.now();
   let recovered: Promise<number> | undefined;
@@ -188,13 +203,14 @@ describe('recovery from service faults', () => {
       // A burst, then the kill once the pump is working through it, so poller, pump (reading
       // texts) and back-fill are mid-work when the mailbox dies; upstream cannot write meanwhile.
       // Whether a commit falls into the outage (leaving a back-fill for the sweep) depends on where
-      // the pump was in its cycle: kill again, up to three times, until one did.
-      feed.paused = true;
+      // the pump was in its cycle: kill again, up to three times, until one did. The feed is paused
+      // first and its last chunk awaited, so the burst is the only writer.
+      await feed.pause();
       try {
         while (todosAtRestart === 0 && kills < 3) {
           const before = w.messageCount;
           await w.insertFlopsBulk(run, 1000);
-          const burstFrom = w.ids[before]!;
+          const burstFrom = Math.min(...w.ids.slice(before));
           await waitFor(
             async () =>
               (await run.pg.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM proc_state WHERE msg_id >= $1 AND status = 'SUCCEEDED'`, [burstFrom]))
@@ -222,7 +238,7 @@ describe('recovery from service faults', () => {
           }
         }
       } finally {
-        feed.paused = false;
+        feed.resume();
       }
     });
     console.log(`[faults:recovery] mariadb SIGKILL: ${kills} kill(s)`);
