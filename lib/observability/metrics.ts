@@ -45,7 +45,7 @@ export async function readGauges(q: Queryable, now: Date, windowMs: number): Pro
        (SELECT count(*) FROM proc_state WHERE status = 'DEAD' AND finished_at > $2)::int AS dead_proc,
        (SELECT count(*) FROM msg_event WHERE status = 'DEAD' AND dead_at > $2)::int AS dead_event,
        (SELECT count(*) FROM tx_message WHERE status = 'DEAD' AND updated_at > $2)::int AS dead_tx,
-       (SELECT extract(epoch FROM $1 - min(created_at)) FROM msg_event WHERE status IN ('PENDING', 'DELIVERING'))::float8 AS oldest_event,
+       (SELECT extract(epoch FROM $1 - min(created_at)) FROM msg_event WHERE status IN ('PENDING', 'DELIVERING') AND sent_at IS NULL AND dead_at IS NULL)::float8 AS oldest_event,
        (SELECT count(*) FROM backfill_todo WHERE attempts > 0)::int AS backfill_failures,
        (SELECT value->>'holes' FROM msgx_state WHERE key = 'mailbox.counters') AS holes,
        (SELECT count(*) FROM mailbox_late)::int AS late`,

@@ -15,13 +15,16 @@ export interface HeadRow {
   last_flush_at: Date | null;
 }
 
-// A loose index scan over msg_event_open: one probe per target, however long the backlog is.
+// A loose index scan over msg_event_open: one probe per target, however long the backlog is. Open
+// events are found through the index's predicate (sent_at and dead_at null, migration 009) beside
+// their status.
 const DISCOVER_SQL = `
 WITH RECURSIVE t AS (
-  (SELECT target FROM msg_event WHERE status IN ('PENDING', 'DELIVERING') ORDER BY target LIMIT 1)
+  (SELECT target FROM msg_event WHERE status IN ('PENDING', 'DELIVERING') AND sent_at IS NULL AND dead_at IS NULL
+   ORDER BY target LIMIT 1)
   UNION ALL
   SELECT (SELECT m.target FROM msg_event m
-          WHERE m.status IN ('PENDING', 'DELIVERING') AND m.target > t.target
+          WHERE m.status IN ('PENDING', 'DELIVERING') AND m.sent_at IS NULL AND m.dead_at IS NULL AND m.target > t.target
           ORDER BY m.target LIMIT 1)
   FROM t WHERE t.target IS NOT NULL
 )
@@ -29,7 +32,7 @@ SELECT t.target, h.event_id, h.status, h.lock_until, h.next_attempt_at, h.create
 FROM t
 CROSS JOIN LATERAL (
   SELECT event_id, status, lock_until, next_attempt_at, created_at FROM msg_event m
-  WHERE m.target = t.target AND m.status IN ('PENDING', 'DELIVERING')
+  WHERE m.target = t.target AND m.status IN ('PENDING', 'DELIVERING') AND m.sent_at IS NULL AND m.dead_at IS NULL
   ORDER BY m.event_id LIMIT 1
 ) h
 LEFT JOIN outbox_target ot ON ot.target = t.target
@@ -55,7 +58,7 @@ export interface ClaimedRow {
   newest_id?: number;
 }
 
-// The head run of an ordinary target: msgx_outbox_claim (migration 004) takes the target's
+// The head run of an ordinary target: msgx_outbox_claim (migration 004, as 009 left it) takes the target's
 // advisory lock, then leases the open events in event_id order, cut before the first one that is
 // leased by someone else or not due. A head that failed before is retried alone, so a poison
 // event is isolated and innocent followers are not charged for it. One round trip.
@@ -69,7 +72,7 @@ WITH flush_due AS (
   SELECT NOT EXISTS (SELECT 1 FROM outbox_target WHERE target = $1 AND last_flush_at > $6) AS ok
 ), open AS (
   SELECT event_id, coalesce(flid, partition_key, 'event:' || event_id) AS grp, state_version, status, lock_until
-  FROM msg_event WHERE target = $1 AND status IN ('PENDING', 'DELIVERING')
+  FROM msg_event WHERE target = $1 AND status IN ('PENDING', 'DELIVERING') AND sent_at IS NULL AND dead_at IS NULL
 ), grp AS (
   SELECT grp, min(event_id) AS first_id,
          (array_agg(event_id ORDER BY state_version DESC NULLS LAST, event_id DESC))[1] AS newest_id,
@@ -113,7 +116,8 @@ export async function claimRun(
   let claimed: ClaimedRow[] | null;
   if (isSchd) {
     claimed = await ctx.db.tx(async (tx) => {
-      const lock = await tx.query<{ ok: boolean }>(`SELECT pg_try_advisory_xact_lock(hashtext($1)) AS ok`, [
+      // Like the ordinary claim (migration 009), the flush's claim does not wait for its WAL flush.
+      const lock = await tx.query<{ ok: boolean }>(`SELECT pg_try_advisory_xact_lock(hashtext($1)) AS ok, set_config('synchronous_commit', 'off', true)`, [
         `msgx:target:${target}`,
       ]);
       if (!lock.rows[0]?.ok) return null;

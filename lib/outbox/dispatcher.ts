@@ -143,7 +143,7 @@ async function deliverTarget(
           updates.push({ id: r.event_id, status: 'PENDING', attempts: r.attempts, nextAt: null, error: null, sentAs: null });
       // schd claims whole FLID groups: it is full when it took the flush limit's worth of flights.
       report.full = !failed && (isSchd ? new Set(cur.map((r) => r.grp)).size >= ctx.config.outbox.schdFlushLimit : cur.length >= settings.batchSize);
-      marking = markRun(ctx, head.target, updates, outcomes, at, me, options, report);
+      marking = markRun(ctx, head.target, { updates, outcomes, sources: cur.map((r) => r.source_kind) }, at, me, options, report);
       marking.catch(() => {});
       if (failed || !next?.length) break;
       cur = next;

@@ -6,23 +6,23 @@ import { round, type TargetReport } from './report.ts';
 /* Recording a batch's outcome: one call per batch, only on rows still leased by us, with the
  * onSent/onDead hooks in the same transaction so their effects commit with the marks. */
 
-// One call records a whole batch: every row's new state and every publisher outcome (migration 004).
+// One call records a whole batch: every row's new state and every publisher outcome (migration 004, as 009 left it).
 const MARK_SQL = `SELECT * FROM msgx_outbox_mark($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`;
 
 /** Marks one batch and counts the result into the report; rows whose lease we lost are not ours to count. */
 export async function markRun(
   ctx: DispatchContext,
   target: string,
-  updates: RowUpdate[],
-  outcomes: Outcome[],
+  batch: { updates: RowUpdate[]; outcomes: Outcome[]; sources: (string | null)[] },
   now: Date,
   me: string,
   options: DispatchOptions,
   report: TargetReport,
 ): Promise<void> {
-  // Mark.
+  const { updates, outcomes } = batch;
+  const hooked = options.hookSources ? batch.sources.some((s) => s !== null && options.hookSources!.includes(s)) : true;
   const t2 = performance.now();
-  const marked = await mark(ctx, updates, outcomes, now, me, options);
+  const marked = await mark(ctx, updates, outcomes, now, me, hooked ? options : {});
   report.markMs = round(report.markMs + performance.now() - t2);
   const lost = updates.length - marked.length;
   report.lostLease += lost;
@@ -100,6 +100,7 @@ async function mark(
     }
     return rows;
   };
-  // One statement is atomic on its own; a transaction only when hooks join it.
+  // One statement is atomic on its own; a transaction only when hooks join it (none when the batch
+  // has no event of the kinds they act on, DispatchOptions.hookSources).
   return options.onSent || options.onDead || options.onRetry ? ctx.db.tx(run) : run(ctx.db);
 }

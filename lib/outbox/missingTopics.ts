@@ -25,12 +25,15 @@ export async function missingTopics(
   const r = await db.query<{ target: string; open: number }>(
     // One probe per target over the open-events index (a loose index scan), however long the backlog.
     `WITH RECURSIVE t AS (
-       (SELECT target FROM msg_event WHERE status IN ('PENDING', 'DELIVERING') ORDER BY target LIMIT 1)
+       (SELECT target FROM msg_event WHERE status IN ('PENDING', 'DELIVERING') AND sent_at IS NULL AND dead_at IS NULL
+        ORDER BY target LIMIT 1)
        UNION ALL
-       SELECT (SELECT m.target FROM msg_event m WHERE m.status IN ('PENDING', 'DELIVERING') AND m.target > t.target
+       SELECT (SELECT m.target FROM msg_event m WHERE m.status IN ('PENDING', 'DELIVERING') AND m.sent_at IS NULL AND m.dead_at IS NULL
+                 AND m.target > t.target
                ORDER BY m.target LIMIT 1)
        FROM t WHERE t.target IS NOT NULL)
-     SELECT t.target, (SELECT count(*) FROM msg_event m WHERE m.target = t.target AND m.status IN ('PENDING', 'DELIVERING'))::int AS open
+     SELECT t.target, (SELECT count(*) FROM msg_event m WHERE m.target = t.target AND m.status IN ('PENDING', 'DELIVERING')
+                                AND m.sent_at IS NULL AND m.dead_at IS NULL)::int AS open
      FROM t WHERE t.target IS NOT NULL`,
   );
   const wanted = new Map<string, MissingTopic>();

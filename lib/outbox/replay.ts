@@ -43,6 +43,8 @@ export async function replayDeadEvents(db: Db, req: ReplayRequest, options: { no
          FROM msg_event e
          WHERE ($1::bigint[] IS NULL OR e.event_id = ANY($1))
            AND ($2::text IS NULL OR e.target = $2)
+           -- By target: its dead events (msg_event_dead), not the first rows of its history.
+           AND ($1::bigint[] IS NOT NULL OR (e.status = 'DEAD' AND e.dead_at IS NOT NULL))
          ORDER BY e.event_id
          LIMIT $3
          FOR UPDATE OF e`,
@@ -62,7 +64,7 @@ export async function replayDeadEvents(db: Db, req: ReplayRequest, options: { no
     if (!req.dryRun && replayed.length > 0) {
       await tx.query(
         `UPDATE msg_event SET status = 'PENDING', attempts = 0, next_attempt_at = $2, lock_until = NULL,
-                locked_by = NULL, dead_at = NULL, sent_as = NULL
+                locked_by = NULL, dead_at = NULL, sent_at = NULL, sent_as = NULL
          WHERE event_id = ANY($1) AND status = 'DEAD'`,
         [replayed, options.now],
       );

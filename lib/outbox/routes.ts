@@ -22,7 +22,7 @@ export async function deadEvents(db: Queryable, filter: DeadFilter = {}): Promis
     `SELECT event_id, target, event_type, partition_key, flid, state_version, attempts, last_error,
             source_kind, source_id, created_at, dead_at, sent_as
      FROM msg_event
-     WHERE status = 'DEAD' AND ($1::text IS NULL OR target = $1) AND event_id > $2
+     WHERE status = 'DEAD' AND dead_at IS NOT NULL AND ($1::text IS NULL OR target = $1) AND event_id > $2
      ORDER BY event_id LIMIT $3`,
     [filter.target ?? null, filter.afterId ?? 0, Math.min(Math.max(1, filter.limit ?? 100), 1000)],
   );
@@ -66,14 +66,14 @@ export async function pendingByTarget(db: Queryable, now: Date): Promise<TargetB
   const r = await db.query<Record<string, unknown>>(
     `SELECT o.target, o.pending, o.delivering, o.oldest, h.event_id AS head_id, h.attempts AS head_attempts,
             h.next_attempt_at AS head_next, h.last_error AS head_error, h.stalled_since,
-            (SELECT count(*) FROM msg_event d WHERE d.status = 'DEAD' AND d.target = o.target) AS dead
+            (SELECT count(*) FROM msg_event d WHERE d.status = 'DEAD' AND d.dead_at IS NOT NULL AND d.target = o.target) AS dead
      FROM (SELECT target,
                   count(*) FILTER (WHERE status = 'PENDING') AS pending,
                   count(*) FILTER (WHERE status = 'DELIVERING') AS delivering,
                   min(created_at) AS oldest
-           FROM msg_event WHERE status IN ('PENDING', 'DELIVERING') GROUP BY target) o
+           FROM msg_event WHERE status IN ('PENDING', 'DELIVERING') AND sent_at IS NULL AND dead_at IS NULL GROUP BY target) o
      CROSS JOIN LATERAL (SELECT event_id, attempts, next_attempt_at, last_error, stalled_since FROM msg_event m
-                         WHERE m.target = o.target AND m.status IN ('PENDING', 'DELIVERING')
+                         WHERE m.target = o.target AND m.status IN ('PENDING', 'DELIVERING') AND m.sent_at IS NULL AND m.dead_at IS NULL
                          ORDER BY event_id LIMIT 1) h
      ORDER BY o.target`,
   );

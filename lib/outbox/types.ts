@@ -102,6 +102,12 @@ export interface DispatchOptions {
   onDead?: OutcomeHook;
   /** Called in the transaction that records a failed try that will be retried (events carry `error`). */
   onRetry?: (tx: Queryable, events: (SentEvent & { error: string })[], now: Date) => Promise<void>;
+  /**
+   * The source kinds the hooks act on (the txmsg hooks: 'txmsg'). A batch without an event of one
+   * of these kinds is marked in one statement, without a transaction and without the hooks.
+   * Unset: the hooks see every batch.
+   */
+  hookSources?: string[];
   metrics?: OutboxMetrics;
   /** Only these targets this round (default: every target with open events). */
   targets?: string[];

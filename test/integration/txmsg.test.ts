@@ -111,7 +111,8 @@ async function relayOnce(mode: 'ok' | 'fail' | 'giveUp' = 'ok', lose?: (eventId:
   const settled = r.rows.map((e) => ({ eventId: e.event_id, sourceKind: e.source_kind, sourceId: e.source_id, error: 'broker unreachable' }));
   await pgdb.db.tx(async (tx) => {
     const status = mode === 'ok' ? 'SENT' : 'DEAD';
-    await tx.query(`UPDATE msg_event SET status = $2, sent_at = $3, last_error = $4 WHERE event_id = ANY($1::bigint[])`, [
+    await tx.query(`UPDATE msg_event SET status = $2::text, sent_at = CASE WHEN $2 = 'SENT' THEN $3::timestamptz END,
+                     dead_at = CASE WHEN $2 = 'DEAD' THEN $3::timestamptz END, last_error = $4 WHERE event_id = ANY($1::bigint[])`, [
       r.rows.map((e) => e.event_id), status, now, mode === 'ok' ? null : 'broker unreachable',
     ]);
     if (mode === 'ok') await txmsgSentHook(tx, settled, now);

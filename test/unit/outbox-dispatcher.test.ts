@@ -347,6 +347,56 @@ describe('leases', () => {
   });
 });
 
+describe('what the marks cost', () => {
+  test('a batch without an event of hookSources is marked without the hooks and without a transaction', async () => {
+    const { clock, ctx } = setup();
+    let txs = 0;
+    const countingDb = {
+      kind: db.kind,
+      query: db.query.bind(db),
+      tx: ((fn: (q: Queryable) => Promise<unknown>) => (txs++, db.tx(fn))) as Db['tx'],
+      listen: db.listen.bind(db),
+      session: db.session.bind(db),
+      close: async () => {},
+    } as Db;
+    const counting = { ...ctx, db: countingDb };
+    const seen: SentEvent[] = [];
+    const onSent = async (_tx: Queryable, sent: SentEvent[]) => {
+      seen.push(...sent);
+    };
+    const plain = await enqueue(clock, [ev('msg', 1, { sourceKind: 'proc', sourceId: '7' }), ev('msg', 2)]);
+    await dispatchOnce(counting, [new FakePublisher()], { onSent, hookSources: ['txmsg'] });
+    expect(Object.values(await statusOf(plain)).map((s) => s.status)).toEqual(['SENT', 'SENT']);
+    expect(seen).toEqual([]);
+    expect(txs).toBe(0);
+
+    // A batch with one transactional message: the hooks see the whole batch, in the marking transaction.
+    const mixed = await enqueue(clock, [ev('msg', 3), ev('msg', 4, { sourceKind: 'txmsg', sourceId: '42' })]);
+    await dispatchOnce(counting, [new FakePublisher()], { onSent, hookSources: ['txmsg'] });
+    expect(seen.map((e) => e.eventId)).toEqual(mixed);
+    expect(txs).toBe(1);
+  });
+
+  test('an open event cannot carry sent_at or dead_at, nor a dead one lack dead_at: the indexes the relay reads rely on it', async () => {
+    const { clock } = setup();
+    const [id] = await enqueue(clock, [ev('msg', 1)]);
+    await expect(db.query(`UPDATE msg_event SET sent_at = now() WHERE event_id = $1`, [id])).rejects.toThrow(/msg_event_open_unsettled/);
+    await expect(db.query(`UPDATE msg_event SET status = 'DEAD' WHERE event_id = $1`, [id])).rejects.toThrow(/msg_event_dead_at_set/);
+    await db.query(`UPDATE msg_event SET status = 'DEAD', dead_at = now() WHERE event_id = $1`, [id]);
+    expect((await deadEvents(db)).map((e) => e.eventId)).toEqual([id]);
+  });
+
+  test("an event's delivery rows go with it when it is deleted", async () => {
+    const { clock, ctx } = setup();
+    const ids = await enqueue(clock, [ev('msg', 1), ev('msg', 2)]);
+    await dispatchOnce(ctx, [new FakePublisher('kafka'), new FakePublisher('webhook:http://x/')]);
+    expect((await db.query(`SELECT * FROM event_delivery`)).rows).toHaveLength(4);
+    await db.query(`DELETE FROM msg_event WHERE event_id = $1`, [ids[0]]);
+    const left = await db.query<{ event_id: number }>(`SELECT event_id FROM event_delivery ORDER BY publisher`);
+    expect(left.rows.map((r) => r.event_id)).toEqual([ids[1], ids[1]]);
+  });
+});
+
 describe('fan-out', () => {
   test('SENT only when every publisher took it; a retry skips the publishers that already did', async () => {
     const { clock, ctx } = setup();
@@ -472,6 +522,20 @@ describe('replay', () => {
     await dispatchOnce(ctx, [pub]);
     expect(pub.delivered.map((r) => r.eventId)).toEqual([ids[0]]);
     expect(pub.delivered[0]!.headers['msgx-event-id']).toBe(String(ids[0]));
+  });
+
+  test('replay by target finds its dead events however many events it sent before them', async () => {
+    const { clock, ctx } = setup({ MSGX_DELIVERY_MAX_RETRY_COUNT: '1' });
+    const sent = await enqueue(clock, Array.from({ length: 5 }, (_, i) => ev('msg', i)));
+    const pub = new FakePublisher();
+    await dispatchOnce(ctx, [pub]);
+    const [dead] = await enqueue(clock, [ev('msg', 9)]);
+    pub.mode = 'fail';
+    await dispatchOnce(ctx, [pub]);
+    expect((await statusOf([...sent, dead!]))[dead!]!.status).toBe('DEAD');
+    // A limit smaller than the target's history: the sent events must not use it up.
+    const res = await replayDeadEvents(db, { target: 'msg', limit: 2 }, { now: clock.now() });
+    expect(res.replayed).toEqual([dead]);
   });
 
   test('a schd version older than one already sent is not replayed', async () => {
