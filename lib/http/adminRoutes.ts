@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { deadEvents, pendingByTarget } from '../outbox/routes.ts';
+import { deadEvents, pendingByTarget } from '../outbox/queries.ts';
 import { deliveryProblems } from '../outbox/problems.ts';
 import { replayDeadEvents } from '../outbox/replay.ts';
 import { orderingStats } from '../pipeline/frontier.ts';

@@ -1,6 +1,11 @@
 import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { Queryable } from '../db/db.ts';
 import { METRIC_NAMESPACE, METRIC_SERVICE, METRICS } from '../constants.ts';
+import { eventGauges } from '../outbox/queries.ts';
+import { failingBackfills } from '../pipeline/backfill.ts';
+import { holeCounters } from '../pipeline/frontier.ts';
+import { queueGauges } from '../pipeline/procStats.ts';
+import { txDeadSince } from '../txmsg/stats.ts';
 
 /**
  * The gauges the CloudWatch alarms watch (infra-cdk monitoring stack), as EMF in namespace msgx
@@ -25,41 +30,28 @@ export interface PipelineGauges {
   lateRows: number;
 }
 
+/**
+ * Read through the owners' query functions (each table's SQL is in the module that owns it,
+ * docs/architecture.md "Who owns which table"): the pipeline's queue, back-fills and holes, the
+ * outbox's events, txmsg's messages.
+ */
 export async function readGauges(q: Queryable, now: Date, windowMs: number): Promise<PipelineGauges> {
   const since = new Date(now.getTime() - windowMs);
-  const r = await q.query<{
-    head_age: number | null;
-    backlog: number;
-    dead_proc: number;
-    dead_event: number;
-    dead_tx: number;
-    oldest_event: number | null;
-    backfill_failures: number;
-    holes: string | null;
-    late: number;
-  }>(
-    `SELECT
-       (SELECT extract(epoch FROM $1 - min(enqueued_at)) FROM proc_state
-          WHERE msg_id = (SELECT min(msg_id) FROM proc_state WHERE status IN ('PENDING', 'FAILED')))::float8 AS head_age,
-       (SELECT count(*) FROM proc_state WHERE status IN ('PENDING', 'FAILED'))::int AS backlog,
-       (SELECT count(*) FROM proc_state WHERE status = 'DEAD' AND finished_at > $2)::int AS dead_proc,
-       (SELECT count(*) FROM msg_event WHERE status = 'DEAD' AND dead_at > $2)::int AS dead_event,
-       (SELECT count(*) FROM tx_message WHERE status = 'DEAD' AND updated_at > $2)::int AS dead_tx,
-       (SELECT extract(epoch FROM $1 - min(created_at)) FROM msg_event WHERE status IN ('PENDING', 'DELIVERING') AND sent_at IS NULL AND dead_at IS NULL)::float8 AS oldest_event,
-       (SELECT count(*) FROM backfill_todo WHERE attempts > 0)::int AS backfill_failures,
-       (SELECT value->>'holes' FROM msgx_state WHERE key = 'mailbox.counters') AS holes,
-       (SELECT count(*) FROM mailbox_late)::int AS late`,
-    [now, since],
-  );
-  const row = r.rows[0]!;
+  const [queue, events, deadTx, backfillFailures, holes] = await Promise.all([
+    queueGauges(q, now, since),
+    eventGauges(q, now, since),
+    txDeadSince(q, since),
+    failingBackfills(q),
+    holeCounters(q),
+  ]);
   return {
-    headAgeSeconds: Math.max(0, row.head_age ?? 0),
-    backlog: row.backlog,
-    deadInWindow: { proc: row.dead_proc, event: row.dead_event, txmsg: row.dead_tx },
-    oldestPendingEventSeconds: Math.max(0, row.oldest_event ?? 0),
-    backfillFailures: row.backfill_failures,
-    mailboxHoles: Number(row.holes ?? 0),
-    lateRows: row.late,
+    headAgeSeconds: queue.headAgeSeconds,
+    backlog: queue.backlog,
+    deadInWindow: { proc: queue.deadSince, event: events.deadSince, txmsg: deadTx },
+    oldestPendingEventSeconds: events.oldestOpenSeconds,
+    backfillFailures,
+    mailboxHoles: holes.holes,
+    lateRows: holes.lateRows,
   };
 }
 

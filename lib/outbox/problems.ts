@@ -1,6 +1,6 @@
 import type { AppContext } from '../app/context.ts';
 import { missingTopics, type MissingTopic } from './missingTopics.ts';
-import type { TargetBacklog } from './routes.ts';
+import type { TargetBacklog } from './queries.ts';
 
 export interface StaleTarget {
   target: string;

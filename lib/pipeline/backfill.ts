@@ -26,6 +26,15 @@ export async function todoOf(q: Queryable, msgId: number) {
   return r.rows[0];
 }
 
+/**
+ * Back-fills that failed at least once and are still owed (attempts > 0): above zero for a while
+ * means the mailbox refuses our writes (a gauge, docs/deploy.md "Alarms").
+ */
+export async function failingBackfills(q: Queryable): Promise<number> {
+  const r = await q.query<{ n: number }>(`SELECT count(*)::int AS n FROM backfill_todo WHERE attempts > 0`);
+  return r.rows[0]!.n;
+}
+
 export async function insertTodos(q: Queryable, marks: BackfillMark[], now: Date): Promise<void> {
   if (marks.length === 0) return;
   await q.query(

@@ -118,6 +118,17 @@ export async function orderingStats(q: Queryable, now: Date): Promise<OrderingSt
   };
 }
 
+/** Mailbox IDs ever given up as holes, and rows processed late (gauges; docs/ordering.md). */
+export async function holeCounters(q: Queryable): Promise<{ holes: number; lateRows: number }> {
+  const r = await q.query<{ holes: string | null; late: number }>(
+    `SELECT (SELECT value->>'holes' FROM msgx_state WHERE key = $1) AS holes,
+            (SELECT count(*) FROM mailbox_late)::int AS late`,
+    [COUNTERS],
+  );
+  const row = r.rows[0]!;
+  return { holes: Number(row.holes ?? 0), lateRows: row.late };
+}
+
 /** The re-scan's resumable cursor. */
 export async function readRescanCursor(q: Queryable): Promise<number> {
   const r = await q.query<{ id: string | null }>(`SELECT value->>'id' AS id FROM msgx_state WHERE key = $1`, [RESCAN]);

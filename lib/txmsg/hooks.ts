@@ -1,4 +1,5 @@
 import type { Queryable } from '../db/db.ts';
+import { eventLastError } from '../outbox/queries.ts';
 import { move } from './move.ts';
 import { lockMessage, recordDeliveryError, updateMessage } from './store.ts';
 import { appendTrace } from './trace.ts';
@@ -45,7 +46,7 @@ export async function txmsgDeadHook(tx: Queryable, dead: SettledEvent[], now: Da
     if (!row) continue;
     if (row.status === 'COMMITTED' && row.in_flight_event_id === e.eventId) {
       // The relay's hook reports no error text; it wrote it on the event in this same transaction.
-      const error = e.error ?? (await tx.query<{ last_error: string | null }>(`SELECT last_error FROM msg_event WHERE event_id = $1`, [e.eventId])).rows[0]?.last_error;
+      const error = e.error ?? (await eventLastError(tx, e.eventId));
       const reason = `delivery failed: ${error ?? 'the relay gave the event up'}`;
       await move(tx, row, 'delivery-failed', now, {
         in_flight_event_id: null,

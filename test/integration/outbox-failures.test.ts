@@ -8,7 +8,7 @@ import type { DispatchContext } from '../../lib/outbox/dispatcher.ts';
 import { enqueueEvents } from '../../lib/outbox/enqueue.ts';
 import { KafkaPublisher } from '../../lib/outbox/publishers/kafka.ts';
 import { WebhookPublisher } from '../../lib/outbox/publishers/webhook.ts';
-import { deadEvents } from '../../lib/outbox/routes.ts';
+import { deadEvents } from '../../lib/outbox/queries.ts';
 import type { Publisher } from '../../lib/outbox/types.ts';
 import { silentLog } from '../../lib/observability/logger.ts';
 import { systemClock } from '../../lib/shared/clock.ts';

@@ -12,7 +12,7 @@ import type { DispatchContext } from '../../lib/outbox/dispatcher.ts';
 import { enqueueEvents } from '../../lib/outbox/enqueue.ts';
 import { deliveryProblems } from '../../lib/outbox/problems.ts';
 import { KafkaPublisher } from '../../lib/outbox/publishers/kafka.ts';
-import { pendingByTarget } from '../../lib/outbox/routes.ts';
+import { pendingByTarget } from '../../lib/outbox/queries.ts';
 import { ensureTopics } from '../../lib/outbox/topics.ts';
 import { silentLog } from '../../lib/observability/logger.ts';
 import { systemClock } from '../../lib/shared/clock.ts';

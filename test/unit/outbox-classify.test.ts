@@ -7,7 +7,7 @@ import { PgliteDb } from '../../lib/db/pglite.ts';
 import { classifyFetchError, classifyKafkaError, type FailureKind } from '../../lib/outbox/classify.ts';
 import { dispatchOnce, type DispatchContext } from '../../lib/outbox/dispatcher.ts';
 import { enqueueEvents } from '../../lib/outbox/enqueue.ts';
-import { pendingByTarget } from '../../lib/outbox/routes.ts';
+import { pendingByTarget } from '../../lib/outbox/queries.ts';
 import type { OutRecord, Publisher, PublishResult } from '../../lib/outbox/types.ts';
 import { FakeClock } from '../../lib/shared/clock.ts';
 import { memoryLog } from '../helpers/kafka.ts';

@@ -6,7 +6,7 @@ import type { Db, Queryable } from '../../lib/db/db.ts';
 import { dispatchOnce, type DispatchContext, type SentEvent } from '../../lib/outbox/dispatcher.ts';
 import { enqueueEvents, type NewEvent } from '../../lib/outbox/enqueue.ts';
 import { replayDeadEvents } from '../../lib/outbox/replay.ts';
-import { deadEvents, pendingByTarget } from '../../lib/outbox/routes.ts';
+import { deadEvents, pendingByTarget } from '../../lib/outbox/queries.ts';
 import type { OutboxMetrics } from '../../lib/outbox/metrics.ts';
 import { FakeClock } from '../../lib/shared/clock.ts';
 import { FakePublisher, memoryLog } from '../helpers/kafka.ts';

@@ -1,7 +1,7 @@
 import type { Queryable } from '../db/db.ts';
 import type { EventSummary } from './types.ts';
 
-/** Query functions for /admin/stats, /admin/dead?kind=event and the console. */
+/** Query functions for /admin/stats, /admin/dead?kind=event, the console and the alarms' gauges. */
 
 export interface DeadEvent extends EventSummary {
   sourceKind: string | null;
@@ -95,4 +95,22 @@ export async function pendingByTarget(db: Queryable, now: Date): Promise<TargetB
       stalledSeconds: stalled ? Math.max(0, Math.round((now.getTime() - stalled.getTime()) / 1000)) : null,
     };
   });
+}
+
+/** Events that went DEAD after `since`, and the age of the oldest open (PENDING/DELIVERING) event (0 when none). */
+export async function eventGauges(q: Queryable, now: Date, since: Date): Promise<{ deadSince: number; oldestOpenSeconds: number }> {
+  const r = await q.query<{ dead_event: number; oldest_event: number | null }>(
+    `SELECT
+       (SELECT count(*) FROM msg_event WHERE status = 'DEAD' AND dead_at > $2)::int AS dead_event,
+       (SELECT extract(epoch FROM $1 - min(created_at)) FROM msg_event WHERE status IN ('PENDING', 'DELIVERING') AND sent_at IS NULL AND dead_at IS NULL)::float8 AS oldest_event`,
+    [now, since],
+  );
+  const row = r.rows[0]!;
+  return { deadSince: row.dead_event, oldestOpenSeconds: Math.max(0, row.oldest_event ?? 0) };
+}
+
+/** The last error the relay wrote on one event (null if none; undefined if there is no such event). */
+export async function eventLastError(q: Queryable, eventId: number): Promise<string | null | undefined> {
+  const r = await q.query<{ last_error: string | null }>(`SELECT last_error FROM msg_event WHERE event_id = $1`, [eventId]);
+  return r.rows[0]?.last_error;
 }
