@@ -6,7 +6,7 @@ import { ORDERS_DDL, OrderService } from './orders.ts';
 import { POINTS_DDL, PointsService } from './points.ts';
 
 /**
- * Seed 002's example against a running msgx twin: an order service that grants points through
+ * The transactional-message example (docs/txmsg.md) against a running msgx twin: an order service that grants points through
  * transactional messages, and the points service that consumes them. See README.md.
  */
 const env = process.env;

@@ -5,7 +5,7 @@ import type { TxMessageClient } from '../../lib/txmsg/client.ts';
 import { SIGNATURE_HEADER, verifySignature } from '../../lib/shared/signature.ts';
 
 /**
- * The producer of seed 002's example: an order service that grants points through a
+ * The producer of the example (docs/txmsg.md): an order service that grants points through a
  * transactional message. Its own database holds the orders; the message id is stored with the
  * order in the same local transaction, which is what lets the check-back endpoint answer.
  */

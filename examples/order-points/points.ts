@@ -3,7 +3,7 @@ import type { TxMessageClient } from '../../lib/txmsg/client.ts';
 import { TXMSG_ID_HEADER } from '../../lib/txmsg/delivery.ts';
 
 /**
- * The consumer of seed 002's example: a points service. msgx delivers at least once (it
+ * The consumer of the example (docs/txmsg.md): a points service. msgx delivers at least once (it
  * redelivers until acked), so applying a message is idempotent on its msgx-txmsg-id: a
  * redelivery adds no points, and is simply acknowledged again.
  */

@@ -53,7 +53,7 @@ export async function backfillNow(ctx: Pick<AppContext, 'db' | 'mailbox' | 'conf
     await ctx.mailbox.markProcessed(marks);
   } catch (err) {
     const retries = await postponeTodos(ctx.db, marks.map((m) => m.id), String(err), now, ctx.config.pipeline).catch(() => []);
-    // Seed 000 §9: which messages, the class, how many attempts so far and when the next is due.
+    // README "Operations" (Logs): which messages, the class, how many attempts so far and when the next is due.
     ctx.log.warn({
       message: 'mailbox backfill failed; the sweep will retry',
       error_class: 'INFRA',

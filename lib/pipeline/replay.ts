@@ -23,7 +23,7 @@ export interface ReplayResult {
   moved: { msgId: number; status: string; errorClass: string }[];
   /** IDs asked for that cannot be replayed, with the reason. */
   refused: { msgId: number; reason: string }[];
-  /** Seed 000 §6.1: re-queueing an old message does not restore history order. */
+  /** Re-queueing an old message does not restore the original order (README "Operations", docs/console.md "Pages"). */
   warnings: string[];
 }
 

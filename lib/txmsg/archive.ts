@@ -4,8 +4,8 @@ import { archiveFinished } from './store.ts';
 const ARCHIVE_BATCH = 1000;
 
 /**
- * Moves CONSUMED and ROLLED_BACK messages older than MSGX_TX_RETENTION to tx_message_hst (seed
- * 002: consumed messages go to the history table), a bounded batch per call so one sweep round
+ * Moves CONSUMED and ROLLED_BACK messages older than MSGX_TX_RETENTION to tx_message_hst
+ * (docs/txmsg.md "Dead, resend, history"), a bounded batch per call so one sweep round
  * never holds a long transaction. Their trace and idempotency keys stay.
  */
 export async function archiveConsumed(ctx: Pick<AppContext, 'db' | 'clock' | 'config'>): Promise<{ archived: number }> {

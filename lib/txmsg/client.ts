@@ -111,7 +111,7 @@ export class TxMessageClient {
    * or roll back when it throws. The local transaction must record `msg.id` in its own data so
    * the check-back endpoint can answer COMMIT for it (and ROLLBACK when no such record exists).
    *
-   * - prepare fails → throws, the local transaction never runs (seed points 1, 2).
+   * - prepare fails → throws, the local transaction never runs (failure points 1, 2: docs/txmsg.md "Failure points → tests").
    * - the local transaction throws → rollback is attempted and the original error rethrown (4).
    * - commit or rollback cannot reach msgx → reported to onSettleError only; the caller's
    *   committed work stands and check-back settles the message (5, 6).

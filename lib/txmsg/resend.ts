@@ -22,7 +22,7 @@ export async function resend(
     const row = await lockMessage(tx, id);
     if (!row) throw new TxNotFoundError(id);
     if (row.status !== 'DEAD') throw new TxIllegalTransitionError(id, 'resend', row.status, `only a DEAD message can be resent; ${id} is ${row.status}`);
-    // Seed 002 resend_msg_uid / resend_msg_time: the last operator who resent it, and when.
+    // rtm's resend_msg_uid / resend_msg_time (docs/txmsg.md "API"): the last operator who resent it, and when.
     const cleared = { dead_phase: null, dead_reason: null, last_error: null, resent_by: actor, resent_at: now };
     const updated =
       row.dead_phase === 'check'

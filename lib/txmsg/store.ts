@@ -29,7 +29,7 @@ export interface TxRow {
   committed_at: Date | null;
   delivered_at: Date | null;
   finished_at: Date | null;
-  /** Seed 002 message table: msg_name, create_msg_uid, resend_msg_uid, resend_msg_time. */
+  /** rtm's message-table fields (docs/txmsg.md "API"): msg_name, create_msg_uid, resend_msg_uid, resend_msg_time. */
   biz_name: string | null;
   created_by: string | null;
   resent_by: string | null;

@@ -23,7 +23,7 @@ export const prepareSchema = z
     checkUrl: z.string().max(2048),
     checkAfterMs: z.number().int().min(0).max(WEEK_MS).default(60_000),
     checkTimeoutMs: z.number().int().min(100).max(60_000).default(5_000),
-    // Seed 002's message table: the business the message belongs to (msg_name) and who created it
+    // rtm's message-table fields (docs/txmsg.md "API"): the business the message belongs to (msg_name) and who created it
     // (create_msg_uid), both as the producer names them, for operators looking at a message.
     bizName: z.string().trim().min(1).max(70).optional(),
     createdBy: z.string().trim().min(1).max(70).optional(),

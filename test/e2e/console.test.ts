@@ -18,8 +18,8 @@ import { freshPg, type TestPg } from '../helpers/services.ts';
  * unwritable (the test puts a trigger on flight_schd that refuses writes to it, as a database
  * under maintenance would), a FLOP for 7001 fails with a database error. That is an INFRA
  * failure, retriable; with MSGX_MAX_ATTEMPTS=1 it is DEAD(EXHAUSTED) at once. A later FLOP for
- * flight 7002 succeeds meanwhile, so the replay preview carries the order warning of seed 000
- * §6.1. Then the operator "fixes the database" (drops the trigger), replays from the console,
+ * flight 7002 succeeds meanwhile, so the replay preview carries the order warning (docs/console.md
+ * "Pages"). Then the operator "fixes the database" (drops the trigger), replays from the console,
  * and the message succeeds: attempt 2, flight 7001 version 1 → 2, its events sent.
  *
  * The transactional part does the same with a check-back endpoint that answers 503 until it is
@@ -265,7 +265,7 @@ describe('console end to end in Chromium against the twin', () => {
     await page.goto(`${base}/console#/dead/txmsg`);
     const row = page.locator(`[data-test=dead-table] tr[data-id="${txId}"]`);
     await row.waitFor();
-    // Seed 002's message fields: the business and the creator in the dead list and the trace.
+    // rtm's message fields (docs/txmsg.md "API"): the business and the creator in the dead list and the trace.
     expect(await row.textContent()).toContain('order-points');
     expect(await row.textContent()).toContain('orders-svc');
     await row.locator('[data-test=trace-link]').click();

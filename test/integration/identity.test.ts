@@ -10,7 +10,7 @@ import { freshPg, type TestPg } from '../helpers/services.ts';
 import { createEffectTables, testRegistry } from '../helpers/testProcessors.ts';
 
 /**
- * seed 000 §3/§7 identity.include-day-boundary: MSGX_IDENTITY_DAY_BOUNDARY, off by default. With
+ * The identity's day boundary (docs/glossary.md "day boundary", README "Operations"): MSGX_IDENTITY_DAY_BOUNDARY, off by default. With
  * it on, an upstream that restarts SEQN every day is not mistaken for sending duplicates; and
  * once messages exist, a start with the other setting is refused until `npx msgx identity` runs.
  */

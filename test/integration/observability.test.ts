@@ -13,7 +13,7 @@ import { freshPg, type TestPg } from '../helpers/services.ts';
 import { createEffectTables, testRegistry } from '../helpers/testProcessors.ts';
 
 /**
- * Seed 000 §9 observability through the public interfaces: messages in by HTTP, the trace API,
+ * Observability (README "Operations", docs/console.md "The inbound message trace") through the public interfaces: messages in by HTTP, the trace API,
  * the log lines an operator greps, and the alarm gauges.
  */
 type Line = { level: string; line: Record<string, unknown> };

@@ -11,7 +11,7 @@ import { freshMysql, freshPg, type TestMysql, type TestPg } from '../helpers/ser
 import { createEffectTables, testRegistry } from '../helpers/testProcessors.ts';
 
 /**
- * Seed 000 §8 rows for the inbox pipeline, through the pump, on real PostgreSQL with the mailbox
+ * What the pipeline guarantees (docs/architecture.md "An inbound message"), through the pump, on real PostgreSQL with the mailbox
  * in MariaDB and in PostgreSQL.
  */
 describe.each(['mysql', 'pg'] as const)('inbox pipeline (mailbox in %s)', (mailboxKind) => {

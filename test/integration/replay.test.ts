@@ -7,7 +7,7 @@ import { drainPoller, drainPump, makeContext, wire } from '../helpers/pipeline.t
 import { freshPg, type TestPg } from '../helpers/services.ts';
 import { createEffectTables, testRegistry } from '../helpers/testProcessors.ts';
 
-/** Replay (seed 000 §6.1): replayable classes only, by class or IDs, dry run, audit, order warning. */
+/** Replay (README "Operations", docs/console.md "Pages"): replayable classes only, by class or IDs, dry run, audit, order warning. */
 describe('replay of dead and failed messages', () => {
   let pg: TestPg;
   const clock = new FakeClock();

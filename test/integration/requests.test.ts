@@ -155,7 +155,7 @@ describe('RESP matching', () => {
   });
 });
 
-describe('compensation (seed 000 §4.2): reconcile against COUTMSGS before anything is resent', () => {
+describe('compensation (docs/flights.md "Requests"): reconcile against COUTMSGS before anything is resent', () => {
   it('written but unconfirmed: the answer waits (not skipped), the sweep finds the row, no resend, the answer then matches', async () => {
     const sentAt = p.clock.now();
     await expect(requestDay({ ...p.ctx, mailbox: answerLost() }, '20261130')).rejects.toThrow(/not confirmed/);

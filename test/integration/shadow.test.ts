@@ -7,7 +7,7 @@ import { drainPoller, drainPump, makeContext } from '../helpers/pipeline.ts';
 import { freshMysql, freshPg, type TestMysql, type TestPg } from '../helpers/services.ts';
 
 /**
- * Shadow mode (seed 000 §3.3): msgx runs beside the system it replaces, reading the shared mailbox
+ * Shadow mode (README "Configuration", MSGX_SHADOW): msgx runs beside the system it replaces, reading the shared mailbox
  * but never writing it, and publishing to `.shadow` topics so both outputs can be compared.
  */
 describe('shadow mode', () => {

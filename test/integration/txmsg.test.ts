@@ -208,7 +208,7 @@ describe('HTTP contract', () => {
     expect(await eventsOf(r.body.id)).toEqual([]); // invisible to consumers until committed
   });
 
-  it('seed 002 message fields: business name and creator from the prepare, resender from the resend; in GET and the dead list', async () => {
+  it('rtm message fields: business name and creator from the prepare, resender from the resend; in GET and the dead list', async () => {
     const r = await api('POST', '/v1/tx-messages', prepareBody({ bizName: 'order-points', createdBy: 'u-1001', checkAfterMs: 0 }));
     expect(r.status).toBe(201);
     const id = r.body.id as string;
@@ -391,14 +391,14 @@ describe('actions on every state', () => {
 });
 
 // ---------------------------------------------------------------------------------------------
-// Seed 002's failure points, numbered as in the seed: 1–6 producer ↔ msgx, 7–10 msgx ↔ consumer.
+// The failure points of docs/txmsg.md "Failure points → tests": 1–6 producer ↔ msgx, 7–10 msgx ↔ consumer.
 // ---------------------------------------------------------------------------------------------
 
 const isPrepare = (m: string, u: string) => m === 'POST' && u.endsWith('/v1/tx-messages');
 const isCall = (name: string) => (m: string, u: string) => m === 'POST' && u.endsWith(`/${name}`);
 const orderCount = async () => (await pool.query(`SELECT count(*)::int AS n FROM ex_orders`)).rows[0].n as number;
 
-describe('seed 002 failure points, producer side', () => {
+describe('failure points, producer side', () => {
   it('1: the prepare never reaches msgx → the local transaction never runs, nothing anywhere', async () => {
     const svc = orderService(client((m, u) => (isPrepare(m, u) ? 'drop-request' : undefined)));
     await expect(svc.placeOrder('u1', 10)).rejects.toBeInstanceOf(TxUnavailableError);
@@ -525,7 +525,7 @@ describe('seed 002 failure points, producer side', () => {
     }
     expect(seen.filter((s) => s.url.startsWith('/tx-check')).length).toBe(3); // the redirect was not followed
     expect(seen[0]!.url).toBe(`/tx-check?id=${id}`);
-    // signed over the full URL msgx called, with a timestamp (DESIGN.md), verifiable by the producer
+    // signed over the full URL msgx called, with a timestamp (docs/txmsg.md "Verifying msgx's signature"), verifiable by the producer
     expect(seen[0]!.sig).toMatch(/^t=\d+,v1=[0-9a-f]{64}$/);
     expect(verifySignature(ctx.config.signingSecret!, `${orderUrl}${seen[0]!.url}`, seen[0]!.sig)).toMatchObject({ ok: true });
     const r = await row(id);
@@ -560,7 +560,7 @@ describe('seed 002 failure points, producer side', () => {
   });
 });
 
-describe('seed 002 failure points, consumer side', () => {
+describe('failure points, consumer side', () => {
   async function committed(): Promise<string> {
     const { txId } = await orders.placeOrder('u1', 10);
     return txId;

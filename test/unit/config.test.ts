@@ -28,7 +28,7 @@ describe('configuration', () => {
     expect(() => loadConfig(env)).toThrow(message);
   });
 
-  // Seed 001: every interval and batch size must be positive (a zero poll interval is a busy loop).
+  // README "Configuration": every interval and batch size must be positive (a zero poll interval is a busy loop).
   const POSITIVE_DURATIONS = [
     'MSGX_BACKOFF_INITIAL', 'MSGX_BACKOFF_MAX', 'MSGX_HEAD_DEADLINE', 'MSGX_BACKFILL_INITIAL', 'MSGX_BACKFILL_MAX',
     'MSGX_DELIVERY_PUBLISH_TIMEOUT', 'MSGX_DELIVERY_INITIAL_BACKOFF', 'MSGX_DELIVERY_MAX_BACKOFF', 'MSGX_DELIVERY_LEASE',

@@ -9,7 +9,7 @@ import { topicForTarget } from '../../lib/outbox/dispatcher.ts';
 import { FakeClock } from '../../lib/shared/clock.ts';
 
 describe('delivery settings', () => {
-  test('defaults follow seed 001: 100 per batch, 3 s deadline, 10 attempts, 5 s doubling to 5 min', () => {
+  test('defaults as docs/outbox.md "Settings" lists them: 100 per batch, 3 s deadline, 10 attempts, 5 s doubling to 5 min', () => {
     const c = loadConfig({});
     expect(deliverySettingsFor(c.outbox, 'msg')).toEqual({
       batchSize: 100,

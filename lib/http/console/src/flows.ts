@@ -50,7 +50,7 @@ export type ReplaySelector = { ids: number[] } | { errorClass: string } | { targ
 
 /**
  * Replay with a preview: a dry run first (what would move, what is refused and why, the order
- * warning of seed 000 §6.1), then the real replay only on confirmation. Both are audited.
+ * warning, docs/console.md "Pages"), then the real replay only on confirmation. Both are audited.
  */
 export async function replayFlow(kind: Exclude<DeadKind, 'txmsg'>, selector: ReplaySelector, label: string, after?: (r: ReplayJson) => unknown): Promise<void> {
   let preview: ReplayJson;
