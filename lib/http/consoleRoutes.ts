@@ -26,6 +26,8 @@ import type { HttpRequest, HttpResponse, Route } from './types.ts';
  * `/console` like `/admin`.
  */
 
+// Beside this module: lib/http/console/ in the repository; in a Lambda bundle, the folder of
+// index.mjs (test/infra/bundling.test.ts checks this module is not split into a chunk).
 const CONSOLE_DIR = fileURLToPath(new URL('./console/', import.meta.url));
 
 /**

