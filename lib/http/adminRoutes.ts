@@ -7,6 +7,7 @@ import { isPaused, setPaused } from '../pipeline/pause.ts';
 import { listDead, pipelineStats } from '../pipeline/procState.ts';
 import { parseReplayRequest, replayMessages } from '../pipeline/replay.ts';
 import { RequestError } from '../shared/errors.ts';
+import { lazy } from '../shared/lazy.ts';
 import { deadTxMessages } from '../txmsg/dead.ts';
 import { txCountsByStatus } from '../txmsg/stats.ts';
 import { actorOf } from './actor.ts';
@@ -14,12 +15,15 @@ import { intParam, parseQuery } from './query.ts';
 import { json, parseJsonObject } from './router.ts';
 import type { HttpRequest, Route } from './types.ts';
 
-const deadQuery = z.object({
-  kind: z.enum(['proc', 'event', 'txmsg'], 'must be proc, event or txmsg').default('proc'),
-  limit: intParam(1, 1000, 100),
-  errorClass: z.string().max(40).optional(),
-  target: z.string().max(200).optional(),
-});
+/** Built on the first `GET /admin/dead`, not at every ingress cold start. */
+const deadQuery = lazy(() =>
+  z.object({
+    kind: z.enum(['proc', 'event', 'txmsg'], 'must be proc, event or txmsg').default('proc'),
+    limit: intParam(1, 1000, 100),
+    errorClass: z.string().max(40).optional(),
+    target: z.string().max(200).optional(),
+  }),
+);
 
 /** Operator routes that span domains: stats, dead letters, replay, pause. */
 export const adminRoutes: Route[] = [
@@ -46,7 +50,7 @@ export const adminRoutes: Route[] = [
     path: '/admin/dead',
     admin: true,
     async handle(req, ctx) {
-      const { kind, limit, errorClass, target } = parseQuery(req, deadQuery);
+      const { kind, limit, errorClass, target } = parseQuery(req, deadQuery());
       if (kind === 'proc') return json(200, { kind, items: await listDead(ctx.db, { errorClass, limit }) });
       if (kind === 'event') return json(200, { kind, items: await deadEvents(ctx.db, { target, limit }) });
       return json(200, { kind, items: await deadTxMessages(ctx.db, { limit }) });

@@ -2,18 +2,22 @@ import { z } from 'zod';
 import { type AuditEntry, auditNaming, writeAudit } from '../audit/audit.ts';
 import type { Db, Queryable } from '../db/db.ts';
 import { RequestError } from '../shared/errors.ts';
+import { lazy } from '../shared/lazy.ts';
 import { REPLAYABLE_CLASSES } from './states.ts';
 
-export const replayRequestSchema = z
-  .object({
-    errorClass: z.enum(REPLAYABLE_CLASSES).optional(),
-    ids: z.array(z.coerce.number().int().positive()).max(10_000).optional(),
-    dryRun: z.boolean().default(false),
-  })
-  .refine((r) => r.errorClass !== undefined || (r.ids && r.ids.length > 0), {
-    message: 'name an errorClass or a non-empty list of ids',
-  });
-export type ReplayRequest = z.infer<typeof replayRequestSchema>;
+/** Built on the first replay request, not at cold start. */
+const replayRequestSchema = lazy(() =>
+  z
+    .object({
+      errorClass: z.enum(REPLAYABLE_CLASSES).optional(),
+      ids: z.array(z.coerce.number().int().positive()).max(10_000).optional(),
+      dryRun: z.boolean().default(false),
+    })
+    .refine((r) => r.errorClass !== undefined || (r.ids && r.ids.length > 0), {
+      message: 'name an errorClass or a non-empty list of ids',
+    }),
+);
+export type ReplayRequest = z.infer<ReturnType<typeof replayRequestSchema>>;
 
 /** The audit actions of a replay and of its dry run. */
 const REPLAY_ACTIONS = ['replay.proc', 'replay.proc.dry-run'] as const;
@@ -85,7 +89,7 @@ export async function replayMessages(db: Db, req: ReplayRequest, actor: string, 
 }
 
 export function parseReplayRequest(body: unknown): ReplayRequest {
-  const r = replayRequestSchema.safeParse(body);
+  const r = replayRequestSchema().safeParse(body);
   if (!r.success)
     throw new RequestError(400, 'invalid_request', r.error.issues.map((i) => `${i.path.join('.') || 'body'}: ${i.message}`).join('; '));
   return r.data;

@@ -1,40 +1,46 @@
 import { z } from 'zod';
+import { lazy } from '../shared/lazy.ts';
 import { TxValidationError } from './errors.ts';
 
 const WEEK_MS = 7 * 24 * 3_600_000;
 
-/** The body of `POST /v1/tx-messages` (docs/txmsg.md "API"). Unknown fields are refused so typos surface. */
-export const prepareSchema = z
-  .object({
-    topic: z
-      .string()
-      .min(1)
-      .max(249)
-      .regex(/^[A-Za-z0-9._-]+$/, 'must be a Kafka topic name (letters, digits, ".", "_", "-")'),
-    key: z.string().max(1024).nullable().optional(),
-    // Sent as JSON text; a string as is. null would be a Kafka tombstone, which is not a message.
-    payload: z.unknown().refine((v) => v !== undefined && v !== null, 'is required and must not be null'),
-    headers: z
-      .record(
-        z.string().min(1).max(256).refine((h) => !h.toLowerCase().startsWith('msgx-'), 'header names starting with msgx- are reserved'),
-        z.string().max(8192),
-      )
-      .optional(),
-    checkUrl: z.string().max(2048),
-    checkAfterMs: z.number().int().min(0).max(WEEK_MS).default(60_000),
-    checkTimeoutMs: z.number().int().min(100).max(60_000).default(5_000),
-    // rtm's message-table fields (docs/txmsg.md "API"): the business the message belongs to (msg_name) and who created it
-    // (create_msg_uid), both as the producer names them, for operators looking at a message.
-    bizName: z.string().trim().min(1).max(70).optional(),
-    createdBy: z.string().trim().min(1).max(70).optional(),
-  })
-  .strict();
+/**
+ * The body of `POST /v1/tx-messages` (docs/txmsg.md "API"). Unknown fields are refused so typos
+ * surface. Built on the first prepare, not at cold start (most ingress requests are not prepares).
+ */
+const prepareSchema = lazy(() =>
+  z
+    .object({
+      topic: z
+        .string()
+        .min(1)
+        .max(249)
+        .regex(/^[A-Za-z0-9._-]+$/, 'must be a Kafka topic name (letters, digits, ".", "_", "-")'),
+      key: z.string().max(1024).nullable().optional(),
+      // Sent as JSON text; a string as is. null would be a Kafka tombstone, which is not a message.
+      payload: z.unknown().refine((v) => v !== undefined && v !== null, 'is required and must not be null'),
+      headers: z
+        .record(
+          z.string().min(1).max(256).refine((h) => !h.toLowerCase().startsWith('msgx-'), 'header names starting with msgx- are reserved'),
+          z.string().max(8192),
+        )
+        .optional(),
+      checkUrl: z.string().max(2048),
+      checkAfterMs: z.number().int().min(0).max(WEEK_MS).default(60_000),
+      checkTimeoutMs: z.number().int().min(100).max(60_000).default(5_000),
+      // rtm's message-table fields (docs/txmsg.md "API"): the business the message belongs to (msg_name) and who created it
+      // (create_msg_uid), both as the producer names them, for operators looking at a message.
+      bizName: z.string().trim().min(1).max(70).optional(),
+      createdBy: z.string().trim().min(1).max(70).optional(),
+    })
+    .strict(),
+);
 
-export type PrepareBody = z.infer<typeof prepareSchema>;
+export type PrepareBody = z.infer<ReturnType<typeof prepareSchema>>;
 
 /** Parses and validates; every rejection names the field. */
 export function parsePrepare(body: unknown, allowedOrigins: string[]): PrepareBody {
-  const r = prepareSchema.safeParse(body);
+  const r = prepareSchema().safeParse(body);
   if (!r.success) {
     const issue = r.error.issues[0]!;
     const field =
