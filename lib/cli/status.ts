@@ -15,6 +15,8 @@ export interface StatsView {
     stalledSeconds?: number | null;
     headLastError?: string | null;
   }[];
+  /** Dead events per target, also targets with nothing open. */
+  deadEvents?: Record<string, number>;
   txmsg?: Record<string, number>;
   staleAfterSeconds?: number;
   staleTargets?: { target: string; ageSeconds: number; headEventId: number; headAttempts: number; reason: string | null; stalledSeconds: number | null }[];
@@ -37,12 +39,15 @@ export function renderStatus(s: StatsView): string {
     'dead by class',
     table(Object.entries(s.pipeline.deadByClass).map(([errorClass, count]) => ({ errorClass, count }))),
   ];
-  if (s.events)
+  if (s.events) {
+    const open = new Set(s.events.map((e) => e.target));
+    // Targets with dead events but nothing open are not in `events`; they still belong in the table.
+    const deadOnly = Object.entries(s.deadEvents ?? {}).filter(([target]) => !open.has(target));
     out.push(
       '',
       'events by target',
-      table(
-        s.events.map((e) => ({
+      table([
+        ...s.events.map((e) => ({
           target: e.target,
           pending: e.pending,
           oldest: `${e.oldestAgeSeconds ?? 0}s`,
@@ -51,8 +56,10 @@ export function renderStatus(s: StatsView): string {
           state: e.stalledSeconds != null ? `STALLED ${e.stalledSeconds}s` : e.headAttempts ? `failing x${e.headAttempts}` : 'ok',
           'last error': (e.headLastError ?? '').slice(0, 120),
         })),
-      ),
+        ...deadOnly.map(([target, dead]) => ({ target, pending: 0, oldest: '-', dead, state: 'ok', 'last error': '' })),
+      ]),
     );
+  }
   if (s.staleTargets?.length)
     out.push(
       '',

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { deadEvents, pendingByTarget } from '../outbox/queries.ts';
+import { deadEvents, deadEventsByTarget, pendingByTarget } from '../outbox/queries.ts';
 import { deliveryProblems } from '../outbox/problems.ts';
 import { replayDeadEvents } from '../outbox/replay.ts';
 import { orderingStats } from '../pipeline/frontier.ts';
@@ -33,16 +33,17 @@ export const adminRoutes: Route[] = [
     admin: true,
     async handle(_req, ctx) {
       const now = ctx.clock.now();
-      const [paused, pipeline, ordering, events, txmsg] = await Promise.all([
+      const [paused, pipeline, ordering, events, deadEventsPerTarget, txmsg] = await Promise.all([
         isPaused(ctx.db),
         pipelineStats(ctx.db, now),
         orderingStats(ctx.db, now),
         pendingByTarget(ctx.db, now),
+        deadEventsByTarget(ctx.db),
         txCountsByStatus(ctx.db),
       ]);
       // Delivery that is not progressing, said plainly: stalled, stale and topic-less targets.
       const problems = await deliveryProblems(ctx, events);
-      return json(200, { at: now.toISOString(), paused, pipeline, ordering, events, txmsg, ...problems });
+      return json(200, { at: now.toISOString(), paused, pipeline, ordering, events, deadEvents: deadEventsPerTarget, txmsg, ...problems });
     },
   },
   {

@@ -97,6 +97,17 @@ export async function pendingByTarget(db: Queryable, now: Date): Promise<TargetB
   });
 }
 
+/**
+ * Dead events per target, every target that has any — also those with nothing open, which
+ * `pendingByTarget` (open events only) does not list. Reads the dead partial index.
+ */
+export async function deadEventsByTarget(db: Queryable): Promise<Record<string, number>> {
+  const r = await db.query<{ target: string; dead: string }>(
+    `SELECT target, count(*) AS dead FROM msg_event WHERE status = 'DEAD' AND dead_at IS NOT NULL GROUP BY target ORDER BY target`,
+  );
+  return Object.fromEntries(r.rows.map((x) => [x.target, Number(x.dead)]));
+}
+
 /** Events that went DEAD after `since`, and the age of the oldest open (PENDING/DELIVERING) event (0 when none). */
 export async function eventGauges(q: Queryable, now: Date, since: Date): Promise<{ deadSince: number; oldestOpenSeconds: number }> {
   const r = await q.query<{ dead_event: number; oldest_event: number | null }>(

@@ -3,7 +3,7 @@ import type * as Console from '../../lib/http/console/src/model.ts';
 import { CLASSES, REPLAYABLE } from '../../lib/http/console/src/model.ts';
 import type { readMessageTrace } from '../../lib/observability/trace.ts';
 import type { readThroughput } from '../../lib/observability/throughput.ts';
-import type { deadEvents, pendingByTarget } from '../../lib/outbox/queries.ts';
+import type { deadEvents, deadEventsByTarget, pendingByTarget } from '../../lib/outbox/queries.ts';
 import type { deliveryProblems } from '../../lib/outbox/problems.ts';
 import type { eventsBySource } from '../../lib/outbox/sourceEvents.ts';
 import type { replayDeadEvents } from '../../lib/outbox/replay.ts';
@@ -39,6 +39,7 @@ type Stats = Json<
   { at: string; paused: Awaited<ReturnType<typeof isPaused>>; pipeline: Awaited<ReturnType<typeof pipelineStats>> } & {
     ordering: Awaited<ReturnType<typeof orderingStats>>;
     events: Awaited<ReturnType<typeof pendingByTarget>>;
+    deadEvents: Awaited<ReturnType<typeof deadEventsByTarget>>;
     txmsg: Awaited<ReturnType<typeof txCountsByStatus>>;
   } & Awaited<ReturnType<typeof deliveryProblems>>
 >;

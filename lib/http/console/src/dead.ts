@@ -48,7 +48,7 @@ function filters(kind: DeadKind, query: URLSearchParams, stats: StatsJson, items
       out.push(h('button', { 'data-test': 'replay-class', onclick: () => replayFlow('proc', { errorClass: cls }, `every ${cls} message`, reload) }, `Replay all ${cls}…`));
   }
   if (kind === 'event') {
-    const targets = [...new Set(['msg', 'schd', ...(stats.events ?? []).map((t) => t.target), ...(items as DeadRows['event'][]).map((i) => i.target)])];
+    const targets = [...new Set(['msg', 'schd', ...(stats.events ?? []).map((t) => t.target), ...Object.keys(stats.deadEvents ?? {}), ...(items as DeadRows['event'][]).map((i) => i.target)])];
     const sel = h('select', { 'data-test': 'target-filter', onchange: (e: Event) => go(`#/dead/event${selected(e) ? `?target=${encodeURIComponent(selected(e))}` : ''}`) }, h('option', { value: '' }, 'every target'), targets.map((t) => h('option', { value: t, selected: query.get('target') === t }, t)));
     out.push(h('label', { class: 'inline' }, 'target', sel));
     const tgt = query.get('target');

@@ -52,6 +52,8 @@ export interface StatsJson {
   };
   ordering: { accounted: number; gapsWaiting: number; holesDeclared: number; lateRows: number };
   events: TargetBacklogJson[];
+  /** Dead events per target, including targets with nothing open (absent from `events`). */
+  deadEvents: Record<string, number>;
   txmsg: Record<string, number>;
   staleTargets: StaleTargetJson[];
   /** null when Kafka could not be asked. */

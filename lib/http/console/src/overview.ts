@@ -13,7 +13,7 @@ import { badge, card, table } from './ui.ts';
 export function deadCounts(stats: StatsJson): { proc: number; event: number; txmsg: number } {
   return {
     proc: Object.values(stats.pipeline.deadByClass ?? {}).reduce((a, b) => a + b, 0),
-    event: (stats.events ?? []).reduce((a, t) => a + (t.dead ?? 0), 0),
+    event: Object.values(stats.deadEvents ?? {}).reduce((a, b) => a + b, 0),
     txmsg: stats.txmsg?.DEAD ?? 0,
   };
 }
