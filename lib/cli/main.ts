@@ -158,8 +158,11 @@ for (const [name, paused] of [
     );
 }
 
+/** A dead letter without its bulky fields, its reason moved to the last column (which `table` never cuts). */
 function compact(row: Record<string, unknown>): Record<string, unknown> {
-  return Object.fromEntries(Object.entries(row).filter(([k]) => !['raw_text', 'headers', 'value'].includes(k)));
+  const reasons = ['lastError', 'errorDetail', 'last_error', 'error_detail'];
+  const kept = Object.entries(row).filter(([k]) => !['raw_text', 'headers', 'value'].includes(k));
+  return Object.fromEntries([...kept.filter(([k]) => !reasons.includes(k)), ...kept.filter(([k]) => reasons.includes(k))]);
 }
 
 program.parseAsync().catch((err) => {

@@ -1,0 +1,25 @@
+import { describe, expect, it } from 'vitest';
+import { table } from '../../lib/cli/table.ts';
+
+describe('CLI tables', () => {
+  const reason = `https://receiver.example.com/hooks/msgx/very/long/path/that/goes/on answered HTTP 400: unknown flight`;
+  const rows = [{ id: 7, url: 'x'.repeat(80), reason }];
+
+  it('never cuts the last column, so a reason is read whole', () => {
+    const text = table(rows);
+    expect(text).toContain(reason);
+    expect(text).toContain('HTTP 400');
+  });
+
+  it('caps every other column at 60 characters and marks the cut', () => {
+    const line = table(rows).split('\n')[2]!;
+    expect(line).toContain(`${'x'.repeat(59)}…`);
+    expect(line).not.toContain('x'.repeat(60));
+  });
+
+  it('keeps columns aligned: each value starts where its header does', () => {
+    const [header, , row] = table([{ a: 1, bb: 'two', c: 'three' }, { a: 10, bb: 'x', c: 'y' }]).split('\n');
+    expect(header!.indexOf('c')).toBe(row!.indexOf('three'));
+    expect(header!.indexOf('bb')).toBe(row!.indexOf('two'));
+  });
+});
