@@ -1,4 +1,4 @@
-import { registerFlightProcessors } from '../flights/index.ts';
+import { registerFlightProcessors } from '../flights/processors.ts';
 import { ProcessorRegistry } from '../pipeline/processor.ts';
 
 /** Every business processor msgx runs, by message kind. */

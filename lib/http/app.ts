@@ -1,7 +1,7 @@
-import { flightRoutes } from '../flights/index.ts';
+import { flightRoutes } from '../flights/routes.ts';
 import { pipelineRoutes } from '../pipeline/routes.ts';
-import { requestRoutes } from '../requests/index.ts';
-import { txmsgRoutes } from '../txmsg/index.ts';
+import { requestRoutes } from '../requests/routes.ts';
+import { txmsgRoutes } from '../txmsg/routes.ts';
 import { adminRoutes } from './adminRoutes.ts';
 import { consoleRoutes } from './consoleRoutes.ts';
 import { type HealthCheck, healthRoute } from './health.ts';

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { Queryable } from '../../lib/db/db.ts';
-import { flightRoutes, historySweep } from '../../lib/flights/index.ts';
+import { historySweep } from '../../lib/flights/history.ts';
+import { flightRoutes } from '../../lib/flights/routes.ts';
 import { archiveProcState } from '../../lib/pipeline/procArchive.ts';
 import { Router } from '../../lib/http/router.ts';
 import type { HttpRequest } from '../../lib/http/types.ts';

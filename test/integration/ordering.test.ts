@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import mysql from 'mysql2/promise';
 import pgLib from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { registerFlightProcessors } from '../../lib/flights/index.ts';
+import { registerFlightProcessors } from '../../lib/flights/processors.ts';
 import { buildRouter } from '../../lib/http/app.ts';
 import { startHttpServer } from '../../lib/http/node.ts';
 import { pollerRole, pumpRole, sweepRole } from '../../lib/jobs/roles.ts';

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { buildRouter } from '../../lib/http/app.ts';
 import { startHttpServer } from '../../lib/http/node.ts';
 import type { HttpRequest } from '../../lib/http/types.ts';
-import { registerFlightProcessors } from '../../lib/flights/index.ts';
+import { registerFlightProcessors } from '../../lib/flights/processors.ts';
 import { PgMailbox } from '../../lib/mailbox/pg.ts';
 import type { MessageTrace } from '../../lib/observability/trace.ts';
 import type { Throughput } from '../../lib/observability/throughput.ts';

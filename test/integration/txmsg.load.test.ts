@@ -8,11 +8,16 @@ import { loadConfig } from '../../lib/config/config.ts';
 import { startHttpServer } from '../../lib/http/node.ts';
 import { Router } from '../../lib/http/router.ts';
 import { silentLog } from '../../lib/observability/logger.ts';
-import { dispatchOnce, type OutRecord, type Publisher, type PublishResult } from '../../lib/outbox/index.ts';
+import { dispatchOnce } from '../../lib/outbox/dispatcher.ts';
+import type { OutRecord, Publisher, PublishResult } from '../../lib/outbox/types.ts';
 import { FakeClock } from '../../lib/shared/clock.ts';
 import type { AppContext } from '../../lib/app/context.ts';
 import { TxMessageClient } from '../../lib/txmsg/client.ts';
-import { checkBackOnce, deadTxMessages, redeliverOnce, txmsgDeadHook, txmsgRoutes, txmsgSentHook } from '../../lib/txmsg/index.ts';
+import { checkBackOnce } from '../../lib/txmsg/checkBack.ts';
+import { deadTxMessages } from '../../lib/txmsg/dead.ts';
+import { txmsgDeadHook, txmsgSentHook } from '../../lib/txmsg/hooks.ts';
+import { redeliverOnce } from '../../lib/txmsg/redeliver.ts';
+import { txmsgRoutes } from '../../lib/txmsg/routes.ts';
 import { freshPg, type TestPg } from '../helpers/services.ts';
 
 // End to end through the real outbox dispatcher (lib/outbox/dispatcher.ts) with the txmsg hooks

@@ -11,9 +11,12 @@ import { silentLog } from '../../lib/observability/logger.ts';
 import { FakeClock, systemClock, type Clock } from '../../lib/shared/clock.ts';
 import type { AppContext } from '../../lib/app/context.ts';
 import { TxMessageClient, TxRejectedError, TxUnavailableError } from '../../lib/txmsg/client.ts';
-import {
-  archiveConsumed, checkBackOnce, deadTxMessages, redeliverOnce, txmsgDeadHook, txmsgRoutes, txmsgSentHook,
-} from '../../lib/txmsg/index.ts';
+import { archiveConsumed } from '../../lib/txmsg/archive.ts';
+import { checkBackOnce } from '../../lib/txmsg/checkBack.ts';
+import { deadTxMessages } from '../../lib/txmsg/dead.ts';
+import { txmsgDeadHook, txmsgSentHook } from '../../lib/txmsg/hooks.ts';
+import { redeliverOnce } from '../../lib/txmsg/redeliver.ts';
+import { txmsgRoutes } from '../../lib/txmsg/routes.ts';
 import { freshPg, waitFor, type TestPg } from '../helpers/services.ts';
 import { verifySignature } from '../../lib/shared/signature.ts';
 

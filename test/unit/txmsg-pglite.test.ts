@@ -7,7 +7,11 @@ import type { HttpRequest } from '../../lib/http/types.ts';
 import { silentLog } from '../../lib/observability/logger.ts';
 import { FakeClock } from '../../lib/shared/clock.ts';
 import type { AppContext } from '../../lib/app/context.ts';
-import { archiveConsumed, checkBackOnce, redeliverOnce, txmsgRoutes, txmsgSentHook } from '../../lib/txmsg/index.ts';
+import { archiveConsumed } from '../../lib/txmsg/archive.ts';
+import { checkBackOnce } from '../../lib/txmsg/checkBack.ts';
+import { txmsgSentHook } from '../../lib/txmsg/hooks.ts';
+import { redeliverOnce } from '../../lib/txmsg/redeliver.ts';
+import { txmsgRoutes } from '../../lib/txmsg/routes.ts';
 
 // The twin's default database is PGlite, with ONE connection: the whole life of a message must
 // work there too (no statement may wait on a second connection while a transaction is open).

@@ -14,8 +14,3 @@ export function registerFlightProcessors(registry: ProcessorRegistry): Processor
     .register('FDEL', fdelProcessor)
     .register('REFD', refdProcessor);
 }
-
-export { applyFlightOps, type FlightOp } from './write.ts';
-export { flightRoutes } from './routes.ts';
-export { historySweep, historySweepIfDue, type SweepResult } from './history.ts';
-export { flightJson } from './json.ts';
