@@ -16,7 +16,7 @@ import { type BuildOptions, build, type Metafile, type Plugin } from 'esbuild';
  * - mysql2's table of 3,000 error names: kept for the server's classic range (1000-2999) only,
  *   so `err.code` is still ER_ACCESS_DENIED_ERROR, ER_DUP_ENTRY, ER_LOCK_DEADLOCK… (newer codes:
  *   `err.errno` and the message as before, `err.code` undefined);
- * Code splitting (ESM): `index.mjs` plus `chunks/*.mjs` loaded by dynamic import() when needed.
+ * Code splitting (ESM): `index.mjs` plus chunks beside it, loaded by dynamic import() when needed.
  * Budget: each function ≤ 1 MB (MAX_BUNDLE_BYTES) of JavaScript in all, index and chunks,
  * checked by test/infra/bundling.test.ts.
  */
@@ -80,11 +80,13 @@ export function bundleOptions(r: BundleRequest): BuildOptions {
   return {
     entryPoints: [r.entry],
     // index.mjs holds what the handler's module graph needs at import; code reached only through
-    // a dynamic import() (the MySQL driver where no mailbox is used, kafkajs for the ingress's
-    // /health, PGlite's stub) goes to chunks/, which Node reads and V8 compiles only when loaded.
+    // a dynamic import() (the MySQL driver, kafkajs for the ingress's /health, PGlite's stub) goes
+    // to chunks, which Node reads and V8 compiles only when loaded. Chunks sit beside index.mjs,
+    // not in a folder: esbuild may move any module into a shared chunk, and modules that find
+    // files relative to import.meta.url (the console's assets, the migrations) must not move.
     outdir: r.outdir,
     entryNames: 'index',
-    chunkNames: 'chunks/[name]-[hash]',
+    chunkNames: '[name]-[hash]',
     outExtension: { '.js': '.mjs' },
     splitting: true,
     bundle: true,
@@ -111,13 +113,13 @@ export function bundleOptions(r: BundleRequest): BuildOptions {
   };
 }
 
-/** Bundles one function into `outdir/index.mjs` and `outdir/chunks/` (+ maps); returns esbuild's metafile. */
+/** Bundles one function into `outdir/index.mjs` and its chunks (+ maps); returns esbuild's metafile. */
 export async function bundleFunction(r: BundleRequest): Promise<Metafile> {
   const result = await build(bundleOptions(r));
   return result.metafile!;
 }
 
-/** Bytes of JavaScript a bundle ships: all of it (index.mjs and chunks/) and what is loaded at import (index.mjs). */
+/** Bytes of JavaScript a bundle ships: all of it (index.mjs and its chunks) and what is loaded at import (index.mjs). */
 export function bundleBytes(outdir: string): { total: number; index: number } {
   const js = (dir: string): string[] =>
     readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
