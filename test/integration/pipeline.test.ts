@@ -305,5 +305,11 @@ describe.each(['mysql', 'pg'] as const)('inbox pipeline (mailbox in %s)', (mailb
     await setPaused(pg.db, false, 'test', clock.now());
     expect((await drainPump(ctx)).kind).toBe('idle');
     expect((await states())[0]!.status).toBe('SUCCEEDED');
+    // Both switches are audited, with the actor they were given.
+    const audit = await pg.db.query(`SELECT actor, action, detail FROM audit_log WHERE action LIKE 'pipeline.%' ORDER BY id`);
+    expect(audit.rows).toEqual([
+      { actor: 'test', action: 'pipeline.pause', detail: {} },
+      { actor: 'test', action: 'pipeline.resume', detail: {} },
+    ]);
   });
 });
