@@ -1,5 +1,5 @@
 import type { Node } from 'constructs';
-import { type FunctionRole, SCHEDULED_ROLES } from '../lib/constants.ts';
+import { FUNCTION_ROLES, type FunctionRole, ROLE_CATALOGUE, SCHEDULED_ROLES, type ScheduledRole } from '../lib/app/catalogue.ts';
 
 /**
  * Deployment settings. Everything that differs between stages (sizes, retention, protection,
@@ -10,9 +10,8 @@ import { type FunctionRole, SCHEDULED_ROLES } from '../lib/constants.ts';
 export type BundlingMode = 'esbuild' | 'skip';
 export type UpstreamAuth = 'iam' | 'jwt' | 'lambda';
 export type LambdaRuntime = 'nodejs20.x' | 'nodejs22.x' | 'nodejs24.x';
-// Role names are shared with lib/ through its one dependency-free module.
-export { type FunctionRole, SCHEDULED_ROLES };
-export type ScheduledRole = (typeof SCHEDULED_ROLES)[number];
+// Roles come from lib/app/catalogue.ts, the dependency-free catalogue the runtime reads too.
+export { FUNCTION_ROLES, type FunctionRole, SCHEDULED_ROLES, type ScheduledRole };
 
 /** Existing infrastructure a stage uses instead of creating its own (brownfield); see docs/deploy.md. */
 export interface ExistingSettings {
@@ -210,6 +209,11 @@ function deepMerge<T>(base: T, over: unknown): T {
   return out as T;
 }
 
+/** A setting of every scheduled role, as its catalogue entry gives it. */
+function fromCatalogue(key: 'memoryMb' | 'timeoutSeconds'): Record<ScheduledRole, number> {
+  return Object.fromEntries(SCHEDULED_ROLES.map((role) => [role, ROLE_CATALOGUE[role][key]])) as Record<ScheduledRole, number>;
+}
+
 /** Built-in defaults (a small dev stage); `cdk.json` `stages.<name>` is merged over them. */
 export const DEFAULT_STAGE: StageSettings = {
   vpcCidr: '10.60.0.0/16',
@@ -237,10 +241,9 @@ export const DEFAULT_STAGE: StageSettings = {
   },
   functions: {
     logRetentionDays: 14,
-    memoryMb: { ingress: 512, poller: 256, pump: 512, dispatcher: 512, sweep: 256, migrate: 512 },
-    // Scheduled: the loop runs for timeout − 20 s (lib/jobs/coldStart.ts BUDGET_MARGIN_MS, above the
-    // 15 s statement timeout), so 65 s ends each loop at ~45 s, releasing the lock before the next tick.
-    timeoutSeconds: { ingress: 29, poller: 65, pump: 65, dispatcher: 65, sweep: 65, migrate: 300 },
+    // Scheduled roles: their catalogue entries (lib/app/catalogue.ts, which explains the timeouts).
+    memoryMb: { ingress: 512, ...fromCatalogue('memoryMb'), migrate: 512 },
+    timeoutSeconds: { ingress: 29, ...fromCatalogue('timeoutSeconds'), migrate: 300 },
     reservedConcurrency: {},
   },
   api: { throttleRatePerSecond: 50, throttleBurst: 100, accessLogRetentionDays: 30 },

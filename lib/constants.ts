@@ -1,15 +1,9 @@
 /*
- * Names that lib/ and infra-cdk/ must agree on: role names, the CloudWatch metric contract and
- * the public send path. Dependency-free on purpose (the linter enforces it): the CDK app imports
- * this file and nothing else from lib/, so a rename is one edit here and tsc finds every user.
+ * Names that lib/ and infra-cdk/ must agree on: the CloudWatch metric contract and the public send
+ * path (the roles are in lib/app/catalogue.ts). Dependency-free on purpose (the linter enforces
+ * it): the CDK app imports this file and the catalogue and nothing else from lib/, so a rename is
+ * one edit here and tsc finds every user.
  */
-
-/** Roles run on a schedule under a lock (lib/jobs/roles.ts; one Lambda each in the cloud). */
-export const SCHEDULED_ROLES = ['poller', 'pump', 'dispatcher', 'sweep'] as const;
-export type ScheduledRole = (typeof SCHEDULED_ROLES)[number];
-/** Every function the cloud deploys: the scheduled roles plus the HTTP entry and the migrator. */
-export const FUNCTION_ROLES = ['ingress', ...SCHEDULED_ROLES, 'migrate'] as const;
-export type FunctionRole = (typeof FUNCTION_ROLES)[number];
 
 /** CloudWatch EMF namespace of every custom metric, and the Powertools `service` dimension. */
 export const METRIC_NAMESPACE = 'msgx';

@@ -3,13 +3,14 @@ import { mkdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { bundleFunction, MAX_BUNDLE_BYTES } from '../../infra-cdk/bundle.ts';
+import { FUNCTION_ROLES } from '../../lib/app/catalogue.ts';
 import { figure, type Figure, type RunOptions, type ScenarioResult } from '../lib/result.ts';
 import { median } from '../lib/stats.ts';
 
 const run = promisify(execFile);
 const root = join(import.meta.dirname, '..', '..');
 const out = join(root, 'bench', '.out', 'lambda');
-const FUNCTIONS = ['ingress', 'poller', 'pump', 'dispatcher', 'sweep', 'migrate'];
+const FUNCTIONS = FUNCTION_ROLES;
 /** Issue 14: each function at most 1 MB minified, imported in at most 100 ms. */
 const MAX_IMPORT_MS = 100;
 
@@ -31,7 +32,7 @@ export async function bundleScenario(o: RunOptions): Promise<ScenarioResult> {
   const imports = o.quick ? 3 : 7;
   for (const fn of FUNCTIONS) {
     const outdir = join(out, fn);
-    await bundleFunction({ repoRoot: root, entry: join(root, 'functions', `${fn}.ts`), outdir, target: 'node22', sourcemap: false });
+    await bundleFunction({ repoRoot: root, fn, outdir, target: 'node22', sourcemap: false });
     const file = join(outdir, 'index.mjs');
     figures.push(
       figure(`bundle.size.${fn}`, `${fn}: bundle (minified)`, 'KB', [statSync(file).size / 1000], {

@@ -1,9 +1,10 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { gzipSync } from 'node:zlib';
 import { bundleFunction } from '../../infra-cdk/bundle.ts';
+import { FUNCTION_ROLES, type FunctionRole } from '../../lib/app/catalogue.ts';
 import { MysqlMailbox } from '../../lib/mailbox/mysql.ts';
 import { ensureTopics } from '../../lib/outbox/topics.ts';
 import { benchContext, freshMysql, freshPg, randomName, serviceUrls } from '../lib/env.ts';
@@ -19,9 +20,9 @@ const root = join(import.meta.dirname, '..', '..');
 const out = join(root, 'bench', '.out');
 
 // The CDK's bundling, exactly (infra-cdk/bundle.ts: node22, without the twin's code).
-async function bundle(fn: string): Promise<string> {
+async function bundle(fn: FunctionRole): Promise<string> {
   const outdir = join(out, 'fn', fn);
-  await bundleFunction({ repoRoot: root, entry: join(root, 'functions', `${fn}.ts`), outdir, target: 'node22', sourcemap: false });
+  await bundleFunction({ repoRoot: root, fn, outdir, target: 'node22', sourcemap: false });
   return join(outdir, 'index.mjs');
 }
 
@@ -89,10 +90,7 @@ export async function footprintScenario(o: RunOptions): Promise<ScenarioResult> 
   const p = progress('footprint');
   mkdirSync(out, { recursive: true });
   writeFileSync(join(out, 'invoke.mjs'), INVOKE);
-  const fns = readdirSync(join(root, 'functions'))
-    .filter((f) => f.endsWith('.ts'))
-    .map((f) => f.slice(0, -3))
-    .sort();
+  const fns = [...FUNCTION_ROLES].sort();
   const figures: Figure[] = [];
   const files = new Map<string, string>();
   const sizes: Record<string, { bytes: number; gzip: number }> = {};
@@ -101,7 +99,7 @@ export async function footprintScenario(o: RunOptions): Promise<ScenarioResult> 
     files.set(fn, file);
     const bytes = statSync(file).size;
     sizes[fn] = { bytes, gzip: gzipSync(readFileSync(file)).length };
-    figures.push(figure(`footprint.bundle.${fn}`, `bundle functions/${fn}.ts (minified)`, 'KiB', [bytes / 1024], { better: 'lower' }));
+    figures.push(figure(`footprint.bundle.${fn}`, `bundle ${fn} (minified)`, 'KiB', [bytes / 1024], { better: 'lower' }));
   }
   p.step('', `bundled ${fns.length} functions`);
   const imports = o.quick ? 3 : 5;

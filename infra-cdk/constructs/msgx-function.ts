@@ -1,5 +1,5 @@
 import { cpSync, existsSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { Annotations, AssetHashType, Aws, DockerImage, Duration, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
 import type * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as iam from 'aws-cdk-lib/aws-iam';
@@ -10,7 +10,7 @@ import { Construct } from 'constructs';
 import type { BundlingMode, FunctionRole, LambdaRuntime } from '../config.ts';
 import { topicArnOf } from '../stacks/messaging-stack.ts';
 import { acknowledge } from '../nag.ts';
-import { bundleConsoleSync, bundleFunctionSync } from '../bundle.ts';
+import { bundleConsoleSync, bundleFunctionSync, functionEntry } from '../bundle.ts';
 
 const RUNTIMES: Record<LambdaRuntime, lambda.Runtime> = {
   'nodejs20.x': lambda.Runtime.NODEJS_20_X,
@@ -40,7 +40,10 @@ const TASK_ROOT = '/var/task';
 
 export interface MsgxFunctionProps {
   role: FunctionRole;
-  /** Repository root: `functions/<role>.ts` is the entry, `migrations/` is copied into the bundle. */
+  /**
+   * Repository root: the entry is `functions/<role>.ts`, or for a scheduled role the one
+   * infra-cdk/bundle.ts writes from its catalogue entry; `migrations/` is copied into the bundle.
+   */
   repoRoot: string;
   bundling: BundlingMode;
   runtime: LambdaRuntime;
@@ -101,7 +104,7 @@ export class MsgxFunction extends Construct {
   constructor(scope: Construct, id: string, props: MsgxFunctionProps) {
     super(scope, id);
     this.role = props.role;
-    const entry = join(props.repoRoot, 'functions', `${props.role}.ts`);
+    const entry = functionEntry(props.repoRoot, props.role).file;
     this.logGroup = new logs.LogGroup(this, 'Logs', {
       retention: props.logRetentionDays,
       removalPolicy: RemovalPolicy.DESTROY,
@@ -139,7 +142,7 @@ export class MsgxFunction extends Construct {
     const wantBundle = props.bundling === 'esbuild';
     this.bundled = wantBundle && existsSync(entry);
     if (wantBundle && !this.bundled) {
-      const msg = `functions/${props.role}.ts not found: ${props.role} deployed as a placeholder that fails every call`;
+      const msg = `${relative(props.repoRoot, entry)} not found: ${props.role} deployed as a placeholder that fails every call`;
       Annotations.of(this).addWarningV2('msgx:placeholder-function', msg);
       console.warn(`[msgx] warning: ${msg}`);
     }
@@ -155,7 +158,7 @@ export class MsgxFunction extends Construct {
           image: DockerImage.fromRegistry('public.ecr.aws/sam/build-nodejs22.x'),
           local: {
             tryBundle(outputDir: string) {
-              bundleFunctionSync({ repoRoot, entry, outdir: outputDir, target, sourcemap: true });
+              bundleFunctionSync({ repoRoot, fn: props.role, outdir: outputDir, target, sourcemap: true });
               // Files the code reads at run time: the migrations, and the console — its static files
               // and app.js built from its TypeScript (lib/http/consoleRoutes.ts looks for ./console/
               // beside the running module and serves the prebuilt app.js there: no sources, no esbuild).

@@ -7,6 +7,7 @@ import * as sns from 'aws-cdk-lib/aws-sns';
 import * as subs from 'aws-cdk-lib/aws-sns-subscriptions';
 import type { Construct } from 'constructs';
 import { METRIC_NAMESPACE, METRIC_SERVICE, METRICS } from '../../lib/constants.ts';
+import { ROLE_CATALOGUE } from '../../lib/app/catalogue.ts';
 import { type FunctionRole, type MsgxSettings, SCHEDULED_ROLES } from '../config.ts';
 import type { DataStack } from './data-stack.ts';
 import type { MessagingStack } from './messaging-stack.ts';
@@ -144,6 +145,8 @@ export class MonitoringStack extends Stack {
         { comparison: cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD, periods: 1, missing: cloudwatch.TreatMissingData.BREACHING },
       );
       // Minimum over a minute is 1 only when every invocation of that minute found the lock taken.
+      // A role the catalogue runs unlocked never finds it taken.
+      if (!ROLE_CATALOGUE[role].lock) continue;
       alarm(
         `${role}-LockTaken`,
         roleMetric(LOCK_TAKEN_METRIC, role, cloudwatch.Stats.MINIMUM, 1),

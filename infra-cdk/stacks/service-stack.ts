@@ -10,13 +10,14 @@ import * as scheduler from 'aws-cdk-lib/aws-scheduler';
 import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import * as triggers from 'aws-cdk-lib/triggers';
 import type { Construct } from 'constructs';
-import { type FunctionRole, type MsgxSettings, SCHEDULED_ROLES, type ScheduledRole } from '../config.ts';
+import { FUNCTION_ROLES, type FunctionRole, type MsgxSettings, SCHEDULED_ROLES, type ScheduledRole } from '../config.ts';
 import { MsgxFunction } from '../constructs/msgx-function.ts';
 import type { DataStack } from './data-stack.ts';
 import type { MessagingStack } from './messaging-stack.ts';
 import type { NetworkStack } from './network-stack.ts';
 import { acknowledge } from '../nag.ts';
 import { SEND_PATH } from '../../lib/constants.ts';
+import { ROLE_CATALOGUE } from '../../lib/app/catalogue.ts';
 
 export interface ServiceStackProps extends StackProps {
   msgx: MsgxSettings;
@@ -61,12 +62,10 @@ export class ServiceStack extends Stack {
     const { msgx, network, data, messaging } = props;
     const { settings, stage } = msgx;
 
+    // The scheduled roles and their settings come from the role catalogue (lib/app/catalogue.ts).
     const descriptions: Record<FunctionRole, string> = {
       ingress: 'msgx HTTP API: mailbox ingress, transactional messages, flights, admin',
-      poller: 'msgx poller: mailbox -> proc_state (scheduled)',
-      pump: 'msgx pump: FIFO head processing (scheduled, kicked by ingress)',
-      dispatcher: 'msgx dispatcher: outbox -> MSK and webhooks (scheduled)',
-      sweep: 'msgx sweep: backfill, tx check-back, retention, leases (scheduled)',
+      ...(Object.fromEntries(SCHEDULED_ROLES.map((r) => [r, ROLE_CATALOGUE[r].description])) as Record<ScheduledRole, string>),
       migrate: 'msgx migrate: schema migrations and Kafka topics (deploy-time trigger)',
     };
     const common = {
@@ -97,14 +96,7 @@ export class ServiceStack extends Stack {
         environment: common,
         description: descriptions[role],
       });
-    const fns = {
-      ingress: make('ingress'),
-      poller: make('poller'),
-      pump: make('pump'),
-      dispatcher: make('dispatcher'),
-      sweep: make('sweep'),
-      migrate: make('migrate'),
-    } satisfies Record<FunctionRole, MsgxFunction>;
+    const fns = Object.fromEntries(FUNCTION_ROLES.map((r) => [r, make(r)])) as Record<FunctionRole, MsgxFunction>;
     this.functions = fns;
 
     // ---- bindings: each grant travels with its environment variable -------------------------
@@ -125,12 +117,17 @@ export class ServiceStack extends Stack {
     // the app secret's password, run the migrations and grant msgx_app what it needs.
     if (pg.adminSecret) fns.migrate.bindPostgres({ ...pg, secret: pg.adminSecret }).bindPostgresAppUser(pg.secret);
     else fns.migrate.bindPostgres(pg);
-    for (const f of [fns.ingress, fns.poller, fns.pump, fns.sweep]) f.bindMailbox(mailbox);
+    fns.ingress.bindMailbox(mailbox);
     fns.ingress.bindKafka(kafka); // /health only: connect and describe
-    fns.dispatcher.bindKafka({ ...kafka, writeTopics: ownTopics, writePatterns: msgx.kafka.txTopicPatterns });
     fns.migrate.bindKafka({ ...kafka, adminTopics: ownTopics });
-    fns.dispatcher.bindSigningSecret(data.signingSecret);
-    fns.sweep.bindSigningSecret(data.signingSecret);
+    // A scheduled role gets what its catalogue entry says it uses: the mailbox, Kafka (writing
+    // msgx's topics and the transactional producers' ones), the signing secret.
+    for (const role of SCHEDULED_ROLES) {
+      const uses: readonly string[] = ROLE_CATALOGUE[role].uses;
+      if (uses.includes('mailbox')) fns[role].bindMailbox(mailbox);
+      if (uses.includes('kafka')) fns[role].bindKafka({ ...kafka, writeTopics: ownTopics, writePatterns: msgx.kafka.txTopicPatterns });
+      if (uses.includes('signingSecret')) fns[role].bindSigningSecret(data.signingSecret);
+    }
     fns.ingress.bindInvoke(fns.pump, 'MSGX_PUMP_FUNCTION_NAME');
     fns.ingress.bindInvoke(fns.poller, 'MSGX_POLLER_FUNCTION_NAME');
 
@@ -144,7 +141,7 @@ export class ServiceStack extends Stack {
       assumedBy: new iam.ServicePrincipal('scheduler.amazonaws.com', {
         conditions: { StringEquals: { 'aws:SourceAccount': this.account } },
       }),
-      description: 'EventBridge Scheduler: invoke the four scheduled msgx functions, nothing else',
+      description: 'EventBridge Scheduler: invoke the scheduled msgx functions, nothing else',
     });
     this.schedulerRole.addToPolicy(
       new iam.PolicyStatement({
@@ -155,11 +152,12 @@ export class ServiceStack extends Stack {
     const scheduleNames = SCHEDULED_ROLES.map((r) => `msgx-${stage}-${r}`);
     const schedules = {} as Record<ScheduledRole, scheduler.Schedule>;
     for (const role of SCHEDULED_ROLES) {
+      const every = ROLE_CATALOGUE[role].everyMinutes;
       schedules[role] = new scheduler.Schedule(this, `Schedule${cap(role)}`, {
         scheduleName: `msgx-${stage}-${role}`,
         scheduleGroup: this.scheduleGroup,
-        description: `msgx ${role}: one worker loop a minute (runs until its budget is spent)`,
-        schedule: scheduler.ScheduleExpression.rate(Duration.minutes(1)),
+        description: `msgx ${role}: one worker loop ${every === 1 ? 'a minute' : `every ${every} minutes`} (runs until its budget is spent)`,
+        schedule: scheduler.ScheduleExpression.rate(Duration.minutes(every)),
         target: new LambdaTarget(fns[role].fn, this.schedulerRole),
       });
     }

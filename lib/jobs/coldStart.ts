@@ -3,8 +3,11 @@ import { loadConfig } from '../config/config.ts';
 import { lambdaSecretReader, type ReadSecret, resolveSecretEnv, urlSources } from '../config/secrets.ts';
 import type { AppContext } from '../app/context.ts';
 import { buildContext } from '../app/buildContext.ts';
-import type { RoleSpec } from './roles.ts';
-import { emfRoleMetrics, roleMetricValues, type RoleMetricsSink } from './roleMetrics.ts';
+import type { ScheduledRole } from '../app/catalogue.ts';
+import { emfMetricsSink } from '../app/metrics.ts';
+import { catalogueRole } from '../app/roles.ts';
+import type { MetricsSink, RoleFactory, RoleSpec } from './roles.ts';
+import { roleMetricValues, type RoleMetricsSink } from './roleMetrics.ts';
 import { runWorker, type WorkerSummary } from './worker.ts';
 
 /**
@@ -25,15 +28,16 @@ export const RELEASE_RESERVE_MS = 3_000;
 
 let contextPromise: Promise<AppContext> | undefined;
 let readSecret: ReadSecret | undefined;
-let roleMetrics: RoleMetricsSink = emfRoleMetrics;
+let metrics: MetricsSink = emfMetricsSink;
 
 /**
- * Replace the Secrets Manager port (a stand-in in tests) and the role metrics sink. Call before
- * the first invocation: the context is built once per cold start.
+ * Replace the Secrets Manager port (a stand-in in tests) and the metrics sink, or only its role
+ * metrics. Call before the first invocation: the context and the roles are built once per cold start.
  */
-export function configureLambda(o: { readSecret?: ReadSecret; roleMetrics?: RoleMetricsSink }): void {
+export function configureLambda(o: { readSecret?: ReadSecret; metrics?: MetricsSink; roleMetrics?: RoleMetricsSink }): void {
   if (o.readSecret) readSecret = o.readSecret;
-  if (o.roleMetrics) roleMetrics = o.roleMetrics;
+  if (o.metrics) metrics = o.metrics;
+  if (o.roleMetrics) metrics = { ...metrics, roleRun: o.roleMetrics };
 }
 
 /**
@@ -86,8 +90,18 @@ export function scheduledHandler(makeRole: (ctx: AppContext) => RoleSpec) {
     } finally {
       await flush();
     }
-    roleMetrics(summary.role, roleMetricValues(summary));
+    metrics.roleRun(summary.role, roleMetricValues(summary));
     ctx.log.info('role invocation finished', { ...summary });
     return summary;
   };
+}
+
+/**
+ * A catalogue role as a Lambda handler: what the entry infra-cdk/bundle.ts writes for each role of
+ * lib/app/catalogue.ts exports (`export const handler = roleHandler('pump', pumpRole)`). The role
+ * is built once per cold start, with the EMF metrics sink; what it opens lives as long as the
+ * environment.
+ */
+export function roleHandler(name: ScheduledRole, factory: RoleFactory) {
+  return scheduledHandler((ctx) => catalogueRole(ctx, name, factory, { metrics, onClose: () => {} }));
 }

@@ -11,18 +11,19 @@ import { pumpOnce } from '../pipeline/pump.ts';
 import { rescanOnce } from '../pipeline/rescan.ts';
 import { expireRequests } from '../requests/send.ts';
 import { reconcileRequests } from '../requests/reconcile.ts';
-import { emitGauges, readGauges } from '../observability/metrics.ts';
-import { readOutboxGauges } from '../outbox/metrics.ts';
+import { type PipelineGauges, readGauges } from '../observability/metrics.ts';
+import { type OutboxMetrics, readOutboxGauges } from '../outbox/metrics.ts';
 import type { AppContext } from '../app/context.ts';
 import { archiveConsumed } from '../txmsg/archive.ts';
 import { checkBackOnce } from '../txmsg/checkBack.ts';
 import { txmsgDeadHook, txmsgRetryHook, txmsgSentHook } from '../txmsg/hooks.ts';
 import { redeliverOnce } from '../txmsg/redeliver.ts';
-import type { ScheduledRole } from '../constants.ts';
+import type { ScheduledRole } from '../app/catalogue.ts';
+import type { RoleMetricsSink } from './roleMetrics.ts';
 import type { StepResult, WorkerOptions } from './worker.ts';
 
 /** One step per role; runWorker loops them under the role's lock. */
-export type RoleSpec = Pick<WorkerOptions, 'role' | 'wakeOn' | 'step'> & {
+export type RoleSpec = Pick<WorkerOptions, 'role' | 'wakeOn' | 'step' | 'unlocked'> & {
   /**
    * Emits what the role measured and the gauges it knows (EMF). The Lambda handler calls it at the
    * start and before the end of every invocation (issue 13: metrics arrive in the minute they
@@ -30,6 +31,32 @@ export type RoleSpec = Pick<WorkerOptions, 'role' | 'wakeOn' | 'step'> & {
    */
   flush?: () => Promise<void>;
 };
+
+/**
+ * Where a role's measurements go: CloudWatch EMF in Lambda (lib/app/metrics.ts `emfMetricsSink`),
+ * nowhere in the twin and the fault child (`localMetricsSink`), a recorder in tests.
+ */
+export interface MetricsSink {
+  /** Heartbeat and RoleLockTaken after each run of a role (the Lambda handler calls it). */
+  roleRun: RoleMetricsSink;
+  /** A fresh set of the relay's counters and gauges (one per process). */
+  outbox(): OutboxMetrics;
+  /** The pipeline gauges the alarms watch; absent where nothing reads them. */
+  pipelineGauges?: (g: PipelineGauges) => void;
+}
+
+/** What the process running a role gives it besides the context. */
+export interface RolePorts {
+  metrics: MetricsSink;
+  /** Register what the role opened for the life of the process (publishers); closed at its end. */
+  onClose(close: () => Promise<void>): void;
+}
+
+/**
+ * How the catalogue (lib/app/catalogue.ts, `step`) builds a role: once per process — a Lambda cold
+ * start, the twin's start, a fault child — from the context and the process's ports.
+ */
+export type RoleFactory = (ctx: AppContext, ports: RolePorts) => RoleSpec;
 
 export function pumpRole(ctx: AppContext): RoleSpec {
   return {
@@ -90,8 +117,11 @@ export function dispatcherRole(
 
 export type SweepTask = { name: string; everyMs: number; run: (ctx: AppContext) => Promise<unknown> };
 
-/** Maintenance tasks: never on the message path, each at its own cadence, each bounded per run. */
-export function defaultSweepTasks(ctx: AppContext): SweepTask[] {
+/**
+ * Maintenance tasks: never on the message path, each at its own cadence, each bounded per run.
+ * With a gauge sink (Lambda), also the alarms' pipeline gauges once a minute.
+ */
+export function defaultSweepTasks(ctx: AppContext, gauges?: (g: PipelineGauges) => void): SweepTask[] {
   const { lifecycle } = ctx.config;
   return [
     { name: 'backfill', everyMs: 1000, run: (c) => backfillSweep(c) },
@@ -109,21 +139,27 @@ export function defaultSweepTasks(ctx: AppContext): SweepTask[] {
       run: (c) => archiveProcState(c.db, { now: c.clock.now(), retentionDays: lifecycle.procRetentionDays }),
     },
     { name: 'tx-archive', everyMs: 3_600_000, run: (c) => archiveConsumed(c) },
-    // The alarms' pipeline gauges; in the twin nobody reads EMF, so they stay off its console.
-    // A long sweep invocation emits them every minute; sweepRole's flush at every start and end.
-    ...(ctx.config.runtime === 'lambda' ? [{ name: 'metrics', everyMs: 60_000, run: emitPipelineGauges }] : []),
+    // The alarms' pipeline gauges; in the twin nobody reads EMF (no sink), so they stay off its
+    // console. A long sweep invocation emits them every minute; sweepRole's flush at every start and end.
+    ...(gauges ? [{ name: 'metrics', everyMs: 60_000, run: (c: AppContext) => reportPipelineGauges(c, gauges) }] : []),
   ];
 }
 
-async function emitPipelineGauges(c: AppContext): Promise<void> {
-  emitGauges(await readGauges(c.db, c.clock.now(), 60_000));
+async function reportPipelineGauges(c: Pick<AppContext, 'db' | 'clock'>, gauges: (g: PipelineGauges) => void): Promise<void> {
+  gauges(await readGauges(c.db, c.clock.now(), 60_000));
 }
 
-export function sweepRole(ctx: AppContext, tasks: SweepTask[] = defaultSweepTasks(ctx)): RoleSpec {
+/** `gauges`: where the pipeline gauges go at the start and end of every invocation (Lambda only). */
+export function sweepRole(
+  ctx: AppContext,
+  tasks: SweepTask[] = defaultSweepTasks(ctx),
+  options: { gauges?: (g: PipelineGauges) => void } = {},
+): RoleSpec {
   const lastRun = new Map<string, number>();
+  const { gauges } = options;
   return {
     role: 'sweep' satisfies ScheduledRole,
-    flush: ctx.config.runtime === 'lambda' ? () => emitPipelineGauges(ctx) : undefined,
+    flush: gauges ? () => reportPipelineGauges(ctx, gauges) : undefined,
     async step() {
       const now = ctx.clock.now().getTime();
       for (const t of tasks) {
@@ -139,3 +175,9 @@ export function sweepRole(ctx: AppContext, tasks: SweepTask[] = defaultSweepTask
     },
   };
 }
+
+/** The sweep as the catalogue runs it: the default tasks, the pipeline gauges to the sink if it takes them. */
+export const scheduledSweepRole: RoleFactory = (ctx, ports) => {
+  const gauges = ports.metrics.pipelineGauges;
+  return sweepRole(ctx, defaultSweepTasks(ctx, gauges), { gauges });
+};

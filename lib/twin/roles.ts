@@ -1,15 +1,14 @@
 import type { HealthCheck } from '../http/health.ts';
-import { dispatcherRole, pollerRole, pumpRole, type RoleSpec, sweepRole } from '../jobs/roles.ts';
-import { runWorker } from '../jobs/worker.ts';
-import { buildPublishers, closePublishers } from '../outbox/publishers/index.ts';
 import { kafkaHealth } from '../outbox/health.ts';
 import { describeMissing, missingTopics } from '../outbox/missingTopics.ts';
 import { topicForTarget } from '../outbox/publish.ts';
 import { ensureTopics } from '../outbox/topics.ts';
 import type { AppContext } from '../app/context.ts';
+import { SCHEDULED_ROLES } from '../app/catalogue.ts';
+import { localPorts, localRole, superviseRole } from '../app/localRoles.ts';
 
 /**
- * Runs every scheduled role of the cloud continuously in this process. A role whose lock another
+ * Runs every role of the catalogue continuously in this process. A role whose lock another
  * process holds (a second twin on the same database) keeps trying at its poll interval.
  */
 export async function startRoles(
@@ -21,21 +20,10 @@ export async function startRoles(
   if (topics.created.length) ctx.log.info('topics created', { topics: topics.created });
   for (const w of topics.warnings) ctx.log.warn(w);
   await warnMissingTopics(ctx);
-  const publishers = buildPublishers(ctx.config, { log: ctx.log, clock: ctx.clock });
-  const specs: RoleSpec[] = [pollerRole(ctx), pumpRole(ctx), dispatcherRole(ctx, publishers), sweepRole(ctx)];
-  const done = Promise.all(specs.map((spec) => runForever(ctx, spec, signal)));
-  return { done, close: () => closePublishers(publishers), healthChecks: kafkaHealth(ctx) };
-}
-
-async function runForever(ctx: AppContext, spec: RoleSpec, signal: AbortSignal): Promise<void> {
-  while (!signal.aborted) {
-    try {
-      await runWorker(ctx, { ...spec, signal });
-    } catch (err) {
-      ctx.log.error('role stopped with an error; restarting', { role: spec.role, error: err as Error });
-    }
-    if (!signal.aborted) await ctx.clock.sleep(ctx.config.pipeline.pollIntervalMs, signal);
-  }
+  const ports = localPorts();
+  const specs = await Promise.all(SCHEDULED_ROLES.map((name) => localRole(ctx, name, ports)));
+  const done = Promise.all(specs.map((spec) => superviseRole(ctx, spec, signal)));
+  return { done, close: ports.close, healthChecks: kafkaHealth(ctx) };
 }
 
 /** Outbox targets whose topic the cluster lacks would only be retried until DEAD: say so at start. */

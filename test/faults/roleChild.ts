@@ -1,15 +1,17 @@
 /**
  * ONE real msgx role in a child process, so the fault tests can SIGKILL it at any instruction:
- * `node --import tsx test/faults/roleChild.ts <pump|poller|dispatcher|sweep>`.
+ * `node --import tsx test/faults/roleChild.ts <pump|poller|dispatcher|sweep>` (any role of
+ * lib/app/catalogue.ts), built the one way every runner builds it (lib/app/localRoles.ts).
  *
  * Everything comes from the environment, exactly as a deployed function gets it: MSGX_PG_URL,
  * MSGX_MAILBOX_URL, MSGX_KAFKA_BROKERS, MSGX_TOPIC_MSG / MSGX_TOPIC_SCHD and the MSGX_* tuning the
  * test chooses. The context is the production one (buildContext: real flight processors from
  * defaultRegistry, PostgreSQL through pg, the mailbox through mysql2, Kafka through kafkajs).
  *
- * Like the twin's runForever, the role is restarted after it stops (lock lost because its session
- * was terminated, lock held by a dying predecessor, an unexpected error): a scheduled function
- * would be invoked again by its schedule. Prints `started <role> <pid>` once its context is built.
+ * The twin's restart loop (superviseRole) restarts the role after it stops (lock lost because its
+ * session was terminated, lock held by a dying predecessor, an unexpected error): a scheduled
+ * function would be invoked again by its schedule. Prints `started <role> <pid>` once its context
+ * is built.
  *
  * Restarting must not hide a failure: every ERROR-level log line, every role restart other than
  * "lock already held" and every unhandled rejection is also reported on stdout as
@@ -17,15 +19,14 @@
  * (RoleProcesses.unexplainedFailures).
  */
 import { loadConfig } from '../../lib/config/config.ts';
-import { dispatcherRole, pollerRole, pumpRole, type RoleSpec, sweepRole } from '../../lib/jobs/roles.ts';
-import { runWorker } from '../../lib/jobs/worker.ts';
-import { buildPublishers } from '../../lib/outbox/publishers/index.ts';
 import { createLogger, type Log } from '../../lib/observability/logger.ts';
 import { buildContext } from '../../lib/app/buildContext.ts';
+import { isScheduledRole, SCHEDULED_ROLES } from '../../lib/app/catalogue.ts';
+import { localPorts, localRole, superviseRole } from '../../lib/app/localRoles.ts';
 
-const role = process.argv[2];
-if (!['pump', 'poller', 'dispatcher', 'sweep'].includes(role ?? '')) {
-  process.stderr.write(`usage: roleChild.ts <pump|poller|dispatcher|sweep>\n`);
+const role = process.argv[2] ?? '';
+if (!isScheduledRole(role)) {
+  process.stderr.write(`usage: roleChild.ts <${SCHEDULED_ROLES.join('|')}>\n`);
   process.exit(2);
 }
 
@@ -49,11 +50,7 @@ const log: Log = {
 } as Log;
 const ctx = await buildContext(config, { poolSize: 4, statementTimeoutMs: 30_000, log });
 
-let spec: RoleSpec;
-if (role === 'pump') spec = pumpRole(ctx);
-else if (role === 'poller') spec = pollerRole(ctx);
-else if (role === 'sweep') spec = sweepRole(ctx);
-else spec = dispatcherRole(ctx, buildPublishers(config, { log: ctx.log, clock: ctx.clock }));
+const spec = await localRole(ctx, role, localPorts());
 
 process.on('unhandledRejection', (err) => ctx.log.error('unhandled rejection', { role, error: err as Error }));
 process.on('uncaughtException', (err) => {
@@ -65,15 +62,13 @@ process.stdout.write(`started ${role} ${process.pid}\n`);
 
 const stop = new AbortController();
 process.on('SIGTERM', () => stop.abort());
-while (!stop.signal.aborted) {
-  try {
-    const s = await runWorker(ctx, { ...spec, signal: stop.signal });
+// An error that stops the role is logged at ERROR by superviseRole, so it is a failure line too.
+await superviseRole(ctx, spec, stop.signal, {
+  restartAfterMs: Math.min(200, config.pipeline.pollIntervalMs),
+  onRunEnd: (s) => {
     // A lost lock session only happens when something ended the session (a terminated backend).
     if (s.stoppedBy === 'lock-lost') reportFailure('role lock session lost; restarting', { stoppedBy: s.stoppedBy });
     if (s.stoppedBy !== 'not-acquired') ctx.log.warn('role stopped; restarting', { role, stoppedBy: s.stoppedBy });
-  } catch (err) {
-    ctx.log.error('role failed; restarting', { role, error: err as Error });
-  }
-  if (!stop.signal.aborted) await ctx.clock.sleep(Math.min(200, config.pipeline.pollIntervalMs), stop.signal);
-}
+  },
+});
 process.exit(0);

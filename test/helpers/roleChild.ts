@@ -1,11 +1,12 @@
 /**
  * A worker in a child process, so tests can SIGKILL it: `tsx roleChild.ts <mode>` with
  * TEST_PG_URL and TEST_MAILBOX_URL set. mode `hold-lock` takes the pump lock and idles;
- * mode `pump` runs the pump and poller roles with the test processors.
+ * mode `pump` runs the pump and poller roles of the catalogue (built as every runner builds them,
+ * lib/app/localRoles.ts) with the test processors.
  */
 import { PgDb } from '../../lib/db/pg.ts';
+import { localPorts, localRole } from '../../lib/app/localRoles.ts';
 import { tryRoleLock } from '../../lib/jobs/roleLock.ts';
-import { pollerRole, pumpRole } from '../../lib/jobs/roles.ts';
 import { runWorker } from '../../lib/jobs/worker.ts';
 import { MysqlMailbox } from '../../lib/mailbox/mysql.ts';
 import { systemClock } from '../../lib/shared/clock.ts';
@@ -28,6 +29,8 @@ if (mode === 'hold-lock') {
     registry: testRegistry(),
     env: { MSGX_POLL_INTERVAL_MS: '50', MSGX_GROUP_COMMIT: process.env.TEST_GROUP ?? '10' },
   });
+  const ports = localPorts();
+  const roles = await Promise.all([localRole(ctx, 'pump', ports), localRole(ctx, 'poller', ports)]);
   process.stdout.write('started\n');
-  await Promise.all([runWorker(ctx, pumpRole(ctx)), runWorker(ctx, pollerRole(ctx))]);
+  await Promise.all(roles.map((spec) => runWorker(ctx, spec)));
 }

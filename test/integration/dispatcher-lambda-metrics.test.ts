@@ -5,10 +5,12 @@ import { enqueueEvents } from '../../lib/outbox/enqueue.ts';
 import { ensureTopics } from '../../lib/outbox/topics.ts';
 import { randomTopic, readTopic } from '../helpers/kafka.ts';
 import { freshMysql, freshPg, serviceUrls, type TestMysql, type TestPg } from '../helpers/services.ts';
+import { lambdaRole } from '../helpers/lambdaRoles.ts';
 
 /**
- * functions/dispatcher.ts invoked as Lambda invokes it (an EventBridge event and a context with
- * getRemainingTimeInMillis), against real PostgreSQL and Kafka. Its EMF records on stdout are
+ * The dispatcher's Lambda handler (test/helpers/lambdaRoles.ts: its catalogue entry, as deployed)
+ * invoked as Lambda invokes it (an EventBridge event and a context with getRemainingTimeInMillis),
+ * against real PostgreSQL and Kafka. Its EMF records on stdout are
  * counted against what really reached the topic (read back with a Kafka consumer), and every
  * invocation, an idle one included, emits the gauge the OldestPendingEvent alarm watches.
  */
@@ -48,7 +50,7 @@ describe('the dispatcher Lambda flushes its metrics in every invocation', () => 
 
   /** One invocation with `remainingMs` on the clock; returns the EMF documents it printed. */
   async function invoke(remainingMs: number): Promise<Emf[]> {
-    const { handler } = await import('../../functions/dispatcher.ts');
+    const handler = await lambdaRole('dispatcher');
     const out: string[] = [];
     const spy = vi.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
       out.push(String(chunk));

@@ -7,10 +7,11 @@ import { setPaused } from '../../lib/pipeline/pause.ts';
 import { wire } from '../helpers/pipeline.ts';
 import { randomTopic } from '../helpers/kafka.ts';
 import { freshMysql, freshPg, serviceUrls, type TestMysql, type TestPg } from '../helpers/services.ts';
+import { lambdaRole } from '../helpers/lambdaRoles.ts';
 
 /**
  * The Lambda entry points as Lambda calls them: an API Gateway event into functions/ingress.ts,
- * a scheduled invocation of functions/pump.ts with a remaining-time budget, against real
+ * a scheduled invocation of the pump's handler (test/helpers/lambdaRoles.ts) with a remaining-time budget, against real
  * PostgreSQL, MariaDB and Kafka, with the cloud's configuration rules in force.
  */
 describe('Lambda handlers', () => {
@@ -54,8 +55,8 @@ describe('Lambda handlers', () => {
 
   it('ingress stores a message from an API Gateway event; the scheduled poller and pump process it within their budgets', async () => {
     const { handler: ingress } = await import('../../functions/ingress.ts');
-    const { handler: pump } = await import('../../functions/pump.ts');
-    const { handler: poller } = await import('../../functions/poller.ts');
+    const pump = await lambdaRole('pump');
+    const poller = await lambdaRole('poller');
     const res = await ingress(event('POST', '/cminmsgs/send', wire({ TYPE: 'LDM', SEQN: 'lambda-1' })));
     expect(res.statusCode).toBe(200);
     expect(res.headers?.['content-type']).toMatch(/^text\/plain/);
@@ -80,7 +81,7 @@ describe('Lambda handlers', () => {
   });
 
   it('a second pump invocation while one holds the lock exits at once', async () => {
-    const { handler: pump } = await import('../../functions/pump.ts');
+    const pump = await lambdaRole('pump');
     const lock = await tryRoleLock(pg.db, 'pump');
     try {
       const summary = await pump({}, { getRemainingTimeInMillis: () => 60_000 });

@@ -17,6 +17,7 @@ import { fakeSecretsExtension, fakeSecretsManager, type FakeExtension, type Fake
 import { startPrivatePg, type PrivatePg } from '../helpers/privatePg.ts';
 import { randomTopic } from '../helpers/kafka.ts';
 import { freshMysql, serviceUrls, type TestMysql, waitFor } from '../helpers/services.ts';
+import { lambdaRole } from '../helpers/lambdaRoles.ts';
 
 const ARN = 'arn:aws:secretsmanager:eu-west-1:210987654321:secret:msgx/pg-Warm01';
 
@@ -96,7 +97,7 @@ describe('scheduled handlers (warm Lambda instance)', () => {
   });
 
   it('the next invocation of a warm pump succeeds after the password and the secret rotate', async () => {
-    const { handler: pump } = await import('../../functions/pump.ts');
+    const pump = await lambdaRole('pump');
     // A few seconds of loop: enough for the reconnect below on a loaded machine.
     const first = await pump({}, { getRemainingTimeInMillis: () => BUDGET_MARGIN_MS + 2_000 });
     expect(first).toMatchObject({ role: 'pump', acquired: true, errors: 0 });

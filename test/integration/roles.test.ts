@@ -3,7 +3,10 @@ import { once } from 'node:events';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tryRoleLock } from '../../lib/jobs/roleLock.ts';
 import { pumpRole } from '../../lib/jobs/roles.ts';
-import { runWorker } from '../../lib/jobs/worker.ts';
+import { runWorker, type WorkerSummary } from '../../lib/jobs/worker.ts';
+import { superviseRole } from '../../lib/app/localRoles.ts';
+import type { Db } from '../../lib/db/db.ts';
+import { type Log, silentLog } from '../../lib/observability/logger.ts';
 import { backfillSweep } from '../../lib/pipeline/backfill.ts';
 import { systemClock } from '../../lib/shared/clock.ts';
 import { drainPoller, makeContext, wire } from '../helpers/pipeline.ts';
@@ -109,5 +112,60 @@ describe('role locks and killed workers', () => {
       `SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND state = 'idle in transaction'`,
     );
     expect(idle.rowCount).toBe(0);
+  });
+
+  it('the restart loop (twin, fault child) waits out another holder, survives a failed start, and stops when told', async () => {
+    let failStarts = 0;
+    // The role's lock session comes from db.session(): make the next start fail as a lost connection would.
+    const db = new Proxy(pg.db, {
+      get(target, key) {
+        if (key === 'session' && failStarts > 0) {
+          failStarts--;
+          return async () => {
+            throw new Error('connection refused');
+          };
+        }
+        const v = Reflect.get(target, key, target) as unknown;
+        return typeof v === 'function' ? v.bind(target) : v;
+      },
+    }) as Db;
+    const errors: string[] = [];
+    const ctx = {
+      ...makeContext({ db, mailbox: my.mailbox, clock: systemClock, env: { MSGX_POLL_INTERVAL_MS: '20' } }),
+      log: { ...silentLog, error: (m: unknown) => void errors.push(String(m)) } as Log,
+    };
+    let steps = 0;
+    const runs: WorkerSummary['stoppedBy'][] = [];
+    const holder = await tryRoleLock(pg.db, 'supervised');
+    expect(holder).not.toBeNull();
+    const stop = new AbortController();
+    const loop = superviseRole(ctx, { role: 'supervised', step: async () => (steps++, { busy: false }) }, stop.signal, {
+      restartAfterMs: 20,
+      onRunEnd: (s) => runs.push(s.stoppedBy),
+    });
+    try {
+      await waitFor(() => runs.filter((r) => r === 'not-acquired').length >= 3, { what: 'retries while the lock is held' });
+      expect(steps).toBe(0);
+      failStarts = 1;
+      await waitFor(() => failStarts === 0, { what: 'a start that fails' });
+      await holder!.release();
+      await waitFor(() => steps > 0, { what: 'the role running once the holder let go' });
+      expect(errors).toEqual(['role failed; restarting']);
+    } finally {
+      stop.abort();
+      await loop;
+    }
+    expect(runs.at(-1)).toBe('signal');
+    // The twin passes no callback: the role runs all the same.
+    let bare = 0;
+    const stopBare = new AbortController();
+    const bareLoop = superviseRole(ctx, { role: 'supervised-bare', step: async () => (bare++, { busy: false }) }, stopBare.signal);
+    await waitFor(() => bare > 0, { what: 'a supervised role without a callback running' });
+    stopBare.abort();
+    await bareLoop;
+    // Stopped: the lock was released on the way out.
+    const lock = await tryRoleLock(pg.db, 'supervised');
+    expect(lock).not.toBeNull();
+    await lock!.release();
   });
 });

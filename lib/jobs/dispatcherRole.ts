@@ -1,0 +1,15 @@
+import { buildPublishers, closePublishers } from '../outbox/publishers/index.ts';
+import { dispatcherRole, type RoleFactory } from './roles.ts';
+
+// A module of its own: the publishers bring the Kafka client, which only the dispatcher's bundle
+// should carry (kafkajs's module has side effects, so esbuild keeps whatever imports it).
+
+/**
+ * The dispatcher as the catalogue runs it (Lambda, twin, fault child alike): publishers built once
+ * per process from the config and closed at its end, counts and gauges to the metrics sink.
+ */
+export const scheduledDispatcherRole: RoleFactory = (ctx, ports) => {
+  const publishers = buildPublishers(ctx.config, { log: ctx.log, clock: ctx.clock });
+  ports.onClose(() => closePublishers(publishers));
+  return dispatcherRole(ctx, publishers, { metrics: ports.metrics.outbox() });
+};
