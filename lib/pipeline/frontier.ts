@@ -101,7 +101,12 @@ export async function orderingStats(q: Queryable, now: Date): Promise<OrderingSt
     `SELECT (SELECT value FROM msgx_state WHERE key = $1) AS f,
             (SELECT value->>'holes' FROM msgx_state WHERE key = $2) AS holes,
             (SELECT count(*)::int FROM mailbox_gap WHERE hole_at IS NULL) AS waiting,
-            (SELECT COALESCE(sum(hi - lo + 1), 0)::text FROM mailbox_gap WHERE hole_at IS NOT NULL) AS open,
+            -- A hole the poller no longer re-checks keeps its range when the sweep's re-scan finds a
+            -- row in it (only the poller rewrites ranges, so the two never race): such late rows
+            -- filled their ID all the same.
+            ((SELECT COALESCE(sum(hi - lo + 1), 0) FROM mailbox_gap WHERE hole_at IS NOT NULL)
+              - (SELECT count(*) FROM mailbox_late l
+                 WHERE EXISTS (SELECT 1 FROM mailbox_gap g WHERE g.hole_at IS NOT NULL AND l.msg_id BETWEEN g.lo AND g.hi)))::text AS open,
             (SELECT count(*)::int FROM mailbox_late) AS late,
             (SELECT min(first_seen) FROM mailbox_gap WHERE hole_at IS NULL) AS oldest`,
     [FRONTIER, COUNTERS],
