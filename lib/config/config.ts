@@ -300,8 +300,8 @@ function assertSafeForRuntime(c: Config): void {
   if (c.runtime !== 'lambda') return;
   const problems: string[] = [];
   if (!c.pgUrl) problems.push('MSGX_PG_URL: required in the cloud (the embedded PGlite database is for the twin only)');
-  if (c.kafka.brokers.length === 0)
-    problems.push('MSGX_KAFKA_BROKERS: required in the cloud (the file sink is for the twin only)');
-  if (!c.mailboxUrl) problems.push('MSGX_MAILBOX_URL: required in the cloud (the mailbox belongs to its owner)');
+  // Kafka and the mailbox are bound only to the functions that use them (docs/deploy.md): the
+  // poller has no brokers, the dispatcher no mailbox. Their twin stand-ins are refused where they
+  // would be used instead (lib/outbox/publishers/index.ts, lib/outbox/topics.ts, lib/mailbox/open.ts).
   if (problems.length) throw new ConfigError(`unsafe configuration for the cloud:\n  ${problems.join('\n  ')}`);
 }

@@ -3,6 +3,29 @@ import type { Config } from '../config/config.ts';
 import type { Db } from '../db/db.ts';
 import type { Mailbox } from './mailbox.ts';
 import { PgMailbox } from './pg.ts';
+import { ConfigError } from '../shared/errors.ts';
+
+/** The mailbox of a cloud function without MSGX_MAILBOX_URL: every use is refused, by name. */
+function noMailbox(): Mailbox {
+  const refuse = async (): Promise<never> => {
+    throw new ConfigError('MSGX_MAILBOX_URL: required in the cloud to use the mailbox (it belongs to its owner; this function has none bound)');
+  };
+  return {
+    kind: 'mysql',
+    insertInbound: refuse,
+    scanUnprocessed: refuse,
+    scanIds: refuse,
+    readRanges: refuse,
+    readTexts: refuse,
+    markProcessed: refuse,
+    filterUnprocessed: refuse,
+    insertOutbound: refuse,
+    outboundExists: refuse,
+    findOutbound: refuse,
+    ping: refuse,
+    close: async () => {},
+  };
+}
 
 /**
  * MySQL when MSGX_MAILBOX_URL is set, else tables in msgx's own database. Only the twin creates
@@ -14,6 +37,9 @@ export async function openMailbox(
   db: Db,
   options: { refreshUrl?: () => Promise<string> } = {},
 ): Promise<Mailbox> {
+  // A cloud function bound to no mailbox (dispatcher, migrate) never uses one; msgx's own tables
+  // must not stand in for the owner's if it ever did.
+  if (!config.mailboxUrl && config.runtime === 'lambda') return noMailbox();
   const ssl = config.mailboxSslCa ? { ca: readFileSync(config.mailboxSslCa), caFile: config.mailboxSslCa } : undefined;
   const mailbox = config.mailboxUrl
     ? new (await import('./mysql.ts')).MysqlMailbox(config.mailboxUrl, { ssl, ...options })

@@ -2,6 +2,7 @@ import kafkajs from 'kafkajs';
 import type { Config } from '../config/config.ts';
 import type { Log } from '../observability/logger.ts';
 import { createKafka } from './kafkaClient.ts';
+import { ConfigError } from '../shared/errors.ts';
 
 const { ConfigResourceTypes } = kafkajs;
 
@@ -20,12 +21,15 @@ export interface EnsureTopicsResult {
  * schd topic that is not compacted is reported, never silently altered.
  */
 export async function ensureTopics(
-  config: Pick<Config, 'kafka' | 'outbox'>,
+  config: Pick<Config, 'kafka' | 'outbox'> & Partial<Pick<Config, 'runtime'>>,
   extraTopics: string[] = [],
   deps: { log?: Log } = {},
 ): Promise<EnsureTopicsResult> {
   const result: EnsureTopicsResult = { fileSink: false, created: [], existing: [], warnings: [] };
-  if (config.kafka.brokers.length === 0) return { ...result, fileSink: true };
+  if (config.kafka.brokers.length === 0) {
+    if (config.runtime === 'lambda') throw new ConfigError('MSGX_KAFKA_BROKERS: required in the cloud to create the topics (the file sink is for the twin only)');
+    return { ...result, fileSink: true };
+  }
   const { topicMsg, topicSchd, topicPartitions } = config.outbox;
   const wanted = new Map<string, { compact: boolean }>();
   wanted.set(topicMsg, { compact: false });

@@ -27,7 +27,7 @@ describe('the Lambda bundles against the real services', () => {
   beforeAll(async () => {
     out = mkdtempSync(join(REPO_ROOT, 'bench', '.out-test-'));
     // The ingress from functions/ingress.ts; the poller from the entry written from its catalogue entry.
-    for (const fn of ['ingress', 'poller'] as const)
+    for (const fn of ['ingress', 'poller', 'dispatcher'] as const)
       await bundleFunction({ repoRoot: REPO_ROOT, fn, outdir: join(out, fn), target: 'node22', sourcemap: false });
     writeFileSync(
       join(out, 'invoke.mjs'),
@@ -55,10 +55,10 @@ process.exit(0);`,
     if (out) rmSync(out, { recursive: true, force: true });
   });
 
-  const invoke = async (fn: string, event: unknown) => {
+  const invoke = async (fn: string, event: unknown, only?: (k: string) => boolean) => {
     const { stdout } = await run(process.execPath, [join(out, 'invoke.mjs'), join(out, fn, 'index.mjs'), typeof event === 'string' ? event : JSON.stringify(event)], {
       cwd: out,
-      env,
+      env: Object.fromEntries(Object.entries(env).filter(([k]) => !only || k === 'PATH' || only(k))),
     });
     return JSON.parse(stdout.trim().split('\n').pop()!) as Record<string, unknown>;
   };
@@ -79,8 +79,13 @@ process.exit(0);`,
     const rows = await my.query<{ MSG_TEXT: string }[]>('SELECT MSG_TEXT FROM CMINMSGS WHERE ID = ?', [id]);
     expect(rows.map((r) => r.MSG_TEXT)).toEqual([text]);
 
-    expect(await invoke('poller', 'scheduled')).toMatchObject({ role: 'poller', acquired: true, errors: 0 });
+    // As the stack binds it: the poller has the mailbox and no Kafka.
+    expect(await invoke('poller', 'scheduled', (k) => k !== 'MSGX_KAFKA_BROKERS')).toMatchObject({ role: 'poller', acquired: true, errors: 0 });
     const enqueued = await pg.db.query<{ n: number }>('SELECT count(*)::int AS n FROM proc_state WHERE msg_id = $1', [id]);
     expect(enqueued.rows[0]!.n).toBe(1);
+  });
+
+  it('the dispatcher bundle runs without a mailbox, as the stack binds it (Kafka, no mailbox)', async () => {
+    expect(await invoke('dispatcher', 'scheduled', (k) => k !== 'MSGX_MAILBOX_URL')).toMatchObject({ role: 'dispatcher', acquired: true, errors: 0 });
   });
 });

@@ -64,10 +64,11 @@ describe('configuration', () => {
     expect(loadConfig({ MSGX_DELIVERY_POLL_INTERVAL: '250ms' }).outbox.pollIntervalMs).toBe(250);
   });
 
-  it('refuses the embedded database and the file sink in the cloud', () => {
-    expect(() => loadConfig({ AWS_LAMBDA_FUNCTION_NAME: 'msgx-pump' })).toThrow(
-      /MSGX_PG_URL: required in the cloud[\s\S]*MSGX_KAFKA_BROKERS: required in the cloud/,
-    );
+  it('refuses the embedded database in the cloud; Kafka and the mailbox only where bound', () => {
+    expect(() => loadConfig({ AWS_LAMBDA_FUNCTION_NAME: 'msgx-pump' })).toThrow(/MSGX_PG_URL: required in the cloud/);
+    // The poller is bound to no brokers, the dispatcher and the migrator to no mailbox (docs/deploy.md).
+    expect(loadConfig({ MSGX_RUNTIME: 'lambda', MSGX_PG_URL: 'postgres://u@db/msgx', MSGX_MAILBOX_URL: 'mysql://u@mb/box' }).kafka.brokers).toEqual([]);
+    expect(loadConfig({ MSGX_RUNTIME: 'lambda', MSGX_PG_URL: 'postgres://u@db/msgx', MSGX_KAFKA_BROKERS: 'b1:9098' }).mailboxUrl).toBeUndefined();
     const ok = loadConfig({
       MSGX_RUNTIME: 'lambda',
       MSGX_PG_URL: 'postgres://u@db/msgx',

@@ -2,6 +2,7 @@ import { join, resolve } from 'node:path';
 import type { Config } from '../../config/config.ts';
 import type { Log } from '../../observability/logger.ts';
 import type { Clock } from '../../shared/clock.ts';
+import { ConfigError } from '../../shared/errors.ts';
 import type { Publisher } from '../types.ts';
 import { FileSinkPublisher } from './file.ts';
 import { KafkaPublisher } from './kafka.ts';
@@ -19,6 +20,8 @@ export type { OutRecord, Publisher, PublishResult } from '../types.ts';
  */
 export function buildPublishers(config: Config, deps: { log?: Log; clock?: Clock } = {}): Publisher[] {
   const list: Publisher[] = [];
+  if (config.kafka.brokers.length === 0 && config.runtime === 'lambda')
+    throw new ConfigError('MSGX_KAFKA_BROKERS: required in the cloud to publish (the file sink is for the twin only)');
   if (config.kafka.brokers.length > 0) {
     list.push(new KafkaPublisher(config.kafka, { publishTimeoutMs: config.outbox.publishTimeoutMs, log: deps.log }));
   } else {
