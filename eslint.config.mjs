@@ -34,7 +34,7 @@ const SURFACES = {
     'states.ts', 'stats.ts', 'view.ts'],
 };
 
-/** Domains sit below the runners: they never import lib/jobs, lib/twin, lib/cli or lib/app (but its AppContext type). */
+/** Domains sit below the runners: they never import lib/jobs, lib/twin, lib/cli or lib/app (but its AppContext type and the role contract). */
 const belowRunners = ['audit', 'codec', 'config', 'db', 'flights', 'mailbox', 'observability', 'outbox', 'pipeline',
   'requests', 'txmsg'];
 
@@ -98,8 +98,8 @@ export default tseslint.config(
           {
             target: belowRunners.map((d) => `./lib/${d}`),
             from: './lib/app',
-            except: ['./context.ts'],
-            message: 'A domain imports only the AppContext type from lib/app (the composition root imports it).',
+            except: ['./context.ts', './role.ts'],
+            message: 'A domain imports only the AppContext type and the role contract from lib/app (context.ts, role.ts): the composition root imports it.',
           },
           ...Object.entries(SURFACES).map(([module, files]) => ({
             target: [`./lib/!(${module})/**`, './functions/**'],

@@ -1,6 +1,6 @@
 import { resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import type { RoleFactory, RolePorts, RoleSpec } from '../jobs/roles.ts';
+import type { RoleFactory, RolePorts, RoleSpec } from './role.ts';
 import { runWorker, type WorkerSummary } from '../jobs/worker.ts';
 import { ROLE_CATALOGUE, type ScheduledRole } from './catalogue.ts';
 import type { AppContext } from './context.ts';

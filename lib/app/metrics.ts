@@ -1,5 +1,5 @@
 import { emfRoleMetrics } from '../jobs/roleMetrics.ts';
-import type { MetricsSink } from '../jobs/roles.ts';
+import type { MetricsSink } from './role.ts';
 import { emitGauges } from '../observability/metrics.ts';
 import { createEmfMetrics, noopMetrics } from '../outbox/metrics.ts';
 

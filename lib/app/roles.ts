@@ -1,4 +1,4 @@
-import type { RoleFactory, RolePorts, RoleSpec } from '../jobs/roles.ts';
+import type { RoleFactory, RolePorts, RoleSpec } from './role.ts';
 import { ROLE_CATALOGUE, type ScheduledRole } from './catalogue.ts';
 import type { AppContext } from './context.ts';
 

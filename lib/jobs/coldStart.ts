@@ -6,8 +6,8 @@ import { buildContext } from '../app/buildContext.ts';
 import type { ScheduledRole } from '../app/catalogue.ts';
 import { emfMetricsSink } from '../app/metrics.ts';
 import { catalogueRole } from '../app/roles.ts';
-import type { MetricsSink, RoleFactory, RoleSpec } from './roles.ts';
-import { roleMetricValues, type RoleMetricsSink } from './roleMetrics.ts';
+import type { MetricsSink, RoleFactory, RoleMetricsSink, RoleSpec } from '../app/role.ts';
+import { roleMetricValues } from './roleMetrics.ts';
 import { runWorker, type WorkerSummary } from './worker.ts';
 
 /**

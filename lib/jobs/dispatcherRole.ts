@@ -1,5 +1,6 @@
 import { buildPublishers, closePublishers } from '../outbox/publishers/index.ts';
-import { dispatcherRole, type RoleFactory } from './roles.ts';
+import type { RoleFactory } from '../app/role.ts';
+import { dispatcherRole } from './roles.ts';
 
 // A module of its own: the publishers bring the Kafka client, which only the dispatcher's bundle
 // should carry (kafkajs's module has side effects, so esbuild keeps whatever imports it).

@@ -12,51 +12,18 @@ import { rescanOnce } from '../pipeline/rescan.ts';
 import { expireRequests } from '../requests/send.ts';
 import { reconcileRequests } from '../requests/reconcile.ts';
 import { type PipelineGauges, readGauges } from '../observability/metrics.ts';
-import { type OutboxMetrics, readOutboxGauges } from '../outbox/metrics.ts';
+import { readOutboxGauges } from '../outbox/metrics.ts';
 import type { AppContext } from '../app/context.ts';
 import { archiveConsumed } from '../txmsg/archive.ts';
 import { checkBackOnce } from '../txmsg/checkBack.ts';
 import { txmsgDeadHook, txmsgRetryHook, txmsgSentHook } from '../txmsg/hooks.ts';
 import { redeliverOnce } from '../txmsg/redeliver.ts';
 import type { ScheduledRole } from '../app/catalogue.ts';
-import type { RoleMetricsSink } from './roleMetrics.ts';
-import type { StepResult, WorkerOptions } from './worker.ts';
+import type { RoleFactory, RoleSpec } from '../app/role.ts';
+import type { StepResult } from './worker.ts';
 
-/** One step per role; runWorker loops them under the role's lock. */
-export type RoleSpec = Pick<WorkerOptions, 'role' | 'wakeOn' | 'step' | 'unlocked'> & {
-  /**
-   * Emits what the role measured and the gauges it knows (EMF). The Lambda handler calls it at the
-   * start and before the end of every invocation (issue 13: metrics arrive in the minute they
-   * describe, and an idle or stuck role still reports); the twin has no use for it.
-   */
-  flush?: () => Promise<void>;
-};
-
-/**
- * Where a role's measurements go: CloudWatch EMF in Lambda (lib/app/metrics.ts `emfMetricsSink`),
- * nowhere in the twin and the fault child (`localMetricsSink`), a recorder in tests.
- */
-export interface MetricsSink {
-  /** Heartbeat and RoleLockTaken after each run of a role (the Lambda handler calls it). */
-  roleRun: RoleMetricsSink;
-  /** A fresh set of the relay's counters and gauges (one per process). */
-  outbox(): OutboxMetrics;
-  /** The pipeline gauges the alarms watch; absent where nothing reads them. */
-  pipelineGauges?: (g: PipelineGauges) => void;
-}
-
-/** What the process running a role gives it besides the context. */
-export interface RolePorts {
-  metrics: MetricsSink;
-  /** Register what the role opened for the life of the process (publishers); closed at its end. */
-  onClose(close: () => Promise<void>): void;
-}
-
-/**
- * How the catalogue (lib/app/catalogue.ts, `step`) builds a role: once per process — a Lambda cold
- * start, the twin's start, a fault child — from the context and the process's ports.
- */
-export type RoleFactory = (ctx: AppContext, ports: RolePorts) => RoleSpec;
+// RoleSpec is defined with the rest of the role contract (lib/app/role.ts); still importable here.
+export type { RoleSpec } from '../app/role.ts';
 
 export function pumpRole(ctx: AppContext): RoleSpec {
   return {

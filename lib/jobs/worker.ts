@@ -1,17 +1,9 @@
 import type { AppContext } from '../app/context.ts';
+import type { StepBudget, StepResult } from '../app/role.ts';
 import { tryRoleLock } from './roleLock.ts';
 
-/** What one step of a role reports: work done (loop again at once) or how long it may rest. */
-export interface StepResult {
-  busy: boolean;
-  /** Rest at most this long before the next step (capped by the poll interval). */
-  restMs?: number;
-}
-
-/** What a step may know of its invocation: how long it has before the worker stops waiting for it. */
-export interface StepBudget {
-  remainingMs: number;
-}
+// The role contract lives with the context, where a domain that defines a role can import it.
+export type { StepBudget, StepResult } from '../app/role.ts';
 
 export interface WorkerOptions {
   role: string;

@@ -1,0 +1,68 @@
+import type { PipelineGauges } from '../observability/metrics.ts';
+import type { OutboxMetrics } from '../outbox/metrics.ts';
+import type { AppContext } from './context.ts';
+
+/*
+ * The contract between a role and what runs it (lib/jobs/worker.ts runWorker, under the role's
+ * lock): types only. A domain may import it, as it imports AppContext, so a role can be defined
+ * beside its step (docs/architecture.md, "Adding a scheduled role").
+ */
+
+/** What one step of a role reports: work done (loop again at once) or how long it may rest. */
+export interface StepResult {
+  busy: boolean;
+  /** Rest at most this long before the next step (capped by the poll interval). */
+  restMs?: number;
+}
+
+/** What a step may know of its invocation: how long it has before the worker stops waiting for it. */
+export interface StepBudget {
+  remainingMs: number;
+}
+
+/** A role: one step that runWorker loops under the role's advisory lock. */
+export interface RoleSpec {
+  /** The catalogue name: the lock key, the metric dimension, the function and schedule. */
+  role: string;
+  /** Told the time left in the invocation (absent when called outside runWorker, e.g. in tests). */
+  step: (budget?: StepBudget) => Promise<StepResult>;
+  /** NOTIFY channels that wake the worker early. */
+  wakeOn?: string[];
+  /** Skip the advisory lock (only for roles that are safe to run concurrently). */
+  unlocked?: boolean;
+  /**
+   * Emits what the role measured and the gauges it knows. The Lambda handler calls it at the
+   * start and before the end of every invocation (issue 13: metrics arrive in the minute they
+   * describe, and an idle or stuck role still reports); the twin has no use for it.
+   */
+  flush?: () => Promise<void>;
+}
+
+/** Heartbeat and RoleLockTaken of one run of a role (what they mean: lib/jobs/roleMetrics.ts). */
+export type RoleMetricsSink = (role: string, values: { Heartbeat: number; RoleLockTaken: number }) => void;
+
+/**
+ * Where a role's measurements go: CloudWatch EMF in Lambda (lib/app/metrics.ts `emfMetricsSink`),
+ * nowhere in the twin and the fault child (`localMetricsSink`), a recorder in tests.
+ */
+export interface MetricsSink {
+  /** Heartbeat and RoleLockTaken after each run of a role (the Lambda handler calls it). */
+  roleRun: RoleMetricsSink;
+  /** A fresh set of the relay's counters and gauges (one per process). */
+  outbox(): OutboxMetrics;
+  /** The pipeline gauges the alarms watch; absent where nothing reads them. */
+  pipelineGauges?: (g: PipelineGauges) => void;
+}
+
+/** What the process running a role gives it besides the context. */
+export interface RolePorts {
+  metrics: MetricsSink;
+  /** Register what the role opened for the life of the process (publishers); closed at its end. */
+  onClose(close: () => Promise<void>): void;
+}
+
+/**
+ * How a role is built from its catalogue entry (lib/app/catalogue.ts `step`): once per process —
+ * a Lambda cold start, the twin's start, a fault child — from the context and the process's ports.
+ */
+export type RoleFactory = (ctx: AppContext, ports: RolePorts) => RoleSpec;
