@@ -1,6 +1,7 @@
 import { Template } from 'aws-cdk-lib/assertions';
 import { describe, expect, it, vi } from 'vitest';
 import { synth } from './synth.ts';
+import { FUNCTION_ROLES } from '../../infra-cdk/config.ts';
 
 // Synthesizing five stacks takes seconds alone and minutes on a shared, loaded machine.
 vi.setConfig({ testTimeout: 600_000, hookTimeout: 600_000 });
@@ -41,7 +42,7 @@ describe('brownfield: existing infrastructure from stage settings', () => {
     const fns = Object.values(Template.fromStack(s.service).findResources('AWS::Lambda::Function'))
       .map((f) => f.Properties)
       .filter((p) => String(p.Description ?? '').startsWith('msgx '));
-    expect(fns).toHaveLength(6);
+    expect(fns).toHaveLength(FUNCTION_ROLES.length);
     for (const p of fns) expect(p.VpcConfig.SubnetIds).toEqual(VPC.appSubnetIds);
     // The database msgx still creates goes into the given data subnets.
     Template.fromStack(s.data).hasResourceProperties('AWS::RDS::DBSubnetGroup', { SubnetIds: VPC.dataSubnetIds });

@@ -3,7 +3,8 @@ import { Match, Template } from 'aws-cdk-lib/assertions';
 import type * as iam from 'aws-cdk-lib/aws-iam';
 import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { buildMsgx, type MsgxStacks } from '../../infra-cdk/build.ts';
-import { SCHEDULED_ROLES, type FunctionRole } from '../../infra-cdk/config.ts';
+import { SCHEDULED_ROLES, type FunctionRole, type ScheduledRole } from '../../infra-cdk/config.ts';
+import { ROLE_CATALOGUE } from '../../lib/app/catalogue.ts';
 import { CDK_CONTEXT, MAILBOX_SECRET_ARN, synth } from './synth.ts';
 
 // Synthesizing five stacks takes seconds alone and minutes on a shared, loaded machine.
@@ -14,6 +15,21 @@ vi.setConfig({ testTimeout: 600_000, hookTimeout: 600_000 });
  * transactional messages), written by hand: an alarm the stack forgets must fail this test.
  */
 const EXPECTED_DEAD_KINDS = ['event', 'proc', 'txmsg'];
+
+/**
+ * The scheduled roles as they are, written out: a change to one of them must fail here. A role
+ * added to the catalogue (lib/app/catalogue.ts) is checked against its own entry instead: a
+ * function, a schedule at its rate, the grants its `uses` names and nothing else, its alarms.
+ */
+const KNOWN_SCHEDULED = ['poller', 'pump', 'dispatcher', 'sweep'];
+const ADDED = SCHEDULED_ROLES.filter((r) => !KNOWN_SCHEDULED.includes(r));
+/** ingress, the four, migrate, and any role added to the catalogue. */
+const FUNCTION_COUNT = 6 + ADDED.length;
+const uses = (role: ScheduledRole, what: string) => (ROLE_CATALOGUE[role].uses as readonly string[]).includes(what);
+const rate = (role: ScheduledRole) => {
+  const n = ROLE_CATALOGUE[role].everyMinutes;
+  return n === 1 ? 'rate(1 minute)' : `rate(${n} minutes)`;
+};
 
 type Statement = { Action: string | string[]; Resource: unknown; Effect: string; Condition?: unknown };
 
@@ -85,7 +101,7 @@ describe('msgx stacks (dev)', () => {
     const fns = service.findResources('AWS::Lambda::Function', {
       Properties: { Description: Match.stringLikeRegexp('^msgx ') },
     });
-    expect(Object.keys(fns)).toHaveLength(6);
+    expect(Object.keys(fns)).toHaveLength(FUNCTION_COUNT);
     for (const f of Object.values(fns)) {
       expect(f.Properties.Runtime).toBe('nodejs22.x');
       expect(f.Properties.Architectures).toEqual(['arm64']);
@@ -101,7 +117,7 @@ describe('msgx stacks (dev)', () => {
       expect(f.Properties.Layers[0]['Fn::FindInMap']).toContainEqual({ Ref: 'AWS::Region' });
     }
     // One log group per function plus the API access log, all on the stage's retention.
-    service.resourcePropertiesCountIs('AWS::Logs::LogGroup', { RetentionInDays: 14 }, 7);
+    service.resourcePropertiesCountIs('AWS::Logs::LogGroup', { RetentionInDays: 14 }, FUNCTION_COUNT + 1);
   });
 
   it('gives scheduled functions a 60-90 s timeout, the ingress <= 29 s, and no reserved concurrency', () => {
@@ -117,15 +133,16 @@ describe('msgx stacks (dev)', () => {
     for (const role of Object.keys(s.service.functions) as FunctionRole[])
       expect(props(role).ReservedConcurrentExecutions, role).toBeUndefined();
     // Async invokes (schedules, the ingress kick) are dropped after a minute, never queued for hours.
-    service.resourcePropertiesCountIs('AWS::Lambda::EventInvokeConfig', { MaximumEventAgeInSeconds: 60, MaximumRetryAttempts: 0 }, 4);
+    service.resourcePropertiesCountIs('AWS::Lambda::EventInvokeConfig', { MaximumEventAgeInSeconds: 60, MaximumRetryAttempts: 0 }, 4 + ADDED.length);
   });
 
   it('schedules poller, pump, dispatcher and sweep once a minute in one group', () => {
     service.resourceCountIs('AWS::Scheduler::ScheduleGroup', 1);
     const schedules = service.findResources('AWS::Scheduler::Schedule');
-    expect(Object.keys(schedules)).toHaveLength(4);
+    expect(Object.keys(schedules)).toHaveLength(4 + ADDED.length);
     const targets = Object.values(schedules).map((x) => {
-      expect(x.Properties.ScheduleExpression).toBe('rate(1 minute)');
+      const role = String(x.Properties.Name).replace('msgx-dev-', '') as ScheduledRole;
+      expect(x.Properties.ScheduleExpression, role).toBe(KNOWN_SCHEDULED.includes(role) ? 'rate(1 minute)' : rate(role));
       expect(x.Properties.GroupName).toBe('msgx-dev');
       return x.Properties.Target.Arn['Fn::GetAtt'][0];
     });
@@ -159,11 +176,11 @@ describe('msgx stacks (dev)', () => {
     expect(env.MSGX_PUMP_FUNCTION_NAME).toEqual({ Ref: pumpId });
     expect(env.MSGX_POLLER_FUNCTION_NAME).toEqual({ Ref: pollerId });
     expect(env.MSGX_SCHEDULE_GROUP).toBe('msgx-dev');
-    expect(env.MSGX_SCHEDULE_NAMES).toBe('msgx-dev-poller,msgx-dev-pump,msgx-dev-dispatcher,msgx-dev-sweep');
+    expect(env.MSGX_SCHEDULE_NAMES).toBe(['msgx-dev-poller,msgx-dev-pump,msgx-dev-dispatcher,msgx-dev-sweep', ...ADDED.map((r) => `msgx-dev-${r}`)].join(','));
   });
 
   it('lets each function read only its own secrets', () => {
-    const expected: Record<FunctionRole, string[]> = {
+    const expected: Record<string, string[]> = {
       ingress: ['mailbox', 'postgres'],
       poller: ['mailbox', 'postgres'],
       pump: ['mailbox', 'postgres'],
@@ -171,6 +188,9 @@ describe('msgx stacks (dev)', () => {
       sweep: ['mailbox', 'postgres', 'signing'],
       // The admin secret only for the migration, which creates the functions' user.
       migrate: ['postgres', 'postgres-admin'],
+      ...Object.fromEntries(
+        ADDED.map((r) => [r, ['postgres', ...(uses(r, 'mailbox') ? ['mailbox'] : []), ...(uses(r, 'signingSecret') ? ['signing'] : [])].sort()]),
+      ),
     };
     const kind = (r: unknown): string => {
       const j = JSON.stringify(r);
@@ -183,23 +203,24 @@ describe('msgx stacks (dev)', () => {
     for (const [role, f] of Object.entries(s.service.functions)) {
       const reads = withAction(statementsOf(service, s.service, f.fn.role!), 'secretsmanager:');
       const got = [...new Set(reads.flatMap(resources).map(kind))].sort();
-      expect(got, role).toEqual(expected[role as FunctionRole]);
+      expect(got, role).toEqual(expected[role]);
       for (const st of reads) for (const a of actions(st)) expect(['secretsmanager:GetSecretValue', 'secretsmanager:DescribeSecret']).toContain(a);
     }
   });
 
   it('scopes MSK IAM actions to the cluster and its topics', () => {
-    const allowed: Record<FunctionRole, boolean> = {
+    const allowed: Record<string, boolean> = {
       ingress: true,
       poller: false,
       pump: false,
       dispatcher: true,
       sweep: false,
       migrate: true,
+      ...Object.fromEntries(ADDED.map((r) => [r, uses(r, 'kafka')])),
     };
     for (const [role, f] of Object.entries(s.service.functions)) {
       const kafka = withAction(statementsOf(service, s.service, f.fn.role!), 'kafka-cluster:');
-      if (!allowed[role as FunctionRole]) {
+      if (!allowed[role]) {
         expect(kafka, role).toEqual([]);
         continue;
       }
@@ -264,7 +285,7 @@ describe('msgx stacks (dev)', () => {
     const dim = (a: { Dimensions: { Name: string; Value: string }[] }, name: string) => a.Dimensions.find((d) => d.Name === name)?.Value;
     const custom = alarms.filter((a) => a.Namespace === 'msgx');
     // Written out by hand: a metric renamed in the code must fail here, not silently follow.
-    const scheduled = ['poller', 'pump', 'dispatcher', 'sweep'];
+    const scheduled = [...KNOWN_SCHEDULED, ...ADDED];
     const expected = [
       'Backlog',
       'HeadAgeSeconds',
@@ -274,7 +295,7 @@ describe('msgx stacks (dev)', () => {
       'StalledTargets',
       'OutboxBacklog',
       ...scheduled.map((r) => `Heartbeat/${r}`),
-      ...scheduled.map((r) => `RoleLockTaken/${r}`),
+      ...scheduled.filter((r) => ROLE_CATALOGUE[r as ScheduledRole].lock).map((r) => `RoleLockTaken/${r}`),
     ];
     const got = custom.map((a) => [a.MetricName, dim(a, 'kind') ?? dim(a, 'role')].filter(Boolean).join('/'));
     expect(got.sort()).toEqual(expected.sort());
@@ -289,8 +310,8 @@ describe('msgx stacks (dev)', () => {
       expect(a.EvaluationPeriods).toBe(3);
     }
     const lambda = alarms.filter((a) => a.Namespace === 'AWS/Lambda');
-    expect(lambda.filter((a) => a.MetricName === 'Errors')).toHaveLength(6);
-    expect(lambda.filter((a) => a.MetricName === 'Throttles')).toHaveLength(6);
+    expect(lambda.filter((a) => a.MetricName === 'Errors')).toHaveLength(FUNCTION_COUNT);
+    expect(lambda.filter((a) => a.MetricName === 'Throttles')).toHaveLength(FUNCTION_COUNT);
     const rds = alarms.filter((a) => a.Namespace === 'AWS/RDS');
     expect(rds.map((a) => a.MetricName).sort()).toEqual(['CPUUtilization', 'DatabaseConnections', 'FreeStorageSpace']);
     for (const a of rds) expect(dim(a, 'DBInstanceIdentifier')).toBe('msgx-dev');
@@ -314,7 +335,7 @@ describe('stage settings come from context', () => {
       BackupRetentionPeriod: 14,
       DBInstanceClass: 'db.m7g.large',
     });
-    Template.fromStack(s.service).resourcePropertiesCountIs('AWS::Logs::LogGroup', { RetentionInDays: 90 }, 7);
+    Template.fromStack(s.service).resourcePropertiesCountIs('AWS::Logs::LogGroup', { RetentionInDays: 90 }, FUNCTION_COUNT + 1);
     Template.fromStack(s.monitoring).hasResourceProperties('AWS::CloudWatch::Alarm', {
       MetricName: 'HeadAgeSeconds',
       Threshold: 300,
