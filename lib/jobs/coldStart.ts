@@ -97,7 +97,7 @@ export function scheduledHandler(makeRole: (ctx: AppContext) => RoleSpec) {
 }
 
 /**
- * A catalogue role as a Lambda handler: what the entry infra-cdk/bundle.ts writes for each role of
+ * A catalogue role as a Lambda handler: what each scheduled role's functions/<role>.ts of
  * lib/app/catalogue.ts exports (`export const handler = roleHandler('pump', pumpRole)`). The role
  * is built once per cold start, with the EMF metrics sink; what it opens lives as long as the
  * environment.

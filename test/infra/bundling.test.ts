@@ -43,8 +43,7 @@ describe('MsgxFunction bundling', () => {
       Handler: 'index.handler',
       Code: { ZipFile: Match.stringLikeRegexp('placeholder') },
     });
-    // A scheduled role's entry is written from its catalogue entry: its factory's module is what must exist.
-    Annotations.fromStack(stack).hasWarning('/Fn/F', Match.stringLikeRegexp('lib/jobs/roles.ts not found'));
+    Annotations.fromStack(stack).hasWarning('/Fn/F', Match.stringLikeRegexp('functions/pump.ts not found'));
   });
 
   it('skips bundling when asked, even if the entry exists', () => {
