@@ -18,7 +18,7 @@ let db: PgliteDb;
 beforeAll(async () => {
   db = await PgliteDb.open();
   await migrate(db);
-}, 60_000);
+}, 180_000); // PGlite start + every migration: ~60 s on a loaded 2-core machine
 afterAll(async () => {
   await db?.close();
 });
