@@ -22,9 +22,9 @@ import {
  * as child processes: every msgx backend of the run's database terminated mid-transaction, the
  * run's private Kafka broker SIGKILLed and restarted, the run's private mariadbd SIGKILLed and
  * restarted (globalSetup.ts; the shared services are never touched). The pipeline must recover by
- * itself within 10 s of the fault ending — every stage moved past the message that was oldest on
- * it, asserted — and then drain with the invariants of the kill run, and no role may log a failure
- * outside the fault (RoleProcesses.duringFault).
+ * itself within 10 s of the fault ending — the work the fault held up done, asserted — and then
+ * drain with the invariants of the kill run, and no role may log a failure outside the fault
+ * (RoleProcesses.duringFault).
  *
  * Delivery backoff is shortened (1 s doubling to 4 s, 60 attempts): with the defaults (5 s doubling
  * to 5 min) the first delivery after an outage waits for the backoff step reached meanwhile, which
@@ -108,56 +108,53 @@ async function caughtUp(maxId: number): Promise<boolean> {
   return unmarked[0]!.n === 0;
 }
 
-/** Per stage of the pipeline, the oldest message written up to `maxId` still waiting for it. */
-interface Fronts {
-  enqueue: number | null;
-  process: number | null;
-  deliver: number | null;
-  backfill: number | null;
+/**
+ * The work a fault held up, taken when it ends: every row written so far (up to `lastId`) must be
+ * enqueued, every event that exists must be sent, every back-fill owed must be written, and the
+ * message at the head of processing must be done. The messages queued behind that head are not in
+ * it: working them off is throughput, not recovery (the caught-up figure).
+ */
+interface HeldUp {
+  lastId: number;
+  lastEvent: number;
+  head: number | null;
+  owed: number[];
 }
 
-async function fronts(maxId: number): Promise<Fronts> {
-  const r = await run.pg.db.query<{ process: string | null; deliver: string | null }>(
-    `SELECT (SELECT min(msg_id) FROM proc_state WHERE msg_id <= $1 AND status IN ('PENDING', 'FAILED')) AS process,
-            (SELECT min(source_id::bigint) FROM msg_event WHERE status <> 'SENT' AND source_kind = 'proc' AND source_id::bigint <= $1) AS deliver`,
-    [maxId],
-  );
-  const enqueued = new Set((await run.pg.db.query<{ msg_id: number }>(`SELECT msg_id FROM proc_state WHERE msg_id <= $1`, [maxId])).rows.map((x) => x.msg_id));
-  const waiting = w.ids.filter((id) => id <= maxId && !enqueued.has(id));
-  const unmarked = await run.mailboxQuery<{ id: number | null }[]>(`SELECT MIN(ID) AS id FROM CMINMSGS WHERE ID <= ? AND DATE_PROCESSED IS NULL`, [maxId]);
-  const num = (x: string | number | null) => (x === null ? null : Number(x));
-  return {
-    enqueue: waiting.length ? Math.min(...waiting) : null,
-    process: num(r.rows[0]!.process),
-    deliver: num(r.rows[0]!.deliver),
-    backfill: num(unmarked[0]!.id),
-  };
-}
-
-/** Whether each stage has moved past the message that was oldest on it (`heads`): enqueued, terminal, its events sent, back-filled. */
-async function movedPast(heads: Fronts): Promise<boolean> {
-  const ids = Object.values(heads).filter((x): x is number => x !== null);
-  if (ids.length === 0) return true;
-  const r = await run.pg.db.query<{ enqueued: boolean; terminal: boolean; sent: boolean }>(
-    `SELECT $1::bigint IS NULL OR EXISTS (SELECT 1 FROM proc_state WHERE msg_id = $1) AS enqueued,
-            $2::bigint IS NULL OR EXISTS (SELECT 1 FROM proc_state WHERE msg_id = $2 AND status NOT IN ('PENDING', 'FAILED')) AS terminal,
-            $3::bigint IS NULL OR NOT EXISTS (SELECT 1 FROM msg_event WHERE source_kind = 'proc' AND source_id = $3::text AND status <> 'SENT') AS sent`,
-    [heads.enqueue, heads.process, heads.deliver],
+async function heldUp(lastId: number): Promise<HeldUp> {
+  const r = await run.pg.db.query<{ last_event: string | null; head: string | null; owed: string[] | null }>(
+    `SELECT (SELECT max(event_id) FROM msg_event) AS last_event,
+            (SELECT min(msg_id) FROM proc_state WHERE status IN ('PENDING', 'FAILED')) AS head,
+            (SELECT array_agg(msg_id) FROM backfill_todo) AS owed`,
   );
   const x = r.rows[0]!;
-  if (!x.enqueued || !x.terminal || !x.sent) return false;
-  if (heads.backfill === null) return true;
-  const m = await run.mailboxQuery<{ n: number }[]>(`SELECT COUNT(*) AS n FROM CMINMSGS WHERE ID = ? AND DATE_PROCESSED IS NOT NULL`, [heads.backfill]);
-  return m[0]!.n === 1;
+  return { lastId, lastEvent: Number(x.last_event ?? 0), head: x.head === null ? null : Number(x.head), owed: (x.owed ?? []).map(Number) };
+}
+
+/** Whether the work a fault held up (`heldUp`) is done: enqueued, delivered, back-filled, the head terminal. */
+async function recoveredFrom(h: HeldUp): Promise<boolean> {
+  const r = await run.pg.db.query<{ enqueued: number; unsent: number; head_open: boolean }>(
+    `SELECT (SELECT count(*)::int FROM proc_state WHERE msg_id <= $1) AS enqueued,
+            (SELECT count(*)::int FROM msg_event WHERE event_id <= $2 AND status <> 'SENT') AS unsent,
+            EXISTS (SELECT 1 FROM proc_state WHERE msg_id = $3 AND status IN ('PENDING', 'FAILED')) AS head_open`,
+    [h.lastId, h.lastEvent, h.head],
+  );
+  const x = r.rows[0]!;
+  if (x.enqueued !== w.ids.filter((id) => id <= h.lastId).length || x.unsent > 0 || x.head_open) return false;
+  const marks = [...h.owed, ...(h.head === null ? [] : [h.head])];
+  if (marks.length === 0) return true;
+  const m = await run.mailboxQuery<{ n: number }[]>(`SELECT COUNT(*) AS n FROM CMINMSGS WHERE ID IN (?) AND DATE_PROCESSED IS NULL`, [marks]);
+  return m[0]!.n === 0;
 }
 
 /**
  * Steady load, the fault, more load. Two figures from the end of the fault:
- * - **recovered**: every stage of the pipeline (enqueue, processing, delivery, back-fill) has
- *   moved past the message that was oldest on it when the fault ended (`fronts`, `movedPast`).
- *   This is how long the pipeline takes to work again by itself (reconnects, backoffs, the
- *   sweep's healing), whatever the size of the backlog behind those messages. It must stay within
- *   RECOVERY_BOUND_MS; the wait allows 3× that so that a miss reports its figure, not a timeout.
+ * - **recovered**: the work the fault held up is done (`heldUp`, `recoveredFrom`): every row
+ *   written before its end enqueued, every event that existed then sent, every back-fill owed then
+ *   written, and the head of processing done. This is how long the pipeline takes to work again by
+ *   itself (reconnects, backoffs, the sweep's healing), whatever the size of the backlog queued
+ *   behind the head. It must stay within RECOVERY_BOUND_MS; the wait allows 3× that so that a miss
+ *   reports its figure, not a timeout.
  * - **caught up**: everything written before that moment has gone through (the backlog the fault
  *   and the scenario built up is worked off). It depends on the host's speed as much as on msgx,
  *   so it is reported with the backlog's size, not bounded; the run must still drain.
@@ -168,17 +165,17 @@ async function scenario(name: string, fault: (feed: Feed) => Promise<void>): Pro
   const since = Date.now();
   let recovered: Promise<number> | undefined;
   let caughtUpAt: Promise<number> | undefined;
-  let heads: Fronts | undefined;
-  let backlog = 0;
+  let held: HeldUp | undefined;
+  let backlog = { messages: 0, events: 0 };
   try {
     await sleep(3000);
     await roles.duringFault(name, () => fault(feed));
     const endedAt = Date.now();
     const last = Math.max(...w.ids);
-    const h = (heads = await fronts(last));
-    const oldest = Math.min(...Object.values(h).filter((x): x is number => x !== null));
-    backlog = w.ids.filter((id) => id >= oldest && id <= last).length;
-    recovered = waitFor(() => movedPast(h), { timeoutMs: 3 * RECOVERY_BOUND_MS, what: `${name}: recovery` }).then(() => Date.now() - endedAt);
+    const h = (held = await heldUp(last));
+    const p = await progress(run);
+    backlog = { messages: w.messageCount - p.terminal, events: p.eventsOpen };
+    recovered = waitFor(() => recoveredFrom(h), { timeoutMs: 3 * RECOVERY_BOUND_MS, what: `${name}: recovery` }).then(() => Date.now() - endedAt);
     caughtUpAt = waitFor(() => caughtUp(last), { timeoutMs: 120_000, what: `${name}: the backlog to be worked off` }).then(() => Date.now() - endedAt);
     recovered.catch(() => {});
     caughtUpAt.catch(() => {});
@@ -194,8 +191,8 @@ async function scenario(name: string, fault: (feed: Feed) => Promise<void>): Pro
   measured[name] = ms;
   const failures = roles.failures.filter((f) => f.at >= since);
   console.log(
-    `[faults:recovery] ${name}: recovered ${ms} ms after the fault ended (bound ${RECOVERY_BOUND_MS} ms; oldest held up per stage ${JSON.stringify(heads)}), ` +
-      `caught up with the ${backlog} messages from it on after ${caughtUpMs} ms; ` +
+    `[faults:recovery] ${name}: recovered ${ms} ms after the fault ended (bound ${RECOVERY_BOUND_MS} ms; head ${held?.head ?? 'none'}, ${held?.owed.length} back-fills owed), ` +
+      `caught up with the ${backlog.messages} messages not yet terminal and ${backlog.events} events not yet sent then after ${caughtUpMs} ms; ` +
       `${failures.length} role failures logged during the fault (${[...new Set(failures.map((f) => `${f.role}: ${f.message}`))].slice(0, 4).join('; ')})`,
   );
   await waitFor(() => drained(run, w), { timeoutMs: 60_000, what: `${name}: the pipeline to drain` });
