@@ -40,7 +40,7 @@ describe('architecture lint', () => {
     const r = await lintAs('lib/pipeline/probe.ts', `import { runWorker } from '../jobs/worker.ts';\nimport { buildContext } from '../app/buildContext.ts';\nexport const x = [runWorker, buildContext];\n`);
     expect(r).toEqual([
       expect.stringMatching(/never imports the runners/),
-      expect.stringMatching(/imports only the AppContext type from lib\/app/),
+      expect.stringMatching(/imports only the AppContext type and the role contract from lib\/app/),
     ]);
     expect(await lintAs('lib/pipeline/probe.ts', `import type { AppContext } from '../app/context.ts';\nexport type X = AppContext;\n`)).toEqual([]);
   }, 120_000);
