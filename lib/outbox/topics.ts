@@ -43,14 +43,14 @@ export async function ensureTopics(
     const missing = [...wanted].filter(([t]) => !present.has(t));
     result.existing = [...wanted.keys()].filter((t) => present.has(t));
     if (missing.length > 0) {
-      await admin.createTopics({
-        waitForLeaders: true,
-        topics: missing.map(([topic, o]) => ({
+      await createTopicsWithLeaders(
+        admin,
+        missing.map(([topic, o]) => ({
           topic,
           numPartitions: topicPartitions,
           configEntries: o.compact ? [{ name: 'cleanup.policy', value: 'compact' }] : [],
         })),
-      });
+      );
       // Another starter may have created some meanwhile: createTopics then answers false, fine.
       result.created = missing.map(([t]) => t);
     }
@@ -68,4 +68,34 @@ export async function ensureTopics(
   }
   for (const w of result.warnings) deps.log?.warn({ message: 'outbox_topic_warning', warning: w });
   return result;
+}
+
+type Admin = ReturnType<ReturnType<typeof createKafka>['admin']>;
+type TopicSpec = Parameters<Admin['createTopics']>[0]['topics'][number];
+
+/** Metadata errors a topic shows for a moment after its creation (KRaft propagates it asynchronously). */
+const SETTLING = new Set(['UNKNOWN_TOPIC_OR_PARTITION', 'LEADER_NOT_AVAILABLE', 'NOT_LEADER_FOR_PARTITION']);
+
+/**
+ * Creates `topics` and returns once every partition has a leader. kafkajs's own `waitForLeaders`
+ * retries only LEADER_NOT_AVAILABLE, but a broker may first answer UNKNOWN_TOPIC_OR_PARTITION for a
+ * topic it has just created; that surfaced as a failed start (and a red test) on a busy machine.
+ * Resolves false when every topic already existed.
+ */
+export async function createTopicsWithLeaders(admin: Admin, topics: TopicSpec[], options: { timeoutMs?: number } = {}): Promise<boolean> {
+  const created = await admin.createTopics({ waitForLeaders: false, topics });
+  const names = topics.map((t) => t.topic);
+  const deadline = Date.now() + (options.timeoutMs ?? 30_000);
+  for (;;) {
+    try {
+      const md = await admin.fetchTopicMetadata({ topics: names });
+      if (md.topics.every((t) => t.partitions.length > 0 && t.partitions.every((p) => p.leader >= 0))) return created;
+    } catch (e) {
+      const err = e as { type?: string; originalError?: { type?: string } };
+      if (!SETTLING.has(err.type ?? err.originalError?.type ?? '')) throw e;
+      if (Date.now() >= deadline) throw e;
+    }
+    if (Date.now() >= deadline) throw new Error(`Kafka topics ${names.join(', ')}: no leader for every partition after ${options.timeoutMs ?? 30_000} ms`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
 }

@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import kafkajs from 'kafkajs';
 import type { OutRecord, Publisher, PublishResult } from '../../lib/outbox/types.ts';
 import type { Log } from '../../lib/observability/logger.ts';
+import { createTopicsWithLeaders } from '../../lib/outbox/topics.ts';
 
 const { Kafka, logLevel } = kafkajs;
 
@@ -52,6 +53,17 @@ export function memoryLog(): Log & { lines: { level: string; line: Record<string
 
 // ---- Real Kafka ----------------------------------------------------------------------------
 
+
+/** Creates topics on the real broker and waits until each partition has a leader (as `msgx migrate` does). */
+export async function createTopics(brokers: string[], topics: { topic: string; numPartitions?: number; configEntries?: { name: string; value: string }[] }[]): Promise<void> {
+  const admin = new Kafka({ clientId: 'msgx-test-admin', brokers, logLevel: logLevel.NOTHING }).admin();
+  await admin.connect();
+  try {
+    await createTopicsWithLeaders(admin, topics.map((t) => ({ numPartitions: 1, ...t })));
+  } finally {
+    await admin.disconnect();
+  }
+}
 
 /** A topic name of its own for each test (never shared with another test or run). */
 export const randomTopic = (prefix = 'msgx-test') => `${prefix}.${Date.now().toString(36)}.${randomBytes(4).toString('hex')}`;

@@ -12,7 +12,7 @@ import { enqueueEvents } from '../../lib/outbox/enqueue.ts';
 import { buildContext, closeContext } from '../../lib/app/buildContext.ts';
 import type { AppContext } from '../../lib/app/context.ts';
 import { startRoles } from '../../lib/twin/roles.ts';
-import { memoryLog, randomTopic } from '../helpers/kafka.ts';
+import { createTopics, memoryLog, randomTopic } from '../helpers/kafka.ts';
 import { freshPg, serviceUrls, type TestPg } from '../helpers/services.ts';
 
 // Issue 13, "unknown destinations refused up front" and "errors visible where people look", over
@@ -56,10 +56,7 @@ async function msgx(env: Record<string, string> = {}) {
 }
 
 async function createTopic(topic: string) {
-  const admin = new kafkajs.Kafka({ brokers: kafkaBrokers, logLevel: kafkajs.logLevel.NOTHING }).admin();
-  await admin.connect();
-  await admin.createTopics({ waitForLeaders: true, topics: [{ topic, numPartitions: 1 }] });
-  await admin.disconnect();
+  await createTopics(kafkaBrokers, [{ topic }]);
 }
 
 const txCount = async () => (await pg.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM tx_message`)).rows[0]!.n;
@@ -181,10 +178,7 @@ describe('a delivery that fails shows why on every retry', () => {
   test('GET /v1/tx-messages/{id} and its trace carry lastError while the message is still being retried', async () => {
     const { ctx, call } = await msgx({ MSGX_DELIVERY_MAX_RETRY_COUNT: '5', MSGX_DELIVERY_INITIAL_BACKOFF: '1m' });
     const topic = randomTopic('msgx-tiny');
-    const admin = new kafkajs.Kafka({ brokers: kafkaBrokers, logLevel: kafkajs.logLevel.NOTHING }).admin();
-    await admin.connect();
-    await admin.createTopics({ waitForLeaders: true, topics: [{ topic, numPartitions: 1, configEntries: [{ name: 'max.message.bytes', value: '1024' }] }] });
-    await admin.disconnect();
+    await createTopics(kafkaBrokers, [{ topic, configEntries: [{ name: 'max.message.bytes', value: '1024' }] }]);
     const prepared = await call('POST', '/v1/tx-messages', { ...prepareBody(topic), payload: 'x'.repeat(5000) });
     expect(prepared.status).toBe(201);
     const id = prepared.body.id as string;

@@ -1,5 +1,4 @@
 import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import kafkajs from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { loadConfig, type Config } from '../../lib/config/config.ts';
 import { dispatcherRole } from '../../lib/jobs/roles.ts';
@@ -12,7 +11,7 @@ import { deadEvents } from '../../lib/outbox/queries.ts';
 import type { Publisher } from '../../lib/outbox/types.ts';
 import { silentLog } from '../../lib/observability/logger.ts';
 import { systemClock } from '../../lib/shared/clock.ts';
-import { randomTopic, readTopic } from '../helpers/kafka.ts';
+import { createTopics, randomTopic, readTopic } from '../helpers/kafka.ts';
 import { freshPg, serviceUrls, waitFor, type TestPg } from '../helpers/services.ts';
 
 // Issue 13 on the real broker (auto-create off) and a real HTTP receiver: a failure that belongs
@@ -64,10 +63,7 @@ describe('a failure that belongs to the event spends its attempts', () => {
   test('a record larger than the topic allows ends DEAD after the budget; the events behind it are delivered in order', async () => {
     const { config, ctx } = setup();
     const topic = randomTopic('msgx-small');
-    const admin = new kafkajs.Kafka({ brokers: kafkaBrokers, logLevel: kafkajs.logLevel.NOTHING }).admin();
-    await admin.connect();
-    await admin.createTopics({ waitForLeaders: true, topics: [{ topic, numPartitions: 1, configEntries: [{ name: 'max.message.bytes', value: '2048' }] }] });
-    await admin.disconnect();
+    await createTopics(kafkaBrokers, [{ topic, configEntries: [{ name: 'max.message.bytes', value: '2048' }] }]);
     const kafka = new KafkaPublisher(config.kafka, { publishTimeoutMs: config.outbox.publishTimeoutMs });
     const values = ['small-1', 'x'.repeat(10_000), 'small-2', 'small-3'];
     const ids = await enqueueEvents(pg.db, values.map((v) => ({ target: `tx:${topic}`, key: 'k', type: 'T', value: v })));

@@ -5,11 +5,10 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
-import kafkajs from 'kafkajs';
 import mysql from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { flight, flop, schd } from '../fixtures/messages/build.ts';
-import { randomTopic, readTopicToEnd, type ReadRecord } from '../helpers/kafka.ts';
+import { createTopics, randomTopic, readTopicToEnd, type ReadRecord } from '../helpers/kafka.ts';
 import { freshMysql, freshPg, serviceUrls, type TestMysql, type TestPg, waitFor } from '../helpers/services.ts';
 import { killTwins, startTwin, type Twin } from '../helpers/twinChild.ts';
 
@@ -46,10 +45,7 @@ beforeAll(async () => {
   my = await freshMysql();
   brokers = serviceUrls().kafkaBrokers;
   // The consumer's own topic for transactional messages exists before anyone writes to it.
-  const admin = new kafkajs.Kafka({ brokers, logLevel: kafkajs.logLevel.NOTHING }).admin();
-  await admin.connect();
-  await admin.createTopics({ topics: [{ topic: txTopic, numPartitions: 1 }, { topic: txTopic2, numPartitions: 1 }], waitForLeaders: true });
-  await admin.disconnect();
+  await createTopics(brokers, [{ topic: txTopic }, { topic: txTopic2 }]);
   checkServer = createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://check');
     // msgx names the message twice: ?id= and the msgx-txmsg-id header; both must agree.
