@@ -5,8 +5,24 @@ import tseslint from 'typescript-eslint';
 import importX, { createNodeResolver } from 'eslint-plugin-import-x';
 import msgx from './scripts/eslint-import-cycle.mjs';
 
-const libDomains = ['app', 'audit', 'cli', 'codec', 'config', 'db', 'flights', 'http', 'jobs', 'mailbox',
-  'observability', 'outbox', 'pipeline', 'requests', 'twin', 'txmsg'];
+const libDomains = [
+  'app',
+  'audit',
+  'cli',
+  'codec',
+  'config',
+  'db',
+  'flights',
+  'http',
+  'jobs',
+  'mailbox',
+  'observability',
+  'outbox',
+  'pipeline',
+  'requests',
+  'twin',
+  'txmsg',
+];
 
 /**
  * A module's surface: the files of lib/<module> that other lib folders and functions/ may import.
@@ -25,18 +41,56 @@ const SURFACES = {
   flights: ['history.ts', 'processors.ts', 'routes.ts', 'snapLog.ts'],
   // mysql.ts is loaded on demand by open.ts.
   mailbox: ['mailbox.ts', 'open.ts', 'pg.ts'],
-  outbox: ['dispatcher.ts', 'enqueue.ts', 'health.ts', 'metrics.ts', 'missingTopics.ts', 'problems.ts', 'publish.ts',
-    'publishers/index.ts', 'queries.ts', 'replay.ts', 'sourceEvents.ts', 'topicCatalog.ts', 'topics.ts', 'types.ts'],
-  pipeline: ['backfill.ts', 'frontier.ts', 'groupScope.ts', 'identityMode.ts', 'pause.ts', 'poller.ts', 'procArchive.ts',
-    'procState.ts', 'procStats.ts', 'processor.ts', 'pump.ts', 'replay.ts', 'rescan.ts', 'routes.ts'],
+  outbox: [
+    'dispatcher.ts',
+    'enqueue.ts',
+    'health.ts',
+    'metrics.ts',
+    'missingTopics.ts',
+    'problems.ts',
+    'publish.ts',
+    'publishers/index.ts',
+    'queries.ts',
+    'replay.ts',
+    'sourceEvents.ts',
+    'topicCatalog.ts',
+    'topics.ts',
+    'types.ts',
+  ],
+  pipeline: [
+    'backfill.ts',
+    'frontier.ts',
+    'groupScope.ts',
+    'identityMode.ts',
+    'pause.ts',
+    'poller.ts',
+    'procArchive.ts',
+    'procState.ts',
+    'procStats.ts',
+    'processor.ts',
+    'pump.ts',
+    'replay.ts',
+    'rescan.ts',
+    'routes.ts',
+  ],
   requests: ['match.ts', 'reconcile.ts', 'reference.ts', 'routes.ts', 'send.ts', 'track.ts'],
-  txmsg: ['archive.ts', 'checkBack.ts', 'client.ts', 'dead.ts', 'hooks.ts', 'redeliver.ts', 'resend.ts', 'routes.ts',
-    'states.ts', 'stats.ts', 'view.ts'],
+  txmsg: [
+    'archive.ts',
+    'checkBack.ts',
+    'client.ts',
+    'dead.ts',
+    'hooks.ts',
+    'redeliver.ts',
+    'resend.ts',
+    'routes.ts',
+    'states.ts',
+    'stats.ts',
+    'view.ts',
+  ],
 };
 
 /** Domains sit below the runners: they never import lib/jobs, lib/twin, lib/cli or lib/app (but its AppContext type and the role contract). */
-const belowRunners = ['audit', 'codec', 'config', 'db', 'flights', 'mailbox', 'observability', 'outbox', 'pipeline',
-  'requests', 'txmsg'];
+const belowRunners = ['audit', 'codec', 'config', 'db', 'flights', 'mailbox', 'observability', 'outbox', 'pipeline', 'requests', 'txmsg'];
 
 export default tseslint.config(
   { ignores: ['node_modules/**', 'cdk.out/**', 'dist/**', 'coverage/**', '.services/**'] },
@@ -54,61 +108,65 @@ export default tseslint.config(
       // No cycles, type-only imports included (scripts/eslint-import-cycle.mjs; import-x/no-cycle
       // would skip `import type`).
       'msgx/no-import-cycle': 'error',
-      'import-x/no-restricted-paths': ['error', {
-        zones: [
-          {
-            target: './lib',
-            from: ['./functions', './infra-cdk', './test', './bench'],
-            message: 'lib/ is the library: it never imports its wrappers, infra, tests or benchmarks.',
-          },
-          {
-            target: './lib/shared',
-            from: libDomains.map((d) => `./lib/${d}`),
-            message: 'lib/shared is a leaf: it imports no other lib domain (compose in lib/app).',
-          },
-          {
-            target: './lib/constants.ts',
-            from: ['./lib', './functions', './infra-cdk'],
-            except: ['./constants.ts'],
-            message: 'lib/constants.ts is dependency-free: infra-cdk reads it.',
-          },
-          {
-            target: './lib/app/catalogue.ts',
-            from: ['./lib', './functions', './infra-cdk'],
-            except: ['./app/catalogue.ts'],
-            message: 'lib/app/catalogue.ts is dependency-free: infra-cdk reads it (a role names its code by path).',
-          },
-          {
-            target: './lib/http/console/src',
-            from: './lib',
-            except: ['./http/console/src'],
-            message: 'lib/http/console/src is browser code: it imports nothing from the server (src/model.ts mirrors the JSON it reads).',
-          },
-          {
-            target: './infra-cdk',
-            from: './lib',
-            except: ['./constants.ts', './app/catalogue.ts'],
-            message: 'infra-cdk reads only lib/constants.ts and lib/app/catalogue.ts (dependency-free) from lib/.',
-          },
-          {
-            target: belowRunners.map((d) => `./lib/${d}`),
-            from: ['./lib/jobs', './lib/twin', './lib/cli'],
-            message: 'A domain never imports the runners (lib/jobs, lib/twin, lib/cli): they import it.',
-          },
-          {
-            target: belowRunners.map((d) => `./lib/${d}`),
-            from: './lib/app',
-            except: ['./context.ts', './role.ts'],
-            message: 'A domain imports only the AppContext type and the role contract from lib/app (context.ts, role.ts): the composition root imports it.',
-          },
-          ...Object.entries(SURFACES).map(([module, files]) => ({
-            target: [`./lib/!(${module})/**`, './functions/**'],
-            from: `./lib/${module}`,
-            except: files.map((f) => `./${f}`),
-            message: `Not on lib/${module}'s surface (${files.join(', ')}); see SURFACES in eslint.config.mjs.`,
-          })),
-        ],
-      }],
+      'import-x/no-restricted-paths': [
+        'error',
+        {
+          zones: [
+            {
+              target: './lib',
+              from: ['./functions', './infra-cdk', './test', './bench'],
+              message: 'lib/ is the library: it never imports its wrappers, infra, tests or benchmarks.',
+            },
+            {
+              target: './lib/shared',
+              from: libDomains.map((d) => `./lib/${d}`),
+              message: 'lib/shared is a leaf: it imports no other lib domain (compose in lib/app).',
+            },
+            {
+              target: './lib/constants.ts',
+              from: ['./lib', './functions', './infra-cdk'],
+              except: ['./constants.ts'],
+              message: 'lib/constants.ts is dependency-free: infra-cdk reads it.',
+            },
+            {
+              target: './lib/app/catalogue.ts',
+              from: ['./lib', './functions', './infra-cdk'],
+              except: ['./app/catalogue.ts'],
+              message: 'lib/app/catalogue.ts is dependency-free: infra-cdk reads it (a role names its code by path).',
+            },
+            {
+              target: './lib/http/console/src',
+              from: './lib',
+              except: ['./http/console/src'],
+              message: 'lib/http/console/src is browser code: it imports nothing from the server (src/model.ts mirrors the JSON it reads).',
+            },
+            {
+              target: './infra-cdk',
+              from: './lib',
+              except: ['./constants.ts', './app/catalogue.ts'],
+              message: 'infra-cdk reads only lib/constants.ts and lib/app/catalogue.ts (dependency-free) from lib/.',
+            },
+            {
+              target: belowRunners.map((d) => `./lib/${d}`),
+              from: ['./lib/jobs', './lib/twin', './lib/cli'],
+              message: 'A domain never imports the runners (lib/jobs, lib/twin, lib/cli): they import it.',
+            },
+            {
+              target: belowRunners.map((d) => `./lib/${d}`),
+              from: './lib/app',
+              except: ['./context.ts', './role.ts'],
+              message:
+                'A domain imports only the AppContext type and the role contract from lib/app (context.ts, role.ts): the composition root imports it.',
+            },
+            ...Object.entries(SURFACES).map(([module, files]) => ({
+              target: [`./lib/!(${module})/**`, './functions/**'],
+              from: `./lib/${module}`,
+              except: files.map((f) => `./${f}`),
+              message: `Not on lib/${module}'s surface (${files.join(', ')}); see SURFACES in eslint.config.mjs.`,
+            })),
+          ],
+        },
+      ],
     },
   },
 );

@@ -80,24 +80,39 @@ async function main() {
         r.notes.push(`first attempt failed (${first instanceof Error ? first.message : String(first)}); this is the retry.`);
       } catch (err) {
         process.stderr.write(`[${name}] FAILED: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
-        r = { scenario: name, title: name, figures: [], notes: [], meta: {}, skipped: `failed: ${err instanceof Error ? err.message : String(err)}` };
+        r = {
+          scenario: name,
+          title: name,
+          figures: [],
+          notes: [],
+          meta: {},
+          skipped: `failed: ${err instanceof Error ? err.message : String(err)}`,
+        };
       }
     }
     r.seconds = Math.round((Date.now() - t0) / 1000);
     // Other work on the machine while this scenario ran skews every figure: say so with the results.
     r.meta.machineBefore = before;
     r.meta.load1After = Number(loadavg()[0]!.toFixed(2));
-    if (before.busyPct > 25) r.notes.push(`other work used ${before.busyPct}% of the CPUs when this scenario started (load ${before.load1}): figures are pessimistic.`);
+    if (before.busyPct > 25)
+      r.notes.push(
+        `other work used ${before.busyPct}% of the CPUs when this scenario started (load ${before.load1}): figures are pessimistic.`,
+      );
     for (const f of r.figures) earlier.set(f.id, f);
     results.push(r);
     process.stderr.write(`[${name}] done in ${r.seconds}s\n`);
   }
 
   const date = new Date();
-  const stamp = date.toISOString().replace(/[:]/g, '-').replace(/\.\d+Z$/, 'Z');
+  const stamp = date
+    .toISOString()
+    .replace(/[:]/g, '-')
+    .replace(/\.\d+Z$/, 'Z');
   let commit = '';
   try {
-    commit = execSync('git rev-parse --short HEAD', { cwd: here, stdio: ['ignore', 'pipe', 'ignore'] }).toString().trim();
+    commit = execSync('git rev-parse --short HEAD', { cwd: here, stdio: ['ignore', 'pipe', 'ignore'] })
+      .toString()
+      .trim();
   } catch {}
   const doc = {
     date: date.toISOString(),
@@ -121,12 +136,18 @@ async function main() {
   const written = [`bench/results/${base}.json`];
   if (full && !args.quick) {
     writeFileSync(join(dir, 'latest.json'), `${JSON.stringify(doc, null, 2)}\n`);
-    writeFileSync(join(dir, 'latest.svg'), renderChart(results, `msgx bench ${date.toISOString().slice(0, 16).replace('T', ' ')} UTC (${commit}, ${doc.machine.cpus} CPUs)`));
+    writeFileSync(
+      join(dir, 'latest.svg'),
+      renderChart(results, `msgx bench ${date.toISOString().slice(0, 16).replace('T', ' ')} UTC (${commit}, ${doc.machine.cpus} CPUs)`),
+    );
     writeFileSync(join(dir, 'latest.md'), `${renderTable(results, true)}\n`);
     written.push('bench/results/latest.json', 'bench/results/latest.svg', 'bench/results/latest.md');
   } else {
     // Smoke and partial runs get their own chart next to their JSON, never over latest.*.
-    writeFileSync(join(dir, `${base}.svg`), renderChart(results, `msgx bench (${full ? 'quick' : names.join(', ')}) ${date.toISOString().slice(0, 16)}`));
+    writeFileSync(
+      join(dir, `${base}.svg`),
+      renderChart(results, `msgx bench (${full ? 'quick' : names.join(', ')}) ${date.toISOString().slice(0, 16)}`),
+    );
     written.push(`bench/results/${base}.svg`);
   }
   process.stdout.write(`\nwritten: ${written.join(', ')} (${doc.seconds}s)\n`);

@@ -47,7 +47,13 @@ export function buildMsgx(app: App, options: BuildOptions = {}): MsgxStacks {
     messaging,
     description: 'msgx: functions, HTTP API, schedules, migrations',
   });
-  const monitoring = new MonitoringStack(app, `${p}-Monitoring`, { ...base, service, data, messaging, description: 'msgx: alarms and dashboard' });
+  const monitoring = new MonitoringStack(app, `${p}-Monitoring`, {
+    ...base,
+    service,
+    data,
+    messaging,
+    description: 'msgx: alarms and dashboard',
+  });
 
   // CloudFormation refuses Tags on these two types (cfn-lint E3002), though CDK would render them.
   const untaggable = { excludeResourceTypes: ['AWS::CloudWatch::Dashboard', 'AWS::ApplicationAutoScaling::ScalableTarget'] };

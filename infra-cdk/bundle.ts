@@ -60,7 +60,13 @@ const mysqlErrorsTrimmed = (repoRoot: string): Plugin => ({
       const keep: Record<string, string | number> = {};
       // code → name only (what sets err.code); the name → code half is read by mysql2 just below.
       for (const [k, v] of Object.entries(all)) if (typeof v === 'string' && Number(k) >= 1000 && Number(k) < 3000) keep[k] = v;
-      for (const name of ['ER_OPTION_PREVENTS_STATEMENT', 'ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION', 'ER_READ_ONLY_MODE', 'HA_ERR_INTERNAL_ERROR', 'ER_WARN_DEPRECATED_SYNTAX'])
+      for (const name of [
+        'ER_OPTION_PREVENTS_STATEMENT',
+        'ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION',
+        'ER_READ_ONLY_MODE',
+        'HA_ERR_INTERNAL_ERROR',
+        'ER_WARN_DEPRECATED_SYNTAX',
+      ])
         if (all[name] !== undefined) keep[name] = all[name]!;
       return { contents: `'use strict';module.exports=${JSON.stringify(keep)};`, loader: 'js' };
     });

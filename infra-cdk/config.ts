@@ -319,13 +319,11 @@ export function readSettings(node: Node): MsgxSettings {
     throw new Error(`context lambdaRuntime must be nodejs20.x|nodejs22.x|nodejs24.x, got ${lambdaRuntime}`);
 
   const upstreamAuth = (str(node, 'upstreamAuth') ?? 'iam') as UpstreamAuth;
-  if (!['iam', 'jwt', 'lambda'].includes(upstreamAuth))
-    throw new Error(`context upstreamAuth must be iam|jwt|lambda, got ${upstreamAuth}`);
+  if (!['iam', 'jwt', 'lambda'].includes(upstreamAuth)) throw new Error(`context upstreamAuth must be iam|jwt|lambda, got ${upstreamAuth}`);
   const jwtIssuer = str(node, 'jwtIssuer');
   const authorizerFunctionArn = str(node, 'authorizerFunctionArn');
   if (upstreamAuth === 'jwt' && !jwtIssuer) throw new Error('context upstreamAuth=jwt needs jwtIssuer (and jwtAudience)');
-  if (upstreamAuth === 'lambda' && !authorizerFunctionArn)
-    throw new Error('context upstreamAuth=lambda needs authorizerFunctionArn');
+  if (upstreamAuth === 'lambda' && !authorizerFunctionArn) throw new Error('context upstreamAuth=lambda needs authorizerFunctionArn');
 
   // Every stage needs the real mailbox: a placeholder deploys "successfully" and then fails every poll.
   const mailboxHost = str(node, 'mailboxHost');
@@ -334,7 +332,9 @@ export function readSettings(node: Node): MsgxSettings {
   if (!mailboxSecretArn) throw new Error(`context mailboxSecretArn is required (stage ${stage}): the mailbox secret's complete ARN`);
   // The functions verify the mailbox's TLS certificate by host name; an address cannot be checked.
   if (/^[\d.]+$|:/.test(mailboxHost))
-    throw new Error(`context mailboxHost must be the mailbox's DNS name (the one its TLS certificate names), not an IP address: ${mailboxHost}`);
+    throw new Error(
+      `context mailboxHost must be the mailbox's DNS name (the one its TLS certificate names), not an IP address: ${mailboxHost}`,
+    );
   if (!SECRET_ARN.test(mailboxSecretArn))
     throw new Error(`context mailboxSecretArn must be a complete secret ARN (ending in -XXXXXX), got ${mailboxSecretArn}`);
   const site: Record<string, string | undefined> = {
@@ -402,7 +402,12 @@ function checkExisting(at: string, e: ExistingSettings): void {
     const v = e.vpc;
     need('vpc.id', /^vpc-[0-9a-f]+$/.test(String(v.id)), 'a VPC id (vpc-…)', v.id);
     need('vpc.cidr', /^\d+\.\d+\.\d+\.\d+\/\d+$/.test(String(v.cidr)), 'the VPC CIDR', v.cidr);
-    need('vpc.availabilityZones', Array.isArray(v.availabilityZones) && v.availabilityZones.length >= 2, 'two or more AZ names', v.availabilityZones);
+    need(
+      'vpc.availabilityZones',
+      Array.isArray(v.availabilityZones) && v.availabilityZones.length >= 2,
+      'two or more AZ names',
+      v.availabilityZones,
+    );
     for (const key of ['appSubnetIds', 'dataSubnetIds'] as const) {
       const ids = v[key];
       if (ids === undefined && key === 'dataSubnetIds') continue;
@@ -419,7 +424,12 @@ function checkExisting(at: string, e: ExistingSettings): void {
   if (e.msk) {
     const m = e.msk;
     need('msk.clusterArn', MSK_ARN.test(String(m.clusterArn)), 'an MSK cluster ARN (arn:…:kafka:…:cluster/<name>/<uuid>)', m.clusterArn);
-    need('msk.bootstrapBrokers', /^[^,\s]+:9098(,[^,\s]+:9098)*$/.test(String(m.bootstrapBrokers)), 'the IAM bootstrap string (host:9098,…)', m.bootstrapBrokers);
+    need(
+      'msk.bootstrapBrokers',
+      /^[^,\s]+:9098(,[^,\s]+:9098)*$/.test(String(m.bootstrapBrokers)),
+      'the IAM bootstrap string (host:9098,…)',
+      m.bootstrapBrokers,
+    );
     if (m.securityGroupId !== undefined)
       need('msk.securityGroupId', /^sg-[0-9a-f]+$/.test(String(m.securityGroupId)), 'a security group id', m.securityGroupId);
   }

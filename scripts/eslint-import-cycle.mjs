@@ -37,7 +37,13 @@ function depsOf(file) {
   if (hit && hit.mtimeMs === mtimeMs) return hit.deps;
   const info = ts.preProcessFile(readFileSync(file, 'utf8'), true, true);
   const deps = [
-    ...new Set(info.importedFiles.map((f) => f.fileName).filter((s) => s.startsWith('.')).map((s) => resolveRelative(file, s)).filter(Boolean)),
+    ...new Set(
+      info.importedFiles
+        .map((f) => f.fileName)
+        .filter((s) => s.startsWith('.'))
+        .map((s) => resolveRelative(file, s))
+        .filter(Boolean),
+    ),
   ];
   cache.set(file, { mtimeMs, deps });
   return deps;
@@ -70,7 +76,8 @@ export const noImportCycle = {
     docs: { description: 'Forbid relative import cycles, type-only imports included.' },
     schema: [],
     messages: {
-      cycle: 'Import cycle (type-only imports count): {{cycle}}. Put what both need in a file both import (a types.ts), or turn one import around.',
+      cycle:
+        'Import cycle (type-only imports count): {{cycle}}. Put what both need in a file both import (a types.ts), or turn one import around.',
     },
   },
   create(context) {

@@ -343,13 +343,20 @@ async function ensureKafkaLibs() {
     log(`fetching Apache Kafka ${version} with Maven …`);
     fs.rmSync(KAFKA_LIBS, { recursive: true, force: true });
     mkdirp(KAFKA_LIBS);
-    const rc = await run('mvn', [
-      '-q', '-B', '-Dstyle.color=never',
-      '-f', path.join(KAFKA_SRC, 'pom.xml'),
-      `-Dkafka.version=${version}`,
-      `-DoutputDirectory=${KAFKA_LIBS}`,
-      'dependency:copy-dependencies',
-    ], logFile);
+    const rc = await run(
+      'mvn',
+      [
+        '-q',
+        '-B',
+        '-Dstyle.color=never',
+        '-f',
+        path.join(KAFKA_SRC, 'pom.xml'),
+        `-Dkafka.version=${version}`,
+        `-DoutputDirectory=${KAFKA_LIBS}`,
+        'dependency:copy-dependencies',
+      ],
+      logFile,
+    );
     const jar = path.join(KAFKA_LIBS, `kafka_2.13-${version}.jar`);
     if (rc === 0 && fs.existsSync(jar)) {
       fs.writeFileSync(marker, `${version}\n`);
@@ -372,12 +379,15 @@ function writeKafkaConfig(inst) {
 
 function kafkaJvmArgs(inst) {
   return [
-    '-Xms256m', '-Xmx512m',
-    '-XX:+UseG1GC', '-XX:MaxGCPauseMillis=20',
+    '-Xms256m',
+    '-Xmx512m',
+    '-XX:+UseG1GC',
+    '-XX:MaxGCPauseMillis=20',
     '-Djava.awt.headless=true',
     `-Dkafka.logs.dir=${inst.dir}`,
     `-Dlog4j.configuration=file:${path.join(KAFKA_SRC, 'log4j.properties')}`,
-    '-cp', `${KAFKA_LIBS}/*`,
+    '-cp',
+    `${KAFKA_LIBS}/*`,
   ];
 }
 
@@ -390,10 +400,11 @@ async function formatKafkaStorage(inst) {
   do clusterId = randomBytes(16).toString('base64url');
   while (clusterId.startsWith('-'));
   const logFile = path.join(inst.dir, 'format.log');
-  const rc = await run(javaBin(), [
-    ...kafkaJvmArgs(inst), 'kafka.tools.StorageTool',
-    'format', '-t', clusterId, '-c', props, '--ignore-formatted',
-  ], logFile);
+  const rc = await run(
+    javaBin(),
+    [...kafkaJvmArgs(inst), 'kafka.tools.StorageTool', 'format', '-t', clusterId, '-c', props, '--ignore-formatted'],
+    logFile,
+  );
   if (rc !== 0) throw new Fail(`formatting the Kafka log dir failed (exit ${rc})\n${tail(logFile, 20)}`);
 }
 
@@ -412,8 +423,12 @@ function startKafkaProcess(inst) {
     fs.closeSync(outFd);
   }
   let exited = null;
-  child.once('exit', (code, signal) => { exited = signal ?? `exit ${code}`; });
-  child.once('error', (e) => { exited = e.message; });
+  child.once('exit', (code, signal) => {
+    exited = signal ?? `exit ${code}`;
+  });
+  child.once('error', (e) => {
+    exited = e.message;
+  });
   child.unref();
   if (!child.pid) throw new Fail(`could not start java: ${exited ?? 'no pid'}`);
   fs.writeFileSync(pidFile, `${child.pid}\n`);
@@ -541,8 +556,11 @@ async function down() {
   }
   const myMark = path.join(STATE, 'mariadb.started');
   if (fs.existsSync(myMark)) {
-    await run('start-stop-daemon', ['--stop', '--oknodo', '--retry', 'TERM/30/KILL/5', '--exec', '/usr/sbin/mariadbd'],
-      path.join(STATE, 'mariadb-start.log'));
+    await run(
+      'start-stop-daemon',
+      ['--stop', '--oknodo', '--retry', 'TERM/30/KILL/5', '--exec', '/usr/sbin/mariadbd'],
+      path.join(STATE, 'mariadb-start.log'),
+    );
     fs.rmSync(myMark, { force: true });
   }
 }
@@ -602,7 +620,7 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
     // Exit explicitly: a lingering client socket must never keep `up` (and so `npm test`) waiting.
     () => process.exit(process.exitCode ?? 0),
     (e) => {
-      process.stderr.write(`services: ${e instanceof Fail ? e.message : e?.stack ?? e}\n`);
+      process.stderr.write(`services: ${e instanceof Fail ? e.message : (e?.stack ?? e)}\n`);
       process.exit(1);
     },
   );

@@ -99,7 +99,11 @@ export function renderChart(results: ScenarioResult[], title: string): string {
     if (bars.length) panels.push({ title, bars });
   };
   const msgx = (id: string) => (id.startsWith('pump.') || id.startsWith('relay.msgx') || id.startsWith('peers.msgx') ? BLUE : GREY);
-  group('Serial FIFO throughput, same run (msg/s; pgbench in tx/s)', ['pump.pgbench', 'pump.mysql', 'pump.pg', 'peers.graphile', 'peers.pgboss'], msgx);
+  group(
+    'Serial FIFO throughput, same run (msg/s; pgbench in tx/s)',
+    ['pump.pgbench', 'pump.mysql', 'pump.pg', 'peers.graphile', 'peers.pgboss'],
+    msgx,
+  );
   group('Relay to Kafka, same run (events/s)', ['relay.msgx', 'relay.plain'], msgx);
   group('Latency (ms)', ['wakeup.p50', 'wakeup.p99', 'relay.ack.p50', 'relay.ack.p99', 'http.send.p99', 'http.tx.p99'], () => BLUE);
 

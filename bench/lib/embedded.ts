@@ -63,7 +63,12 @@ export async function embeddedLoad(o: { seconds: number; clients: number }): Pro
   const DAY = '20261129';
   const flights = Array.from({ length: 500 }, (_, i) => String(700_000 + i));
   try {
-    const plan = schd('DNLD', { seqn: 1, dttm: `${DAY}080000`, opdy: DAY, flights: flights.map((f) => flight({ FLID: f, OPDY: DAY, AWCD: 'CZ', FLNO: f })) });
+    const plan = schd('DNLD', {
+      seqn: 1,
+      dttm: `${DAY}080000`,
+      opdy: DAY,
+      flights: flights.map((f) => flight({ FLID: f, OPDY: DAY, AWCD: 'CZ', FLNO: f })),
+    });
     const p = await call(port, 'POST', '/cminmsgs/send', plan, headers);
     if (p.status !== 200) throw new Error(`day plan: ${p.status} ${p.body}`);
     let seqn = 2;
@@ -76,7 +81,11 @@ export async function embeddedLoad(o: { seconds: number; clients: number }): Pro
       Array.from({ length: o.clients }, async () => {
         while (performance.now() < until) {
           const n = seqn++;
-          const body = flop('ETOT', { seqn: n }, flight({ FLID: flights[n % flights.length]!, ETOT: `${DAY}${String(100000 + (n % 5000)).padStart(6, '0')}` }));
+          const body = flop(
+            'ETOT',
+            { seqn: n },
+            flight({ FLID: flights[n % flights.length]!, ETOT: `${DAY}${String(100000 + (n % 5000)).padStart(6, '0')}` }),
+          );
           const r = await call(port, 'POST', '/cminmsgs/send', body, headers).catch(() => null);
           if (r?.status === 200) ok++;
           else errors++;

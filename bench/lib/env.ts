@@ -38,6 +38,10 @@ export function benchContext(o: {
 export async function ensureServices(): Promise<void> {
   const { spawnSync } = await import('node:child_process');
   const root = new URL('../../', import.meta.url).pathname;
-  const r = spawnSync(process.execPath, ['scripts/services.mjs', 'up', '--quiet-stdout'], { cwd: root, stdio: ['ignore', 'ignore', 'pipe'], timeout: 180_000 });
+  const r = spawnSync(process.execPath, ['scripts/services.mjs', 'up', '--quiet-stdout'], {
+    cwd: root,
+    stdio: ['ignore', 'ignore', 'pipe'],
+    timeout: 180_000,
+  });
   if (r.status !== 0) throw new Error(`services up failed: ${r.stderr?.toString().slice(-500)}`);
 }

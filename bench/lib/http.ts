@@ -11,12 +11,22 @@ export interface Reply {
 /** One HTTP request over the keep-alive agent; network errors reject. */
 export function call(port: number, method: string, path: string, body?: string, headers: Record<string, string> = {}): Promise<Reply> {
   return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, method, path, agent, headers: body === undefined ? headers : { 'content-length': Buffer.byteLength(body), ...headers } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
-      res.on('error', reject);
-    });
+    const req = request(
+      {
+        host: '127.0.0.1',
+        port,
+        method,
+        path,
+        agent,
+        headers: body === undefined ? headers : { 'content-length': Buffer.byteLength(body), ...headers },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
+        res.on('error', reject);
+      },
+    );
     req.setTimeout(10_000, () => req.destroy(new Error('timeout')));
     req.on('error', reject);
     req.end(body);
@@ -40,7 +50,12 @@ export function freePort(): Promise<number> {
  * ones answered. `fire` gets the scheduled time; latency is counted from it (so a late generator
  * or a stalled server shows up in the numbers instead of hiding: no coordinated omission).
  */
-export async function openLoop(rate: number, seconds: number, fire: (i: number, scheduledAt: number) => void, onTick?: (i: number) => void): Promise<{ late: number }> {
+export async function openLoop(
+  rate: number,
+  seconds: number,
+  fire: (i: number, scheduledAt: number) => void,
+  onTick?: (i: number) => void,
+): Promise<{ late: number }> {
   const total = Math.round(rate * seconds);
   const interval = 1000 / rate;
   const t0 = performance.now() + 20;

@@ -30,9 +30,13 @@ export async function pgbenchCommitRate(seconds: number): Promise<number> {
     await c.end();
     const file = join(dir, 'tx.sql');
     writeFileSync(file, `BEGIN;\nINSERT INTO bench_log (v) VALUES ('x');\nUPDATE bench_counter SET n = n + 1 WHERE id = 1;\nCOMMIT;\n`);
-    const { stdout } = await run('pgbench', ['-h', base.hostname, '-p', base.port || '5432', '-U', base.username || 'postgres', '-n', '-c1', `-T${seconds}`, '-f', file, name], {
-      env: { ...process.env, PGPASSWORD: decodeURIComponent(base.password) },
-    });
+    const { stdout } = await run(
+      'pgbench',
+      ['-h', base.hostname, '-p', base.port || '5432', '-U', base.username || 'postgres', '-n', '-c1', `-T${seconds}`, '-f', file, name],
+      {
+        env: { ...process.env, PGPASSWORD: decodeURIComponent(base.password) },
+      },
+    );
     const m = /tps = ([\d.]+) \(without initial connection time\)/.exec(stdout) ?? /tps = ([\d.]+)/.exec(stdout);
     if (!m) throw new Error(`pgbench output without tps:\n${stdout}`);
     return Number(m[1]);

@@ -27,7 +27,8 @@ export async function waitForQuiet(maxWaitMs: number, threshold = 0.25, log?: (s
   let busy = await busyShare();
   let told = false;
   while (busy > threshold && Date.now() - started < maxWaitMs) {
-    if (!told) log?.(`other work is using ${(busy * 100).toFixed(0)}% of the CPUs; waiting up to ${Math.round(maxWaitMs / 1000)} s for quiet`);
+    if (!told)
+      log?.(`other work is using ${(busy * 100).toFixed(0)}% of the CPUs; waiting up to ${Math.round(maxWaitMs / 1000)} s for quiet`);
     told = true;
     busy = await busyShare(2000);
   }

@@ -35,7 +35,11 @@ export function renderTable(results: ScenarioResult[], markdown = false): string
     ].join('\n');
   }
   const width = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-  const line = (r: string[]) => r.map((c, i) => (i >= 2 && i <= 4 ? c.padStart(width[i]!) : c.padEnd(width[i]!))).join('  ').trimEnd();
+  const line = (r: string[]) =>
+    r
+      .map((c, i) => (i >= 2 && i <= 4 ? c.padStart(width[i]!) : c.padEnd(width[i]!)))
+      .join('  ')
+      .trimEnd();
   let last = '';
   const out = [line(head), width.map((w) => '-'.repeat(w)).join('  ')];
   for (const r of rows) {

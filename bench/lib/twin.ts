@@ -8,7 +8,11 @@ const root = join(import.meta.dirname, '..', '..');
 
 /** The twin (`lib/twin/main.ts`, every role) as a child process; resolves once /health is 200. */
 export async function startTwin(env: Record<string, string>, port: number): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'lib/twin/main.ts'], { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', 'lib/twin/main.ts'], {
+    cwd: root,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   let stderr = '';
   child.stderr!.on('data', (c: Buffer) => (stderr = (stderr + c.toString()).slice(-4000)));
   const deadline = Date.now() + 60_000;

@@ -116,7 +116,10 @@ export async function bundleScenario(o: RunOptions): Promise<ScenarioResult> {
         note: `runs ${fmt(times)}; min ${Math.min(...times).toFixed(0)} (the quiet-machine estimate)`,
       }),
     );
-    p.step('import', `${fn}: ${(bytes.total / 1000).toFixed(0)} KB, import median ${median(times).toFixed(0)} ms, min ${Math.min(...times).toFixed(0)} ms`);
+    p.step(
+      'import',
+      `${fn}: ${(bytes.total / 1000).toFixed(0)} KB, import median ${median(times).toFixed(0)} ms, min ${Math.min(...times).toFixed(0)} ms`,
+    );
   }
 
   // The whole cold start, on the local services. Secrets: the signing secret through a stand-in of

@@ -5,7 +5,8 @@ import { figure, type RunOptions, type ScenarioResult } from '../lib/result.ts';
 
 const CORPUS = join(import.meta.dirname, '..', '..', 'test', 'fixtures', 'hostile', 'corpus.ts');
 /** Cases built to blow up a parser: entity expansion, external entities, depth, floods, size. */
-const BOMB = /billion-laughs|quadratic-blowup|xxe|deep-nesting|ref-flood|too-many-elements|body-\d|many-comments|huge-cdata|repeated-doctype/;
+const BOMB =
+  /billion-laughs|quadratic-blowup|xxe|deep-nesting|ref-flood|too-many-elements|body-\d|many-comments|huge-cdata|repeated-doctype/;
 
 interface Timing {
   name: string;
@@ -22,7 +23,14 @@ interface Timing {
 export async function decoderScenario(o: RunOptions): Promise<ScenarioResult> {
   const p = progress('decoder');
   if (!existsSync(CORPUS))
-    return { scenario: 'decoder', title: 'Hostile-input decoder timing', figures: [], notes: [], meta: {}, skipped: 'test/fixtures/hostile/corpus.ts not present' };
+    return {
+      scenario: 'decoder',
+      title: 'Hostile-input decoder timing',
+      figures: [],
+      notes: [],
+      meta: {},
+      skipped: 'test/fixtures/hostile/corpus.ts not present',
+    };
   const mod = (await import(CORPUS)) as {
     timeDecoder?: (o: { runs?: number }) => Timing[];
     loadCorpus: () => { name: string; expect: { errorClass?: string } }[];
@@ -30,7 +38,12 @@ export async function decoderScenario(o: RunOptions): Promise<ScenarioResult> {
   if (!mod.timeDecoder) throw new Error('corpus.ts has no timeDecoder()');
   // A bomb: a parser-killer shape the corpus expects refused as MALFORMED (floods under the
   // limits are legal input and are expected to decode; they count only for "slowest case").
-  const refused = new Set(mod.loadCorpus().filter((c) => c.expect.errorClass === 'MALFORMED').map((c) => c.name));
+  const refused = new Set(
+    mod
+      .loadCorpus()
+      .filter((c) => c.expect.errorClass === 'MALFORMED')
+      .map((c) => c.name),
+  );
   const isBomb = (name: string) => BOMB.test(name) && refused.has(name);
   const slowest: number[] = [];
   const bombMax: number[] = [];
@@ -43,18 +56,33 @@ export async function decoderScenario(o: RunOptions): Promise<ScenarioResult> {
     for (const b of bombs) if (b.outcome.startsWith('decoded')) accepted.add(b.name);
     slowest.push(t[0]!.ms);
     bombMax.push(Math.max(...bombs.map((b) => b.ms)));
-    p.step(`${r + 1}/${o.runs}`, `${t.length} cases; slowest ${t[0]!.name} ${t[0]!.ms.toFixed(2)} ms; slowest bomb ${bombs[0]?.name} ${bombs[0]?.ms.toFixed(2)} ms`);
+    p.step(
+      `${r + 1}/${o.runs}`,
+      `${t.length} cases; slowest ${t[0]!.name} ${t[0]!.ms.toFixed(2)} ms; slowest bomb ${bombs[0]?.name} ${bombs[0]?.ms.toFixed(2)} ms`,
+    );
   }
   const bombs = last.filter((c) => isBomb(c.name));
-  const top = last.slice(0, 5).map((c) => `${c.name} ${c.ms.toFixed(2)} ms (${(c.bytes / 1024).toFixed(0)} KiB, ${c.outcome.slice(0, 50)})`);
+  const top = last
+    .slice(0, 5)
+    .map((c) => `${c.name} ${c.ms.toFixed(2)} ms (${(c.bytes / 1024).toFixed(0)} KiB, ${c.outcome.slice(0, 50)})`);
   return {
     scenario: 'decoder',
     title: `Hostile-input decoder: ${last.length} cases`,
     figures: [
       figure('decoder.slowest', `slowest case (${last[0]!.name})`, 'ms', slowest, { better: 'lower' }),
-      figure('decoder.bomb', `slowest bomb of ${bombs.length} (${bombs[0]?.name})`, 'ms', bombMax, { target: { op: '<', value: 10 }, headline: true }),
+      figure('decoder.bomb', `slowest bomb of ${bombs.length} (${bombs[0]?.name})`, 'ms', bombMax, {
+        target: { op: '<', value: 10 },
+        headline: true,
+      }),
     ],
-    notes: [`slowest five: ${top.join('; ')}`, ...(accepted.size ? [`bomb cases decoded instead of refused: ${[...accepted].join(', ')}`] : [])],
-    meta: { cases: last.length, bombs: bombs.map((b) => ({ name: b.name, bytes: b.bytes, ms: b.ms, outcome: b.outcome })), slowest: last.slice(0, 10) },
+    notes: [
+      `slowest five: ${top.join('; ')}`,
+      ...(accepted.size ? [`bomb cases decoded instead of refused: ${[...accepted].join(', ')}`] : []),
+    ],
+    meta: {
+      cases: last.length,
+      bombs: bombs.map((b) => ({ name: b.name, bytes: b.bytes, ms: b.ms, outcome: b.outcome })),
+      slowest: last.slice(0, 10),
+    },
   };
 }

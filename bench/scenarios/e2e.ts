@@ -21,7 +21,11 @@ const OPEN_EVENT = `SELECT 1 FROM msg_event WHERE status IN ('PENDING', 'DELIVER
 
 /** Gate change i: flight i mod FLIGHTS to gate G<i>, a real change every time. */
 const gateText = (i: number) =>
-  flop('GATE', { seqn: 20_000 + i, dttm: '20261129060000' }, flight({ FLID: flidOf(i, FLIGHTS), GATE: [{ CODE: `G${i}`, BEG: `${DAY}093000`, END: `${DAY}101500` }] }));
+  flop(
+    'GATE',
+    { seqn: 20_000 + i, dttm: '20261129060000' },
+    flight({ FLID: flidOf(i, FLIGHTS), GATE: [{ CODE: `G${i}`, BEG: `${DAY}093000`, END: `${DAY}101500` }] }),
+  );
 
 interface E2eRun {
   terminalMs: number;
@@ -81,7 +85,10 @@ async function timedE2e(kind: 'mysql' | 'pg', count: number, p: Progress, label:
     twin = await startTwin(env, port);
     await bulkInsertMailbox(target, [planText(FLIGHTS)]);
     const deadline = Date.now() + 120_000;
-    while ((await q(`SELECT count(*)::int AS n FROM flight_schd`).catch(() => 0)) < FLIGHTS || (await q(`SELECT count(*)::int AS n FROM (${OPEN_EVENT}) o`)) > 0) {
+    while (
+      (await q(`SELECT count(*)::int AS n FROM flight_schd`).catch(() => 0)) < FLIGHTS ||
+      (await q(`SELECT count(*)::int AS n FROM (${OPEN_EVENT}) o`)) > 0
+    ) {
       if (Date.now() > deadline) throw new Error('day plan not applied and delivered within 120 s');
       await sleep(100);
     }
@@ -90,7 +97,10 @@ async function timedE2e(kind: 'mysql' | 'pg', count: number, p: Progress, label:
 
     const tick = p.counter(label, count, 'terminal');
     const t0 = performance.now();
-    await bulkInsertMailbox(target, Array.from({ length: count }, (_, i) => gateText(i)));
+    await bulkInsertMailbox(
+      target,
+      Array.from({ length: count }, (_, i) => gateText(i)),
+    );
     let terminalMs = 0;
     let backfilledMs = 0;
     let deliveredMs = 0;
@@ -102,7 +112,8 @@ async function timedE2e(kind: 'mysql' | 'pg', count: number, p: Progress, label:
     const terminalCount = () => q(`SELECT count(*)::int AS n FROM proc_state WHERE msg_id > $1 AND status IN ${TERMINAL}`, [planMax]);
     const anyOpen = async (sql: string) => (await pg.db.query<{ open: boolean }>(`SELECT EXISTS (${sql}) AS open`)).rows[0]!.open;
     for (let i = 0; !(terminalMs && backfilledMs && deliveredMs); i++) {
-      if (Date.now() > stop) throw new Error(`not done within 15 min (terminal ${terminalMs}, backfilled ${backfilledMs}, delivered ${deliveredMs})`);
+      if (Date.now() > stop)
+        throw new Error(`not done within 15 min (terminal ${terminalMs}, backfilled ${backfilledMs}, delivered ${deliveredMs})`);
       if (!terminalMs) {
         const busy = await anyOpen(`SELECT 1 FROM proc_state WHERE status IN ('PENDING', 'FAILED')`);
         const now = performance.now() - t0;
@@ -155,7 +166,10 @@ export async function e2eScenario(o: RunOptions): Promise<ScenarioResult> {
       rate[kind].push((count / e.deliveredMs) * 1000);
       if (kind === 'mysql') terminalRate.push((count / e.terminalMs) * 1000);
       rss.push(e.peakRss);
-      p.step(label, `mailbox ${kind}: terminal ${(e.terminalMs / 1000).toFixed(1)} s, back-filled ${(e.backfilledMs / 1000).toFixed(1)} s, delivered ${(e.deliveredMs / 1000).toFixed(1)} s → ${rate[kind].at(-1)!.toFixed(0)} msg/s; twin peak RSS ${e.peakRss.toFixed(0)} MiB`);
+      p.step(
+        label,
+        `mailbox ${kind}: terminal ${(e.terminalMs / 1000).toFixed(1)} s, back-filled ${(e.backfilledMs / 1000).toFixed(1)} s, delivered ${(e.deliveredMs / 1000).toFixed(1)} s → ${rate[kind].at(-1)!.toFixed(0)} msg/s; twin peak RSS ${e.peakRss.toFixed(0)} MiB`,
+      );
     }
     p.step(label, `pgbench -c1 -T${pgbenchSecs} after`);
     const after = await pgbenchCommitRate(pgbenchSecs);
@@ -170,8 +184,13 @@ export async function e2eScenario(o: RunOptions): Promise<ScenarioResult> {
       figure('e2e.mysql', 'end to end, mailbox MariaDB', 'msg/s', rate.mysql, { headline: true }),
       figure('e2e.pg', 'end to end, mailbox in PostgreSQL', 'msg/s', rate.pg),
       figure('e2e.mysql.terminal', 'all terminal (not yet delivered), mailbox MariaDB', 'msg/s', terminalRate),
-      figure('e2e.mysql.vs.pgbench', 'end to end (MariaDB) / pgbench commit rate', 'x', ratios(rate.mysql, bench), { target: { op: '>=', value: 3 }, headline: true }),
-      figure('e2e.pg.vs.pgbench', 'end to end (PG mailbox) / pgbench commit rate', 'x', ratios(rate.pg, bench), { target: { op: '>=', value: 3 } }),
+      figure('e2e.mysql.vs.pgbench', 'end to end (MariaDB) / pgbench commit rate', 'x', ratios(rate.mysql, bench), {
+        target: { op: '>=', value: 3 },
+        headline: true,
+      }),
+      figure('e2e.pg.vs.pgbench', 'end to end (PG mailbox) / pgbench commit rate', 'x', ratios(rate.pg, bench), {
+        target: { op: '>=', value: 3 },
+      }),
       figure('e2e.rss', 'twin peak RSS during the run', 'MiB', rss, { better: 'lower' }),
     ],
     notes: [],

@@ -39,9 +39,19 @@ function vm(pid: number, key: 'VmHWM' | 'VmRSS'): number {
 }
 
 /** Runs a function bundle's handler in a child (as Lambda would) until `done()`; returns its VmHWM in MiB. */
-async function peakRss(file: string, env: Record<string, string>, done: () => Promise<boolean>, maxMs: number, ingressEvents = 0): Promise<number> {
+async function peakRss(
+  file: string,
+  env: Record<string, string>,
+  done: () => Promise<boolean>,
+  maxMs: number,
+  ingressEvents = 0,
+): Promise<number> {
   const runner = join(out, 'invoke.mjs');
-  const child: ChildProcess = spawn(process.execPath, [runner, file, String(ingressEvents)], { cwd: out, env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
+  const child: ChildProcess = spawn(process.execPath, [runner, file, String(ingressEvents)], {
+    cwd: out,
+    env: { PATH: process.env.PATH ?? '', ...env },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   let stderr = '';
   child.stderr!.on('data', (c: Buffer) => (stderr = (stderr + c.toString()).slice(-2000)));
   const exited = new Promise<void>((r) => child.once('exit', () => r()));
@@ -106,7 +116,12 @@ export async function footprintScenario(o: RunOptions): Promise<ScenarioResult> 
   for (const fn of fns) {
     const times: number[] = [];
     for (let i = 0; i < imports; i++) times.push(await coldImport(files.get(fn)!));
-    figures.push(figure(`footprint.import.${fn}`, `cold import ${fn} (median of ${imports})`, 'ms', [median(times)], { better: 'lower', note: `runs ${times.map((t) => t.toFixed(0)).join(', ')}` }));
+    figures.push(
+      figure(`footprint.import.${fn}`, `cold import ${fn} (median of ${imports})`, 'ms', [median(times)], {
+        better: 'lower',
+        note: `runs ${times.map((t) => t.toFixed(0)).join(', ')}`,
+      }),
+    );
     p.step('import', `${fn}: ${median(times).toFixed(0)} ms`);
   }
 
@@ -128,7 +143,10 @@ export async function footprintScenario(o: RunOptions): Promise<ScenarioResult> 
     const ctx = benchContext({ db: pg.db, mailbox, env });
     await ensureTopics(ctx.config);
     await loadPlan(ctx, mailbox, FLIGHTS);
-    await bulkInsertMailbox({ kind: 'mysql', url: my.url }, Array.from({ length: backlog }, (_, i) => flopText(i, FLIGHTS)));
+    await bulkInsertMailbox(
+      { kind: 'mysql', url: my.url },
+      Array.from({ length: backlog }, (_, i) => flopText(i, FLIGHTS)),
+    );
     const q = async (sql: string) => (await pg.db.query<{ n: number }>(sql)).rows[0]!.n;
     const open = () => q(`SELECT count(*)::int AS n FROM proc_state WHERE status IN ('PENDING','FAILED')`);
     p.step('rss', `${backlog} FLOPs in the mailbox`);
@@ -145,7 +163,13 @@ export async function footprintScenario(o: RunOptions): Promise<ScenarioResult> 
     p.step('rss', `sweep ${rss.sweep.toFixed(0)} MiB (5 s)`);
     const before = await q(`SELECT count(*)::int AS n FROM proc_state`);
     const ingressN = o.quick ? 200 : 1000;
-    rss.ingress = await peakRss(files.get('ingress')!, env, async () => (await q(`SELECT count(*)::int AS n FROM proc_state`)) >= before + ingressN, 120_000, ingressN);
+    rss.ingress = await peakRss(
+      files.get('ingress')!,
+      env,
+      async () => (await q(`SELECT count(*)::int AS n FROM proc_state`)) >= before + ingressN,
+      120_000,
+      ingressN,
+    );
     p.step('rss', `ingress ${rss.ingress.toFixed(0)} MiB (${ingressN} requests)`);
     for (const [fn, mib] of Object.entries(rss))
       figures.push(figure(`footprint.rss.${fn}`, `peak RSS ${fn} (VmHWM)`, 'MiB', [mib], { better: 'lower' }));
@@ -159,12 +183,20 @@ export async function footprintScenario(o: RunOptions): Promise<ScenarioResult> 
   for (let r = 0; r < (o.quick ? 1 : o.runs); r++) {
     const e = await embeddedStart();
     for (const k of Object.keys(starts) as (keyof typeof starts)[]) starts[k].push(e[k]);
-    p.step('twin', `embedded twin: first start ${e.firstRss.toFixed(0)} MiB (peak ${e.firstPeak.toFixed(0)}), again ${e.againRss.toFixed(0)} MiB (peak ${e.againPeak.toFixed(0)})`);
+    p.step(
+      'twin',
+      `embedded twin: first start ${e.firstRss.toFixed(0)} MiB (peak ${e.firstPeak.toFixed(0)}), again ${e.againRss.toFixed(0)} MiB (peak ${e.againPeak.toFixed(0)})`,
+    );
   }
   figures.push(
-    figure('footprint.twin.embedded.rss', 'embedded twin RSS after start (fresh .msgx, VmRSS)', 'MiB', starts.firstRss, { target: { op: '<', value: 300 }, headline: true }),
+    figure('footprint.twin.embedded.rss', 'embedded twin RSS after start (fresh .msgx, VmRSS)', 'MiB', starts.firstRss, {
+      target: { op: '<', value: 300 },
+      headline: true,
+    }),
     figure('footprint.twin.embedded.peak', 'embedded twin peak RSS during start (VmHWM)', 'MiB', starts.firstPeak, { better: 'lower' }),
-    figure('footprint.twin.embedded.restart.rss', 'embedded twin RSS after a restart on the same .msgx', 'MiB', starts.againRss, { target: { op: '<', value: 300 } }),
+    figure('footprint.twin.embedded.restart.rss', 'embedded twin RSS after a restart on the same .msgx', 'MiB', starts.againRss, {
+      target: { op: '<', value: 300 },
+    }),
   );
   return {
     scenario: 'footprint',

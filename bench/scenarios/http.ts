@@ -71,8 +71,16 @@ export async function httpScenario(o: RunOptions): Promise<ScenarioResult> {
         twin = await startTwin(env, port);
         // Warm-up: a few of each, not counted.
         for (let i = 0; i < 20; i++) {
-          await call(port, 'POST', '/cminmsgs/send', flop('ETOT', { seqn: 900_000 + i }, flight({ FLID: '999', ETOT: '20261129101500' })), { 'content-type': 'application/xml' });
-          const t = await call(port, 'POST', '/v1/tx-messages', JSON.stringify({ topic: txTopic, key: 'k', payload: { i }, checkUrl: `${checkOrigin}/check` }), { 'content-type': 'application/json' });
+          await call(port, 'POST', '/cminmsgs/send', flop('ETOT', { seqn: 900_000 + i }, flight({ FLID: '999', ETOT: '20261129101500' })), {
+            'content-type': 'application/xml',
+          });
+          const t = await call(
+            port,
+            'POST',
+            '/v1/tx-messages',
+            JSON.stringify({ topic: txTopic, key: 'k', payload: { i }, checkUrl: `${checkOrigin}/check` }),
+            { 'content-type': 'application/json' },
+          );
           await call(port, 'POST', `/v1/tx-messages/${JSON.parse(t.body).id}/commit`);
         }
 
@@ -81,7 +89,13 @@ export async function httpScenario(o: RunOptions): Promise<ScenarioResult> {
           const lat: number[] = [];
           for (let i = 0; i < 200; i++) {
             const t = performance.now();
-            await call(port, 'POST', '/cminmsgs/send', flop('ETOT', { seqn: 800_000 + i }, flight({ FLID: '999', ETOT: '20261129101500' })), { 'content-type': 'application/xml' });
+            await call(
+              port,
+              'POST',
+              '/cminmsgs/send',
+              flop('ETOT', { seqn: 800_000 + i }, flight({ FLID: '999', ETOT: '20261129101500' })),
+              { 'content-type': 'application/xml' },
+            );
             lat.push(performance.now() - t);
           }
           const l = latency(lat);
@@ -89,7 +103,13 @@ export async function httpScenario(o: RunOptions): Promise<ScenarioResult> {
           const tl: number[] = [];
           for (let i = 0; i < 100; i++) {
             const t = performance.now();
-            const res = await call(port, 'POST', '/v1/tx-messages', JSON.stringify({ topic: txTopic, key: 'solo', payload: { i }, checkUrl: `${checkOrigin}/check` }), { 'content-type': 'application/json' });
+            const res = await call(
+              port,
+              'POST',
+              '/v1/tx-messages',
+              JSON.stringify({ topic: txTopic, key: 'solo', payload: { i }, checkUrl: `${checkOrigin}/check` }),
+              { 'content-type': 'application/json' },
+            );
             tl.push(performance.now() - t);
             const c0 = performance.now();
             await call(port, 'POST', `/v1/tx-messages/${JSON.parse(res.body).id}/commit`);
@@ -105,10 +125,12 @@ export async function httpScenario(o: RunOptions): Promise<ScenarioResult> {
         let sampling = true;
         const sampleLoop = (async () => {
           while (sampling) {
-            const r = await sampler.query<{ w: string; n: number }>(
-              `SELECT coalesce(wait_event_type || ':' || wait_event, 'CPU') AS w, count(*)::int AS n FROM pg_stat_activity
+            const r = await sampler
+              .query<{ w: string; n: number }>(
+                `SELECT coalesce(wait_event_type || ':' || wait_event, 'CPU') AS w, count(*)::int AS n FROM pg_stat_activity
                WHERE datname = current_database() AND pid <> pg_backend_pid() AND state = 'active' GROUP BY 1`,
-            ).catch(() => ({ rows: [] as { w: string; n: number }[] }));
+              )
+              .catch(() => ({ rows: [] as { w: string; n: number }[] }));
             for (const row of r.rows) waits[row.w] = (waits[row.w] ?? 0) + row.n;
             await sleep(50);
           }
@@ -122,24 +144,33 @@ export async function httpScenario(o: RunOptions): Promise<ScenarioResult> {
           let errors = 0;
           const pending: Promise<void>[] = [];
           const tick = p.counter(label, rate * seconds, 'POST /cminmsgs/send');
-          const { late } = await openLoop(rate, seconds, (i, at) => {
-            const body = flop('ETOT', { seqn: 1_000_000 * (r + 1) + i }, flight({ FLID: String(200000 + (i % 500)), ETOT: '20261129101500' }));
-            pending.push(
-              call(port, 'POST', '/cminmsgs/send', body, { 'content-type': 'application/xml' }).then(
-                (res) => {
-                  lat.push(performance.now() - at);
-                  if (res.status !== 200) {
+          const { late } = await openLoop(
+            rate,
+            seconds,
+            (i, at) => {
+              const body = flop(
+                'ETOT',
+                { seqn: 1_000_000 * (r + 1) + i },
+                flight({ FLID: String(200000 + (i % 500)), ETOT: '20261129101500' }),
+              );
+              pending.push(
+                call(port, 'POST', '/cminmsgs/send', body, { 'content-type': 'application/xml' }).then(
+                  (res) => {
+                    lat.push(performance.now() - at);
+                    if (res.status !== 200) {
+                      errors++;
+                      if (errSamples.length < 5) errSamples.push(`send ${res.status} ${res.body.slice(0, 200)}`);
+                    }
+                  },
+                  (err) => {
                     errors++;
-                    if (errSamples.length < 5) errSamples.push(`send ${res.status} ${res.body.slice(0, 200)}`);
-                  }
-                },
-                (err) => {
-                  errors++;
-                  if (errSamples.length < 5) errSamples.push(`send ${String(err)}`);
-                },
-              ),
-            );
-          }, tick);
+                    if (errSamples.length < 5) errSamples.push(`send ${String(err)}`);
+                  },
+                ),
+              );
+            },
+            tick,
+          );
           await Promise.all(pending);
           sendCpu.push(((cpuSeconds(twin.pid!) - cpu0) / ((performance.now() - w0) / 1000)) * 100);
           const l = latency(lat);
@@ -147,7 +178,10 @@ export async function httpScenario(o: RunOptions): Promise<ScenarioResult> {
           sendP99.push(l.p99);
           sendErr.push(errors);
           lateAll.push(late);
-          p.step(label, `send: p50 ${l.p50.toFixed(2)} ms, p99 ${l.p99.toFixed(2)} ms, ${errors} errors, ${late} fired > 5 ms late, twin CPU ${sendCpu.at(-1)!.toFixed(0)}%`);
+          p.step(
+            label,
+            `send: p50 ${l.p50.toFixed(2)} ms, p99 ${l.p99.toFixed(2)} ms, ${errors} errors, ${late} fired > 5 ms late, twin CPU ${sendCpu.at(-1)!.toFixed(0)}%`,
+          );
         }
 
         // POST /v1/tx-messages + commit
@@ -162,31 +196,41 @@ export async function httpScenario(o: RunOptions): Promise<ScenarioResult> {
             errors++;
             if (errSamples.length < 5) errSamples.push(`${what} ${String(err)}`);
           };
-          const { late } = await openLoop(rate / 2, seconds, (i, at) => {
-            const body = JSON.stringify({ topic: txTopic, key: `order-${i}`, payload: { orderId: i, amount: 100 + (i % 7) }, checkUrl: `${checkOrigin}/check` });
-            pending.push(
-              call(port, 'POST', '/v1/tx-messages', body, { 'content-type': 'application/json' }).then(async (res) => {
-                lat.push(performance.now() - at);
-                if (res.status !== 201) {
-                  errors++;
-                  if (errSamples.length < 5) errSamples.push(`prepare ${res.status} ${res.body.slice(0, 200)}`);
-                  return;
-                }
-                const id = (JSON.parse(res.body) as { id: string }).id;
-                const c0 = performance.now();
-                const c = await call(port, 'POST', `/v1/tx-messages/${id}/commit`).catch((e) => {
-                  fail('commit')(e);
-                  return null;
-                });
-                if (!c) return;
-                lat.push(performance.now() - c0);
-                if (c.status !== 200) {
-                  errors++;
-                  if (errSamples.length < 5) errSamples.push(`commit ${c.status} ${c.body.slice(0, 200)}`);
-                }
-              }, fail('prepare')),
-            );
-          }, (i) => tick(i * 2));
+          const { late } = await openLoop(
+            rate / 2,
+            seconds,
+            (i, at) => {
+              const body = JSON.stringify({
+                topic: txTopic,
+                key: `order-${i}`,
+                payload: { orderId: i, amount: 100 + (i % 7) },
+                checkUrl: `${checkOrigin}/check`,
+              });
+              pending.push(
+                call(port, 'POST', '/v1/tx-messages', body, { 'content-type': 'application/json' }).then(async (res) => {
+                  lat.push(performance.now() - at);
+                  if (res.status !== 201) {
+                    errors++;
+                    if (errSamples.length < 5) errSamples.push(`prepare ${res.status} ${res.body.slice(0, 200)}`);
+                    return;
+                  }
+                  const id = (JSON.parse(res.body) as { id: string }).id;
+                  const c0 = performance.now();
+                  const c = await call(port, 'POST', `/v1/tx-messages/${id}/commit`).catch((e) => {
+                    fail('commit')(e);
+                    return null;
+                  });
+                  if (!c) return;
+                  lat.push(performance.now() - c0);
+                  if (c.status !== 200) {
+                    errors++;
+                    if (errSamples.length < 5) errSamples.push(`commit ${c.status} ${c.body.slice(0, 200)}`);
+                  }
+                }, fail('prepare')),
+              );
+            },
+            (i) => tick(i * 2),
+          );
           await Promise.all(pending);
           txCpu.push(((cpuSeconds(twin.pid!) - cpu0) / ((performance.now() - w0) / 1000)) * 100);
           const l = latency(lat);
@@ -220,7 +264,10 @@ export async function httpScenario(o: RunOptions): Promise<ScenarioResult> {
     embRps.push(e.rps);
     embPeak.push(e.peakRss);
     embCpu.push(e.cpu);
-    p.step(`embedded ${r + 1}/${o.runs}`, `${e.rps.toFixed(0)} requests/s, ${e.errors} errors, peak ${e.peakRss.toFixed(0)} MiB, twin CPU ${e.cpu.toFixed(0)}%${e.processedWithin ? '' : ' (backlog not drained within 120 s)'}`);
+    p.step(
+      `embedded ${r + 1}/${o.runs}`,
+      `${e.rps.toFixed(0)} requests/s, ${e.errors} errors, peak ${e.peakRss.toFixed(0)} MiB, twin CPU ${e.cpu.toFixed(0)}%${e.processedWithin ? '' : ' (backlog not drained within 120 s)'}`,
+    );
   }
   return {
     scenario: 'http',
@@ -236,11 +283,23 @@ export async function httpScenario(o: RunOptions): Promise<ScenarioResult> {
       figure('http.tx.p50', 'tx-messages prepare + commit p50', 'ms', txP50, { better: 'lower' }),
       figure('http.tx.p99', 'tx-messages prepare + commit p99', 'ms', txP99, { target: { op: '<', value: 20 }, headline: true }),
       figure('http.tx.errors', 'tx-messages errors', 'count', txErr, { target: { op: '<', value: 1 } }),
-      figure('http.embedded.rps', `embedded twin: POST /cminmsgs/send from 20 concurrent clients (${embSeconds} s, processing meanwhile)`, 'req/s', embRps, { target: { op: '>=', value: 500 }, headline: true }),
+      figure(
+        'http.embedded.rps',
+        `embedded twin: POST /cminmsgs/send from 20 concurrent clients (${embSeconds} s, processing meanwhile)`,
+        'req/s',
+        embRps,
+        { target: { op: '>=', value: 500 }, headline: true },
+      ),
       figure('http.embedded.peak', 'embedded twin peak RSS under that load (VmHWM)', 'MiB', embPeak, { better: 'lower' }),
       figure('http.embedded.cpu', 'embedded twin CPU under that load (100% = one core)', '%', embCpu, { better: 'lower' }),
     ],
     notes: errSamples.length ? [`error samples: ${errSamples.join(' | ')}`] : [],
-    meta: { rate, seconds, firedLate: lateAll, pgActiveSessionSamples: waits, twin: 'child process: node --import tsx lib/twin/main.ts (all roles running)' },
+    meta: {
+      rate,
+      seconds,
+      firedLate: lateAll,
+      pgActiveSessionSamples: waits,
+      twin: 'child process: node --import tsx lib/twin/main.ts (all roles running)',
+    },
   };
 }

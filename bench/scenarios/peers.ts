@@ -34,7 +34,10 @@ async function setup(count: number) {
   const mailbox = new MysqlMailbox(my.url);
   const ctx = benchContext({ db: pgdb.db, mailbox, env: { MSGX_MAILBOX_URL: my.url } });
   await loadPlan(ctx, mailbox, FLIGHTS);
-  await bulkInsertMailbox({ kind: 'mysql', url: my.url }, Array.from({ length: count }, (_, i) => flopText(i, FLIGHTS)));
+  await bulkInsertMailbox(
+    { kind: 'mysql', url: my.url },
+    Array.from({ length: count }, (_, i) => flopText(i, FLIGHTS)),
+  );
   const ids = Array.from({ length: count }, (_, i) => i + 2); // ID 1 is the plan
   return {
     pgdb,
@@ -181,7 +184,10 @@ export async function peersScenario(o: RunOptions): Promise<ScenarioResult> {
     figures: [
       figure('peers.graphile', 'graphile-worker 0.16.6, named queue (serial)', 'msg/s', gw, { headline: true }),
       figure('peers.pgboss', 'pg-boss 10, singleton queue, fetch/complete loop', 'msg/s', boss, { headline: true }),
-      figure('peers.msgx.vs.graphile', 'msgx pump (MariaDB) / graphile-worker', 'x', ratios(mine, gw), { target: { op: '>=', value: 3 }, headline: true }),
+      figure('peers.msgx.vs.graphile', 'msgx pump (MariaDB) / graphile-worker', 'x', ratios(mine, gw), {
+        target: { op: '>=', value: 3 },
+        headline: true,
+      }),
       figure('peers.msgx.vs.pgboss', 'msgx pump (MariaDB) / pg-boss', 'x', ratios(mine, boss)),
     ],
     notes: [

@@ -92,10 +92,17 @@ export async function pumpScenario(o: RunOptions): Promise<ScenarioResult> {
       figure('pump.mysql', 'msgx pump, mailbox MariaDB', 'msg/s', my, { headline: true }),
       figure('pump.pg', 'msgx pump, mailbox in PostgreSQL', 'msg/s', pgm, { headline: true }),
       figure('pump.cpu', 'pump process CPU while draining (MariaDB mailbox)', '%', cpu, { better: 'lower' }),
-      figure('pump.mysql.vs.pgbench', 'msgx pump (MariaDB) / pgbench commit rate', 'x', ratios(my, bench), { target: { op: '>=', value: 3 }, headline: true }),
-      figure('pump.pg.vs.pgbench', 'msgx pump (PG mailbox) / pgbench commit rate', 'x', ratios(pgm, bench), { target: { op: '>=', value: 3 } }),
+      figure('pump.mysql.vs.pgbench', 'msgx pump (MariaDB) / pgbench commit rate', 'x', ratios(my, bench), {
+        target: { op: '>=', value: 3 },
+        headline: true,
+      }),
+      figure('pump.pg.vs.pgbench', 'msgx pump (PG mailbox) / pgbench commit rate', 'x', ratios(pgm, bench), {
+        target: { op: '>=', value: 3 },
+      }),
     ],
-    notes: [`while the pump drains (MariaDB mailbox), PG session samples: ${topWaits(waits)}; pump process CPU ${cpu.join('/')}% of one core.`],
+    notes: [
+      `while the pump drains (MariaDB mailbox), PG session samples: ${topWaits(waits)}; pump process CPU ${cpu.join('/')}% of one core.`,
+    ],
     meta,
   };
 }

@@ -20,7 +20,17 @@ function eventOf(i: number): NewEvent {
     key: flid,
     type: 'FLIGHT_UPDATED',
     flid,
-    value: { v: 1, type: 'FLIGHT_UPDATED', flid, opdy: '20261129', stateVersion: 2 + Math.floor(i / 2000), msgId: 10_000 + i, changed: { ETOT: '20261129101500' }, at: '2026-11-29T02:00:00.000Z', pad: 'x'.repeat(160) },
+    value: {
+      v: 1,
+      type: 'FLIGHT_UPDATED',
+      flid,
+      opdy: '20261129',
+      stateVersion: 2 + Math.floor(i / 2000),
+      msgId: 10_000 + i,
+      changed: { ETOT: '20261129101500' },
+      at: '2026-11-29T02:00:00.000Z',
+      pad: 'x'.repeat(160),
+    },
   };
 }
 
@@ -166,11 +176,20 @@ export async function relayScenario(o: RunOptions): Promise<ScenarioResult> {
     scenario: 'relay',
     title: `Relay: ${N.toLocaleString('en-US')} events to Kafka (acks=all, idempotent, one in flight)`,
     figures: [
-      figure('relay.msgx', 'msgx dispatcher (dispatcherRole step)', 'events/s', msgx, { target: { op: '>=', value: 10_000 }, headline: true }),
+      figure('relay.msgx', 'msgx dispatcher (dispatcherRole step)', 'events/s', msgx, {
+        target: { op: '>=', value: 10_000 },
+        headline: true,
+      }),
       figure('relay.plain', `plain kafkajs producer, batches of ${batch}`, 'events/s', plain, { headline: true }),
       figure('relay.cpu', 'dispatcher process CPU while sending', '%', cpu, { better: 'lower' }),
-      figure('relay.ratio', 'msgx dispatcher / plain producer', 'x', ratios(msgx, plain), { target: { op: '>=', value: 0.8 }, headline: true }),
-      figure('relay.ack.p50', 'commit-to-ack p50 (enqueueEvents tx → publisher ack)', 'ms', ackP50, { target: { op: '<', value: 20 }, headline: true }),
+      figure('relay.ratio', 'msgx dispatcher / plain producer', 'x', ratios(msgx, plain), {
+        target: { op: '>=', value: 0.8 },
+        headline: true,
+      }),
+      figure('relay.ack.p50', 'commit-to-ack p50 (enqueueEvents tx → publisher ack)', 'ms', ackP50, {
+        target: { op: '<', value: 20 },
+        headline: true,
+      }),
       figure('relay.ack.p99', 'commit-to-ack p99', 'ms', ackP99, { target: { op: '<', value: 100 }, headline: true }),
     ],
     notes: [`while the dispatcher sends, PG session samples: ${topWaits(waits)}; dispatcher process CPU ${cpu.join('/')}% of one core.`],

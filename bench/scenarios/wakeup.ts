@@ -79,7 +79,10 @@ export async function wakeupScenario(o: RunOptions): Promise<ScenarioResult> {
     scenario: 'wakeup',
     title: 'Wake-up latency: ingress wake-up → processor start (warm poller and pump, LISTEN/NOTIFY)',
     figures: [
-      figure('wakeup.p50', 'wake-up p50 (ingress NOTIFY → poller → processor start)', 'ms', p50, { target: { op: '<', value: 5 }, headline: true }),
+      figure('wakeup.p50', 'wake-up p50 (ingress NOTIFY → poller → processor start)', 'ms', p50, {
+        target: { op: '<', value: 5 },
+        headline: true,
+      }),
       figure('wakeup.p99', 'wake-up p99', 'ms', p99, { target: { op: '<', value: 20 }, headline: true }),
       figure('wakeup.max', 'wake-up max', 'ms', max, { better: 'lower' }),
     ],

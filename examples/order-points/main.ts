@@ -42,10 +42,16 @@ const handle = async (rec: Parameters<typeof points.handle>[0]) => {
   const r = await points.handle(rec);
   console.log(`points: ${r.applied ? 'credited' : 'duplicate, acked again'} ${r.txId}`);
 };
-const stop = brokers.length ? await consumeKafka(brokers, topic, handle) : tailFileSink(env.MSGX_EVENTS_DIR ?? '.msgx/events', topic, handle);
+const stop = brokers.length
+  ? await consumeKafka(brokers, topic, handle)
+  : tailFileSink(env.MSGX_EVENTS_DIR ?? '.msgx/events', topic, handle);
 
 const placed: string[] = [];
-for (const [user, amount] of [['alice', 30], ['bob', 20], ['carol', -5]] as const) {
+for (const [user, amount] of [
+  ['alice', 30],
+  ['bob', 20],
+  ['carol', -5],
+] as const) {
   try {
     const { txId } = await orders.placeOrder(user, amount);
     placed.push(txId);

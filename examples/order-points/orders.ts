@@ -52,7 +52,12 @@ export class OrderService {
         const c = await this.o.pool.connect();
         try {
           await c.query('BEGIN');
-          await c.query(`INSERT INTO ex_orders (order_ref, user_id, amount, txmsg_id) VALUES ($1, $2, $3, $4)`, [orderRef, userId, amount, msg.id]);
+          await c.query(`INSERT INTO ex_orders (order_ref, user_id, amount, txmsg_id) VALUES ($1, $2, $3, $4)`, [
+            orderRef,
+            userId,
+            amount,
+            msg.id,
+          ]);
           await c.query('COMMIT');
         } catch (err) {
           await c.query('ROLLBACK').catch(() => {});
@@ -80,7 +85,9 @@ export class OrderService {
     const url = new URL(req.url ?? '/', this.o.checkUrl);
     if (req.method !== 'GET' || url.pathname !== new URL(this.o.checkUrl).pathname) return send(res, 404, { error: 'not_found' });
     // Signed over the full URL with a timestamp; older than 5 minutes is a replay (docs/txmsg.md).
-    const signed = this.o.signingSecret ? verifySignature(this.o.signingSecret, url.toString(), req.headers[SIGNATURE_HEADER] as string | undefined) : undefined;
+    const signed = this.o.signingSecret
+      ? verifySignature(this.o.signingSecret, url.toString(), req.headers[SIGNATURE_HEADER] as string | undefined)
+      : undefined;
     if (signed && !signed.ok) return send(res, 401, { error: 'bad_signature', detail: signed.reason });
     const id = url.searchParams.get('id');
     if (!id) return send(res, 400, { error: 'id is required' });

@@ -6,7 +6,20 @@
 // cesu8 is mysql2's name for utf8mb3, the charset of MySQL's and MariaDB's result metadata
 // (column and parameter names): identical to UTF-8 for the Basic Multilingual Plane, the only
 // characters utf8mb3 can hold.
-const LABELS = { cesu8: 'utf-8', eucjp: 'euc-jp', sjis: 'shift_jis', euckr: 'euc-kr', latin2: 'iso-8859-2', koi8r: 'koi8-r', cp1250: 'windows-1250', cp1251: 'windows-1251', cp1256: 'windows-1256', cp1257: 'windows-1257', cp866: 'ibm866', macroman: 'macintosh' };
+const LABELS = {
+  cesu8: 'utf-8',
+  eucjp: 'euc-jp',
+  sjis: 'shift_jis',
+  euckr: 'euc-kr',
+  latin2: 'iso-8859-2',
+  koi8r: 'koi8-r',
+  cp1250: 'windows-1250',
+  cp1251: 'windows-1251',
+  cp1256: 'windows-1256',
+  cp1257: 'windows-1257',
+  cp866: 'ibm866',
+  macroman: 'macintosh',
+};
 function label(encoding) {
   const e = String(encoding).toLowerCase();
   return LABELS[e] || e;

@@ -179,24 +179,21 @@ export class MsgxFunction extends Construct {
       });
     }
 
-    acknowledge(
-      this.fn,
-      [
-        {
-          id: 'AwsSolutions-IAM4',
-          reason: 'AWSLambdaBasicExecutionRole/AWSLambdaVPCAccessExecutionRole are the minimal AWS policies for logs and VPC ENIs.',
-          appliesTo: [
-            'Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole',
-            'Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaVPCAccessExecutionRole',
-          ],
-        },
-        {
-          id: 'AwsSolutions-IAM5',
-          reason: 'X-Ray PutTraceSegments/PutTelemetryRecords do not support resource-level permissions.',
-          appliesTo: ['Resource::*'],
-        },
-      ],
-    );
+    acknowledge(this.fn, [
+      {
+        id: 'AwsSolutions-IAM4',
+        reason: 'AWSLambdaBasicExecutionRole/AWSLambdaVPCAccessExecutionRole are the minimal AWS policies for logs and VPC ENIs.',
+        appliesTo: [
+          'Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole',
+          'Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaVPCAccessExecutionRole',
+        ],
+      },
+      {
+        id: 'AwsSolutions-IAM5',
+        reason: 'X-Ray PutTraceSegments/PutTelemetryRecords do not support resource-level permissions.',
+        appliesTo: ['Resource::*'],
+      },
+    ]);
     if (props.runtime !== 'nodejs24.x') {
       const why = `msgx runs on ${props.runtime} (context lambdaRuntime; nodejs22.x is supported by AWS until 2027-04-30); switch with -c lambdaRuntime=nodejs24.x once verified.`;
       acknowledge(this.fn, [{ id: 'AwsSolutions-L1', reason: why }]);
@@ -263,9 +260,7 @@ export class MsgxFunction extends Construct {
     if (k.writePatterns?.length) {
       // A pattern ARN cannot carry the cluster UUID (CloudFormation cannot splice tokens into a
       // wildcard we could acknowledge), so it names the cluster by name: same account and region.
-      const arns = k.writePatterns.map(
-        (t) => `arn:${Aws.PARTITION}:kafka:${Aws.REGION}:${Aws.ACCOUNT_ID}:topic/${k.clusterName}/*/${t}`,
-      );
+      const arns = k.writePatterns.map((t) => `arn:${Aws.PARTITION}:kafka:${Aws.REGION}:${Aws.ACCOUNT_ID}:topic/${k.clusterName}/*/${t}`);
       this.fn.addToRolePolicy(
         new iam.PolicyStatement({ actions: ['kafka-cluster:DescribeTopic', 'kafka-cluster:WriteData'], resources: arns }),
       );
@@ -293,16 +288,12 @@ export class MsgxFunction extends Construct {
         }),
       );
     }
-    return this.env('MSGX_KAFKA_BROKERS', k.bootstrapBrokers)
-      .env('MSGX_KAFKA_SSL', '1')
-      .env('MSGX_KAFKA_IAM_REGION', stack.region);
+    return this.env('MSGX_KAFKA_BROKERS', k.bootstrapBrokers).env('MSGX_KAFKA_SSL', '1').env('MSGX_KAFKA_IAM_REGION', stack.region);
   }
 
   /** Let this function start `target` asynchronously (the ingress kicking the pump). */
   bindInvoke(target: MsgxFunction, envName: string): this {
-    this.fn.addToRolePolicy(
-      new iam.PolicyStatement({ actions: ['lambda:InvokeFunction'], resources: [target.fn.functionArn] }),
-    );
+    this.fn.addToRolePolicy(new iam.PolicyStatement({ actions: ['lambda:InvokeFunction'], resources: [target.fn.functionArn] }));
     return this.env(envName, target.fn.functionName);
   }
 

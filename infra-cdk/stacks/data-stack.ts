@@ -78,7 +78,8 @@ export class DataStack extends Stack {
     acknowledge(this.signingSecret, [
       {
         id: 'AwsSolutions-SMG4',
-        reason: 'The signing key is shared with every receiver that verifies msgx-signature; rotating it is a coordinated manual change, not an automatic one.',
+        reason:
+          'The signing key is shared with every receiver that verifies msgx-signature; rotating it is a coordinated manual change, not an automatic one.',
       },
     ]);
   }
@@ -111,11 +112,7 @@ export class DataStack extends Stack {
     });
 
     const removalPolicy =
-      s.removalPolicy === 'destroy'
-        ? RemovalPolicy.DESTROY
-        : s.removalPolicy === 'retain'
-          ? RemovalPolicy.RETAIN
-          : RemovalPolicy.SNAPSHOT;
+      s.removalPolicy === 'destroy' ? RemovalPolicy.DESTROY : s.removalPolicy === 'retain' ? RemovalPolicy.RETAIN : RemovalPolicy.SNAPSHOT;
 
     const instanceIdentifier = `msgx-${stage}`;
     // Created up front (instead of `cloudwatchLogsRetention`, which deploys a log-retention Lambda).
@@ -181,11 +178,15 @@ export class DataStack extends Stack {
       },
       {
         id: 'AwsSolutions-RDS11',
-        reason: 'The database is reachable only from the msgx function security group in isolated subnets; a non-default port adds no protection there.',
+        reason:
+          'The database is reachable only from the msgx function security group in isolated subnets; a non-default port adds no protection there.',
       },
     ];
     if (!s.multiAz)
-      reasons.push({ id: 'AwsSolutions-RDS3', reason: `Stage ${stage} runs single-AZ by choice (stages.${stage}.db.multiAz); prod enables Multi-AZ.` });
+      reasons.push({
+        id: 'AwsSolutions-RDS3',
+        reason: `Stage ${stage} runs single-AZ by choice (stages.${stage}.db.multiAz); prod enables Multi-AZ.`,
+      });
     if (!s.deletionProtection)
       reasons.push({
         id: 'AwsSolutions-RDS10',

@@ -109,7 +109,12 @@ export class MonitoringStack extends Stack {
     const dead = DEAD_KINDS.map((kind) => ({ kind, metric: custom(METRICS.deadCount, { kind }) }));
     alarm('HeadAge', headAge, a.headAgeSeconds, `FIFO head older than ${a.headAgeSeconds}s: the pipeline is stuck or paused`);
     alarm('Backlog', backlog, a.backlog, `More than ${a.backlog} messages waiting in proc_state`);
-    alarm('OldestPendingEvent', oldestEvent, a.oldestPendingEventSeconds, `An outbox event pending for over ${a.oldestPendingEventSeconds}s: delivery is failing`);
+    alarm(
+      'OldestPendingEvent',
+      oldestEvent,
+      a.oldestPendingEventSeconds,
+      `An outbox event pending for over ${a.oldestPendingEventSeconds}s: delivery is failing`,
+    );
     for (const d of dead)
       alarm(`Dead-${d.kind}`, d.metric, a.deadCount, `More than ${a.deadCount} DEAD ${d.kind} rows: see GET /admin/dead?kind=${d.kind}`);
 
@@ -124,7 +129,6 @@ export class MonitoringStack extends Stack {
       const throttles = fn.metricThrottles({ period: window, statistic: cloudwatch.Stats.SUM });
       alarm(`${role}-Throttles`, throttles, limit, `${role}: >= ${limit} throttles in ${a.evaluationMinutes} min`, atLeast);
     }
-
 
     // ---- watchers of the watchers: a scheduled role that stops reporting pages --------------
     const roleMetric = (metricName: string, role: string, statistic: string, minutes: number) =>
@@ -157,13 +161,26 @@ export class MonitoringStack extends Stack {
     }
 
     // Gauge from the sweep (lib/observability/metrics.ts): back-fills that failed and are still owed.
-    alarm('BackfillFailures', custom(BACKFILL_FAILURE_METRIC), a.backfillFailures,
-      `More than ${a.backfillFailures} mailbox back-fills failing for ${a.evaluationMinutes} min: the mailbox refuses our DATE_PROCESSED writes`);
+    alarm(
+      'BackfillFailures',
+      custom(BACKFILL_FAILURE_METRIC),
+      a.backfillFailures,
+      `More than ${a.backfillFailures} mailbox back-fills failing for ${a.evaluationMinutes} min: the mailbox refuses our DATE_PROCESSED writes`,
+    );
 
     // Gauges from the dispatcher (lib/outbox/metrics.ts), emitted every invocation.
-    alarm('StalledTargets', custom(STALLED_TARGETS_METRIC), a.stalledTargets,
-      `More than ${a.stalledTargets} delivery targets stalled (broker or webhook unreachable) for ${a.evaluationMinutes} min`);
-    alarm('OutboxBacklog', custom(OUTBOX_BACKLOG_METRIC), a.outboxBacklog, `More than ${a.outboxBacklog} outbox events waiting to be delivered`);
+    alarm(
+      'StalledTargets',
+      custom(STALLED_TARGETS_METRIC),
+      a.stalledTargets,
+      `More than ${a.stalledTargets} delivery targets stalled (broker or webhook unreachable) for ${a.evaluationMinutes} min`,
+    );
+    alarm(
+      'OutboxBacklog',
+      custom(OUTBOX_BACKLOG_METRIC),
+      a.outboxBacklog,
+      `More than ${a.outboxBacklog} outbox events waiting to be delivered`,
+    );
 
     // ---- infrastructure ---------------------------------------------------------------------
     const rds = (metricName: string, statistic: string) =>
@@ -175,10 +192,19 @@ export class MonitoringStack extends Stack {
         period,
       });
     alarm('Rds-Cpu', rds('CPUUtilization', cloudwatch.Stats.AVERAGE), a.rdsCpuPercent, `PostgreSQL CPU above ${a.rdsCpuPercent}%`);
-    alarm('Rds-FreeStorage', rds('FreeStorageSpace', cloudwatch.Stats.MINIMUM), a.rdsFreeStorageGb * 1024 ** 3,
-      `PostgreSQL free storage below ${a.rdsFreeStorageGb} GiB`, { comparison: cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD });
-    alarm('Rds-Connections', rds('DatabaseConnections', cloudwatch.Stats.MAXIMUM), a.rdsConnections,
-      `More than ${a.rdsConnections} PostgreSQL connections: check max_connections and the function concurrency`);
+    alarm(
+      'Rds-FreeStorage',
+      rds('FreeStorageSpace', cloudwatch.Stats.MINIMUM),
+      a.rdsFreeStorageGb * 1024 ** 3,
+      `PostgreSQL free storage below ${a.rdsFreeStorageGb} GiB`,
+      { comparison: cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD },
+    );
+    alarm(
+      'Rds-Connections',
+      rds('DatabaseConnections', cloudwatch.Stats.MAXIMUM),
+      a.rdsConnections,
+      `More than ${a.rdsConnections} PostgreSQL connections: check max_connections and the function concurrency`,
+    );
     for (let broker = 1; broker <= messaging.brokerCount; broker++) {
       const disk = new cloudwatch.Metric({
         namespace: 'AWS/Kafka',
@@ -189,8 +215,13 @@ export class MonitoringStack extends Stack {
       });
       alarm(`Msk-Disk-${broker}`, disk, a.mskDiskPercent, `MSK broker ${broker}: data volume above ${a.mskDiskPercent}% used`);
     }
-    alarm('Api-5xx', service.api.metricServerError({ period: window, statistic: cloudwatch.Stats.SUM }), a.api5xx,
-      `>= ${a.api5xx} HTTP 5xx answers in ${a.evaluationMinutes} min`, atLeast);
+    alarm(
+      'Api-5xx',
+      service.api.metricServerError({ period: window, statistic: cloudwatch.Stats.SUM }),
+      a.api5xx,
+      `>= ${a.api5xx} HTTP 5xx answers in ${a.evaluationMinutes} min`,
+      atLeast,
+    );
 
     this.dashboard = new cloudwatch.Dashboard(this, 'Dashboard', {
       dashboardName: `msgx-${msgx.stage}`,
@@ -206,7 +237,12 @@ export class MonitoringStack extends Stack {
     this.dashboard.addWidgets(
       new cloudwatch.GraphWidget({ title: 'Dead by kind', left: dead.map((d) => d.metric.with({ label: d.kind })), width: 8 }),
       new cloudwatch.GraphWidget({ title: 'Invocations', left: fnMetric('metricInvocations', 'Sum'), width: 8 }),
-      new cloudwatch.GraphWidget({ title: 'Errors / Throttles', left: fnMetric('metricErrors', 'Sum'), right: fnMetric('metricThrottles', 'Sum'), width: 8 }),
+      new cloudwatch.GraphWidget({
+        title: 'Errors / Throttles',
+        left: fnMetric('metricErrors', 'Sum'),
+        right: fnMetric('metricThrottles', 'Sum'),
+        width: 8,
+      }),
     );
     this.dashboard.addWidgets(
       new cloudwatch.GraphWidget({ title: 'Duration p99 (ms)', left: fnMetric('metricDuration', 'p99'), width: 12 }),

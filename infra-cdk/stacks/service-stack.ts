@@ -215,8 +215,7 @@ export class ServiceStack extends Stack {
     });
     const iamAuth = new authorizers.HttpIamAuthorizer();
     const upstreamAuth = upstreamAuthorizer(this, msgx) ?? iamAuth;
-    for (const [method, path] of UPSTREAM_ROUTES)
-      this.api.addRoutes({ path, methods: [method], integration, authorizer: upstreamAuth });
+    for (const [method, path] of UPSTREAM_ROUTES) this.api.addRoutes({ path, methods: [method], integration, authorizer: upstreamAuth });
     for (const [method, path] of ADMIN_ROUTES) this.api.addRoutes({ path, methods: [method], integration, authorizer: iamAuth });
 
     new CfnOutput(this, 'ApiUrl', { value: this.api.apiEndpoint, description: 'msgx HTTP API endpoint' });
@@ -252,8 +251,7 @@ class LambdaTarget implements scheduler.IScheduleTarget {
 
 function upstreamAuthorizer(scope: Construct, msgx: MsgxSettings): apigwv2.IHttpRouteAuthorizer | undefined {
   const a = msgx.api;
-  if (a.upstreamAuth === 'jwt')
-    return new authorizers.HttpJwtAuthorizer('UpstreamJwt', a.jwtIssuer ?? '', { jwtAudience: a.jwtAudience });
+  if (a.upstreamAuth === 'jwt') return new authorizers.HttpJwtAuthorizer('UpstreamJwt', a.jwtIssuer ?? '', { jwtAudience: a.jwtAudience });
   if (a.upstreamAuth === 'lambda') {
     const fn = lambda.Function.fromFunctionArn(scope, 'UpstreamAuthorizerFn', a.authorizerFunctionArn ?? '');
     return new authorizers.HttpLambdaAuthorizer('UpstreamLambda', fn, {

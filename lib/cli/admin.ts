@@ -74,7 +74,9 @@ function overHttp(base: string, token?: string): AdminApi {
           signal: AbortSignal.timeout(30_000),
         });
       } catch (err) {
-        throw new Error(`cannot reach the twin at ${base} (${(err as Error).message}); start it with npm start, or set MSGX_PG_URL to work on the database directly`);
+        throw new Error(
+          `cannot reach the twin at ${base} (${(err as Error).message}); start it with npm start, or set MSGX_PG_URL to work on the database directly`,
+        );
       }
       const text = await res.text();
       const parsed = text && res.headers.get('content-type')?.includes('json') ? JSON.parse(text) : text;

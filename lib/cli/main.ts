@@ -135,7 +135,10 @@ program
   .option('--tx', 'trace a transactional message instead')
   .action(async (id: string, o: { tx?: boolean }) =>
     withApi(async (api) => {
-      const r = await api.call<Record<string, unknown>>('GET', o.tx ? `/admin/tx-messages/${encodeURIComponent(id)}/trace` : `/admin/trace/${encodeURIComponent(id)}`);
+      const r = await api.call<Record<string, unknown>>(
+        'GET',
+        o.tx ? `/admin/tx-messages/${encodeURIComponent(id)}/trace` : `/admin/trace/${encodeURIComponent(id)}`,
+      );
       process.stdout.write(`${JSON.stringify(r, null, 2)}\n`);
     }),
   );
@@ -146,7 +149,11 @@ for (const [name, paused] of [
 ] as const) {
   program
     .command(name)
-    .description(paused ? 'stop head processing (ingress keeps accepting); disables the schedules in the cloud' : 'resume head processing and the schedules')
+    .description(
+      paused
+        ? 'stop head processing (ingress keeps accepting); disables the schedules in the cloud'
+        : 'resume head processing and the schedules',
+    )
     .action(async () =>
       withApi(async (api) => {
         // Schedules first on pause (no new invocations), flag first on resume (workers may run).

@@ -10,7 +10,10 @@ export async function setSchedulesEnabled(
   env: Record<string, string | undefined> = process.env,
   client: Pick<SchedulerClient, 'send'> = new SchedulerClient({}),
 ): Promise<string[]> {
-  const names = (env.MSGX_SCHEDULE_NAMES ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+  const names = (env.MSGX_SCHEDULE_NAMES ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   if (names.length === 0) return [];
   const group = env.MSGX_SCHEDULE_GROUP;
   for (const name of names) {

@@ -4,7 +4,12 @@ import { keyValues, table } from './table.ts';
 export interface StatsView {
   at: string;
   paused: boolean;
-  pipeline: { backlog: number; head: Record<string, unknown> | null; byStatus: Record<string, number>; deadByClass: Record<string, number> };
+  pipeline: {
+    backlog: number;
+    head: Record<string, unknown> | null;
+    byStatus: Record<string, number>;
+    deadByClass: Record<string, number>;
+  };
   events?: {
     target: string;
     pending: number;
@@ -19,7 +24,14 @@ export interface StatsView {
   deadEvents?: Record<string, number>;
   txmsg?: Record<string, number>;
   staleAfterSeconds?: number;
-  staleTargets?: { target: string; ageSeconds: number; headEventId: number; headAttempts: number; reason: string | null; stalledSeconds: number | null }[];
+  staleTargets?: {
+    target: string;
+    ageSeconds: number;
+    headEventId: number;
+    headAttempts: number;
+    reason: string | null;
+    stalledSeconds: number | null;
+  }[];
   missingTopics?: { target: string; topic: string; open: number }[] | null;
   missingTopicsError?: string;
 }
@@ -30,7 +42,9 @@ export function renderStatus(s: StatsView): string {
     keyValues({
       pipeline: s.paused ? 'PAUSED' : 'running',
       backlog: s.pipeline.backlog,
-      head: head ? `#${head.msgId} ${head.status} attempts=${head.attempts} age=${Math.round(Number(head.ageSeconds))}s${head.errorClass ? ` ${head.errorClass}` : ''}` : '(empty)',
+      head: head
+        ? `#${head.msgId} ${head.status} attempts=${head.attempts} age=${Math.round(Number(head.ageSeconds))}s${head.errorClass ? ` ${head.errorClass}` : ''}`
+        : '(empty)',
     }),
     '',
     'messages by status',

@@ -34,7 +34,16 @@ export function decode(text: string, options: { timezone: string; limits?: Parti
   const bodyValue = child(root, meta.TYPE);
   const body: XmlNode[] = bodyValue === undefined || typeof bodyValue === 'string' ? [] : bodyValue;
   const payload = decodePayload(type, body);
-  return { meta, type, subtype: (meta.STYP ?? '').toUpperCase(), identity: identityOf(meta, options.dayBoundary), sentAt, body, kind: payload.kind, payload };
+  return {
+    meta,
+    type,
+    subtype: (meta.STYP ?? '').toUpperCase(),
+    identity: identityOf(meta, options.dayBoundary),
+    sentAt,
+    body,
+    kind: payload.kind,
+    payload,
+  };
 }
 
 const SUBTYPE_REQUIRED: ReadonlySet<string> = new Set(['SCHD', 'FLOP']);

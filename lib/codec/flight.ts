@@ -38,7 +38,8 @@ export function decodeFlight(value: XmlValue, where: string): FlightPatch {
       if (name === 'OPDY' && !DAY_TEXT.test(patch.OPDY!)) throw new ProtocolError(`${where}/OPDY "${patch.OPDY}" is not yyyyMMdd`);
     } else if (isScalar(name)) {
       const t = text(v, `${where}/${name}`);
-      if (isTimeScalar(name) && t !== '' && !isWireTime(t)) throw new ProtocolError(`${where}/${name} "${t}" is not a valid yyyyMMddHHmmss time`);
+      if (isTimeScalar(name) && t !== '' && !isWireTime(t))
+        throw new ProtocolError(`${where}/${name} "${t}" is not a valid yyyyMMddHHmmss time`);
       patch.scalars[name] = t;
     } else if (isResourceKind(name)) {
       patch.resources[name] = decodeItems(name, v, `${where}/${name}`);

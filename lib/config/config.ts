@@ -117,7 +117,11 @@ const schema = z
         message: 'must not exceed MSGX_DELIVERY_MAX_BACKOFF',
       });
     if (c.MSGX_GAP_GRACE > c.MSGX_HEAD_DEADLINE)
-      ctx.addIssue({ code: 'custom', path: ['MSGX_GAP_GRACE'], message: 'must not exceed MSGX_HEAD_DEADLINE (a gap would hold the head longer than a failing message may)' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['MSGX_GAP_GRACE'],
+        message: 'must not exceed MSGX_HEAD_DEADLINE (a gap would hold the head longer than a failing message may)',
+      });
     if (c.MSGX_BACKFILL_INITIAL > c.MSGX_BACKFILL_MAX)
       ctx.addIssue({ code: 'custom', path: ['MSGX_BACKFILL_INITIAL'], message: 'must not exceed MSGX_BACKFILL_MAX' });
     if (c.MSGX_DELIVERY_LEASE <= c.MSGX_DELIVERY_PUBLISH_TIMEOUT)

@@ -59,8 +59,7 @@ export const targetOverridesField = () =>
       }
       const parsed = z.record(z.string().min(1), overrideSchema).safeParse(raw);
       if (!parsed.success) {
-        for (const i of parsed.error.issues)
-          ctx.addIssue({ code: 'custom', message: `${i.path.join('.') || '(root)'}: ${i.message}` });
+        for (const i of parsed.error.issues) ctx.addIssue({ code: 'custom', message: `${i.path.join('.') || '(root)'}: ${i.message}` });
         return z.NEVER;
       }
       const out: Record<string, TargetOverride> = {};

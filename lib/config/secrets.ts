@@ -57,7 +57,8 @@ export function extensionReader(o: { port: number; token: string; host?: string;
           res.on('error', reject);
           res.on('end', () => {
             const body = Buffer.concat(chunks).toString('utf8');
-            if (res.statusCode !== 200) return reject(new Error(`secrets extension answered ${res.statusCode} for ${arn}: ${body.slice(0, 300)}`));
+            if (res.statusCode !== 200)
+              return reject(new Error(`secrets extension answered ${res.statusCode} for ${arn}: ${body.slice(0, 300)}`));
             try {
               const value = (JSON.parse(body) as { SecretString?: unknown }).SecretString;
               if (typeof value !== 'string' || !value) throw new Error('no SecretString');
@@ -95,9 +96,12 @@ export function lambdaSecretReader(env: Env = process.env, o: { sdk?: ReadSecret
     try {
       return await sdk(arn);
     } catch (err) {
-      throw new Error(`secret ${arn}: the secrets extension failed (${(viaExtension as Error).message}) and so did Secrets Manager: ${(err as Error).message}`, {
-        cause: err,
-      });
+      throw new Error(
+        `secret ${arn}: the secrets extension failed (${(viaExtension as Error).message}) and so did Secrets Manager: ${(err as Error).message}`,
+        {
+          cause: err,
+        },
+      );
     }
   };
 }
@@ -121,12 +125,23 @@ export function urlSources(env: Env, read: ReadSecret, readOptions: { fresh?: bo
   const mbArn = env.MSGX_MAILBOX_SECRET_ARN;
   if (pgArn && !env.MSGX_PG_URL)
     out.pg = async () =>
-      urlFromSecret('postgres', withPort(parseSecret(pgArn, await read(pgArn, readOptions)), env.MSGX_PG_PORT), env.MSGX_PG_HOST, env.MSGX_PG_DB, {
-        caFile: env.MSGX_PG_SSL_CA,
-      });
+      urlFromSecret(
+        'postgres',
+        withPort(parseSecret(pgArn, await read(pgArn, readOptions)), env.MSGX_PG_PORT),
+        env.MSGX_PG_HOST,
+        env.MSGX_PG_DB,
+        {
+          caFile: env.MSGX_PG_SSL_CA,
+        },
+      );
   if (mbArn && !env.MSGX_MAILBOX_URL)
     out.mailbox = async () =>
-      urlFromSecret('mysql', withPort(parseSecret(mbArn, await read(mbArn, readOptions)), env.MSGX_MAILBOX_PORT), env.MSGX_MAILBOX_HOST, env.MSGX_MAILBOX_DB);
+      urlFromSecret(
+        'mysql',
+        withPort(parseSecret(mbArn, await read(mbArn, readOptions)), env.MSGX_MAILBOX_PORT),
+        env.MSGX_MAILBOX_HOST,
+        env.MSGX_MAILBOX_DB,
+      );
   return out;
 }
 

@@ -8,7 +8,8 @@ import type { Db } from './db.ts';
  * deploy (new tables included). Never touches an existing user's password: rotation owns it.
  */
 export async function ensureAppUser(db: Db, user: { username: string; password: string }): Promise<{ created: boolean }> {
-  if (!/^[a-z_][a-z0-9_]{0,62}$/.test(user.username)) throw new Error(`app user name ${JSON.stringify(user.username)} is not a plain identifier`);
+  if (!/^[a-z_][a-z0-9_]{0,62}$/.test(user.username))
+    throw new Error(`app user name ${JSON.stringify(user.username)} is not a plain identifier`);
   const role = `"${user.username}"`;
   return db.tx(async (tx) => {
     const exists = await tx.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_roles WHERE rolname = $1`, [user.username]);

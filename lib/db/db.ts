@@ -26,4 +26,3 @@ export interface Db extends Queryable {
   session(): Promise<Session>;
   close(): Promise<void>;
 }
-

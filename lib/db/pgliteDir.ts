@@ -85,7 +85,8 @@ export async function ensureDataDir(dir: string): Promise<void> {
   const parent = dirname(dir);
   mkdirSync(parent, { recursive: true });
   // Leftovers of first starts killed half-way (we hold the lock: nobody else is initialising).
-  for (const f of readdirSync(parent)) if (f.startsWith(`${basename(dir)}.init-`)) rmSync(join(parent, f), { recursive: true, force: true });
+  for (const f of readdirSync(parent))
+    if (f.startsWith(`${basename(dir)}.init-`)) rmSync(join(parent, f), { recursive: true, force: true });
   const tmp = `${dir}.init-${process.pid}`;
   const pglite = import.meta.resolve('@electric-sql/pglite');
   const code = `const { PGlite } = await import(${JSON.stringify(pglite)}); const db = new PGlite(${JSON.stringify(tmp)}); await db.waitReady; await db.close();`;
@@ -93,10 +94,12 @@ export async function ensureDataDir(dir: string): Promise<void> {
     await run(process.execPath, ['--input-type=module', '-e', code], { env: { PATH: process.env.PATH ?? '' } });
   } catch (err) {
     rmSync(tmp, { recursive: true, force: true });
-    const stderr = String((err as { stderr?: string }).stderr ?? '').trim().split('\n').at(-1);
+    const stderr = String((err as { stderr?: string }).stderr ?? '')
+      .trim()
+      .split('\n')
+      .at(-1);
     throw new EmbeddedStoreError(`could not create the embedded database in ${dir}: ${stderr || (err as Error).message}`);
   }
   if (existsSync(dir)) rmSync(dir, { recursive: true, force: true }); // empty, checked above
   renameSync(tmp, dir);
 }
-

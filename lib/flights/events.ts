@@ -50,13 +50,27 @@ export function flightEvents(
 /** The sweep removes a flight nobody deleted: consumers still get a final msg event and a tombstone. */
 export function purgeEvents(f: FlightState, now: Date): NewEvent[] {
   const stateVersion = f.stateVersion + 1; // newer than anything pending, so the schd flush keeps the tombstone
-  const common = { key: f.flid, flid: f.flid, stateVersion, sourceKind: 'external' as const, sourceId: `sweep:${f.flid}:${f.stateVersion}` };
+  const common = {
+    key: f.flid,
+    flid: f.flid,
+    stateVersion,
+    sourceKind: 'external' as const,
+    sourceId: `sweep:${f.flid}:${f.stateVersion}`,
+  };
   return [
     {
       ...common,
       target: 'msg',
       type: MSG_EVENT.purged,
-      value: { v: 1, type: MSG_EVENT.purged, flid: f.flid, opdy: f.operationDay, stateVersion, purgedAt: now.toISOString(), lastState: flightJson(f) },
+      value: {
+        v: 1,
+        type: MSG_EVENT.purged,
+        flid: f.flid,
+        opdy: f.operationDay,
+        stateVersion,
+        purgedAt: now.toISOString(),
+        lastState: flightJson(f),
+      },
     },
     { ...common, target: 'schd', type: SCHD_EVENT.tombstone, value: null },
   ];

@@ -15,17 +15,37 @@ const carries = (...names: string[]): FlopRule => ({ anyOf: names });
 
 export const FLOP_RULES: Readonly<Record<string, FlopRule>> = {
   // Times
-  ETOT: carries('ETOT'), ATOT: carries('ATOT'), ELDT: carries('ELDT'), ALDT: carries('ALDT'),
-  AIBT: carries('AIBT'), AOBT: carries('AOBT'), EOBT: carries('EOBT'), EIBT: carries('EIBT'),
-  SOBT: carries('SOBT'), SIBT: carries('SIBT'), BORD: carries('BORD'), GTCL: carries('GTCL'),
+  ETOT: carries('ETOT'),
+  ATOT: carries('ATOT'),
+  ELDT: carries('ELDT'),
+  ALDT: carries('ALDT'),
+  AIBT: carries('AIBT'),
+  AOBT: carries('AOBT'),
+  EOBT: carries('EOBT'),
+  EIBT: carries('EIBT'),
+  SOBT: carries('SOBT'),
+  SIBT: carries('SIBT'),
+  BORD: carries('BORD'),
+  GTCL: carries('GTCL'),
   // Resources
-  GATE: carries('GATE'), STND: carries('STND'), BELT: carries('BELT'), CHKC: carries('CHKC'),
-  BRDG: carries('BRDG'), LNGE: carries('LNGE'), DLAY: carries('DLAY'), CSFL: carries('CSFL'),
+  GATE: carries('GATE'),
+  STND: carries('STND'),
+  BELT: carries('BELT'),
+  CHKC: carries('CHKC'),
+  BRDG: carries('BRDG'),
+  LNGE: carries('LNGE'),
+  DLAY: carries('DLAY'),
+  CSFL: carries('CSFL'),
   // A route change may carry the planned route, the altered one (ERUT) or both.
   ROUT: carries('ROUT', 'ERUT'),
   // Status and aircraft
-  CANX: carries('CANX'), DIVT: carries('DIVT'), RETN: carries('RETN'), STAT: carries('STAT'),
-  ACTP: carries('ACTP'), ACNO: carries('ACNO'), TERM: carries('TERM'),
+  CANX: carries('CANX'),
+  DIVT: carries('DIVT'),
+  RETN: carries('RETN'),
+  STAT: carries('STAT'),
+  ACTP: carries('ACTP'),
+  ACNO: carries('ACNO'),
+  TERM: carries('TERM'),
   // A general update: whatever changed, at least one field.
   UPDT: { anyOf: 'any' },
 };
@@ -37,8 +57,7 @@ export function flopMismatch(styp: string, patch: FlightPatch): string | undefin
   const rule = FLOP_RULES[styp];
   if (!rule) return undefined;
   const has = (name: string) =>
-    (isScalar(name) && patch.scalars[name] !== undefined) ||
-    (isResourceKind(name) && patch.resources[name] !== undefined);
+    (isScalar(name) && patch.scalars[name] !== undefined) || (isResourceKind(name) && patch.resources[name] !== undefined);
   if (rule.anyOf === 'any') {
     const any = Object.keys(patch.scalars).length + Object.keys(patch.resources).length + patch.extra.length + (patch.OPDY ? 1 : 0);
     return any > 0 ? undefined : `FLOP/${styp} carries no field besides FLID`;

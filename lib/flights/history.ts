@@ -50,11 +50,25 @@ async function sweepBatch(tx: Queryable, cutoff: Date, now: Date, batch: number)
     [cutoff, batch],
   );
   if (c.rows.length === 0) return { flights: 0, tombstones: 0 };
-  const flights = [...(await loadFlightsForUpdate(tx, c.rows.map((r) => r.flid))).values()];
+  const flights = [
+    ...(
+      await loadFlightsForUpdate(
+        tx,
+        c.rows.map((r) => r.flid),
+      )
+    ).values(),
+  ];
   await copyToHistory(tx, flights, now);
   const live = flights.filter((f) => f.status !== 'DELETED');
-  await enqueueEvents(tx, live.flatMap((f) => purgeEvents(f, now)), { now });
-  await deleteFlights(tx, flights.map((f) => f.flid));
+  await enqueueEvents(
+    tx,
+    live.flatMap((f) => purgeEvents(f, now)),
+    { now },
+  );
+  await deleteFlights(
+    tx,
+    flights.map((f) => f.flid),
+  );
   return { flights: flights.length, tombstones: live.length };
 }
 

@@ -101,7 +101,14 @@ export function diffFlights(cur: FlightState | undefined, next: FlightState): Fl
   const extraChanged = !same(cur.extra, next.extra);
   if (extraChanged) {
     const names = new Set([...cur.extra, ...next.extra].map((n) => n[0]));
-    for (const n of names) if (!same(cur.extra.filter((x) => x[0] === n), next.extra.filter((x) => x[0] === n))) fields.push(n);
+    for (const n of names)
+      if (
+        !same(
+          cur.extra.filter((x) => x[0] === n),
+          next.extra.filter((x) => x[0] === n),
+        )
+      )
+        fields.push(n);
   }
   const main = fields.length > 0 || extraChanged;
   for (const k of RESOURCE_KINDS) {

@@ -20,7 +20,8 @@ export function validatePackage(p: SchdPayload, styp: string): (FlightPatch & { 
   if (!adft && p.CNT === undefined) throw new ProtocolError(`SCHD/${styp} has no CNT`);
   if (p.CNT !== undefined) {
     if (!/^\d+$/.test(p.CNT)) throw new ProtocolError(`SCHD/CNT "${p.CNT}" is not a count`);
-    if (Number(p.CNT) !== p.flights.length) throw new ProtocolError(`SCHD/CNT declares ${Number(p.CNT)} flights, ${p.flights.length} present`);
+    if (Number(p.CNT) !== p.flights.length)
+      throw new ProtocolError(`SCHD/CNT declares ${Number(p.CNT)} flights, ${p.flights.length} present`);
   }
   if (p.OPDY !== undefined && !DAY.test(p.OPDY)) throw new ProtocolError(`SCHD/OPDY "${p.OPDY}" is not yyyyMMdd`);
   if (!adft && p.OPDY === undefined) throw new ProtocolError(`SCHD/${styp} has no OPDY`);

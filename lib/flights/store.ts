@@ -89,7 +89,19 @@ export async function writeFlights(q: Queryable, writes: FlightWrite[], tz: stri
   const p = (v: unknown) => (params.push(v), `$${params.length}`);
   const states = writes.map((w) => w.state);
 
-  const mainCols = ['flid', 'operation_day', ...SCALAR_COLUMNS, ...TIME_COLUMNS, 'extra', 'status', 'state_version', 'last_msg_id', 'src_dttm', 'created_at', 'updated_at'];
+  const mainCols = [
+    'flid',
+    'operation_day',
+    ...SCALAR_COLUMNS,
+    ...TIME_COLUMNS,
+    'extra',
+    'status',
+    'state_version',
+    'last_msg_id',
+    'src_dttm',
+    'created_at',
+    'updated_at',
+  ];
   const mainArrays: [unknown[], string][] = [
     [states.map((s) => s.flid), 'text'],
     [states.map((s) => s.operationDay), 'text'],
@@ -106,7 +118,10 @@ export async function writeFlights(q: Queryable, writes: FlightWrite[], tz: stri
   const ctes = [
     `main AS (INSERT INTO flight_schd (${mainCols.join(', ')})
       SELECT * FROM unnest(${mainArrays.map(([a, t]) => `${p(a)}::${t}[]`).join(', ')})
-      ON CONFLICT (flid) DO UPDATE SET ${mainCols.slice(1).map((c) => `${c} = EXCLUDED.${c}`).join(', ')})`,
+      ON CONFLICT (flid) DO UPDATE SET ${mainCols
+        .slice(1)
+        .map((c) => `${c} = EXCLUDED.${c}`)
+        .join(', ')})`,
   ];
 
   for (const kind of RESOURCE_KINDS) {
@@ -128,7 +143,10 @@ export async function writeFlights(q: Queryable, writes: FlightWrite[], tz: stri
     ctes.push(
       `u${n} AS (INSERT INTO ${t.table} (${[...names, ...coll].join(', ')})
         SELECT *${collValue.map((v) => `, ${v}`).join('')} FROM unnest(${rowFlidP}::text[], ${cols.map(([c, ph]) => `${ph}::${c.type}[]`).join(', ')}, ${ordP}::int[], ${itemP}::jsonb[])
-        ON CONFLICT (flid, ${[...coll, ...keyCols].join(', ')}) DO UPDATE SET ${names.filter((c) => c !== 'flid' && !keyCols.includes(c)).map((c) => `${c} = EXCLUDED.${c}`).join(', ')})`,
+        ON CONFLICT (flid, ${[...coll, ...keyCols].join(', ')}) DO UPDATE SET ${names
+          .filter((c) => c !== 'flid' && !keyCols.includes(c))
+          .map((c) => `${c} = EXCLUDED.${c}`)
+          .join(', ')})`,
       `d${n} AS (DELETE FROM ${t.table} d WHERE d.flid = ANY(${flidsP}::text[])${collectionFilter(t, 'd')}
         AND (d.flid, ${keyCols.map((k) => `d.${k}`).join(', ')}) NOT IN
             (SELECT * FROM unnest(${rowFlidP}::text[], ${keyCols.map((k) => `${cols.find(([c]) => c.column === k)![1]}::text[]`).join(', ')})))`,

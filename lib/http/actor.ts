@@ -9,7 +9,10 @@ import type { HttpRequest } from './types.ts';
  */
 export function actorOf(req: Pick<HttpRequest, 'principal' | 'headers'>): string {
   if (req.principal) return req.principal;
-  const label = req.headers['x-msgx-actor']?.replace(/[\u0000-\u001f\u007f]/g, '').trim().slice(0, 200);
+  const label = req.headers['x-msgx-actor']
+    ?.replace(/[\u0000-\u001f\u007f]/g, '')
+    .trim()
+    .slice(0, 200);
   return label || 'operator';
 }
 

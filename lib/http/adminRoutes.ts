@@ -77,7 +77,8 @@ async function replayEvents(req: HttpRequest, body: Record<string, unknown>, db:
   const ids = body.ids;
   if (ids !== undefined && (!Array.isArray(ids) || !ids.every((i) => Number.isSafeInteger(i) && i > 0)))
     throw new RequestError(400, 'invalid_request', 'ids: must be a list of positive event IDs');
-  if (body.target !== undefined && typeof body.target !== 'string') throw new RequestError(400, 'invalid_request', 'target: must be a string');
+  if (body.target !== undefined && typeof body.target !== 'string')
+    throw new RequestError(400, 'invalid_request', 'target: must be a string');
   if (!ids && !body.target) throw new RequestError(400, 'invalid_request', 'body: name a target or a non-empty list of ids');
   const r = await replayDeadEvents(
     db,
@@ -89,7 +90,9 @@ async function replayEvents(req: HttpRequest, body: Record<string, unknown>, db:
     dryRun: r.dryRun,
     moved: r.replayed.map((eventId) => ({ eventId })),
     refused: r.skipped,
-    warnings: r.replayed.length ? ['a replayed event reaches consumers after events sent while it was dead; consumers dedupe by msgx-event-id'] : [],
+    warnings: r.replayed.length
+      ? ['a replayed event reaches consumers after events sent while it was dead; consumers dedupe by msgx-event-id']
+      : [],
   };
 }
 

@@ -23,7 +23,8 @@ function decodeUtf8(bytes: Buffer): string {
 
 export function fromApiGateway(event: APIGatewayProxyEvent): HttpRequest {
   const headers: Record<string, string> = {};
-  for (const [k, v] of Object.entries(event.headers ?? {})) if (v !== undefined && !IDENTITY_HEADERS.has(k.toLowerCase())) headers[k.toLowerCase()] = v;
+  for (const [k, v] of Object.entries(event.headers ?? {}))
+    if (v !== undefined && !IDENTITY_HEADERS.has(k.toLowerCase())) headers[k.toLowerCase()] = v;
   const body = event.body ? (event.isBase64Encoded ? decodeUtf8(Buffer.from(event.body, 'base64')) : event.body) : '';
   const identity = event.requestContext?.identity;
   const caller = identity?.userArn ?? identity?.caller ?? undefined;

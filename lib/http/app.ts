@@ -9,5 +9,13 @@ import { Router } from './router.ts';
 
 /** The whole HTTP API, the same behind API Gateway and in the twin. */
 export function buildRouter(healthChecks: Record<string, HealthCheck> = {}): Router {
-  return new Router([healthRoute(healthChecks), ...pipelineRoutes, ...flightRoutes, ...txmsgRoutes, ...requestRoutes, ...adminRoutes, ...consoleRoutes]);
+  return new Router([
+    healthRoute(healthChecks),
+    ...pipelineRoutes,
+    ...flightRoutes,
+    ...txmsgRoutes,
+    ...requestRoutes,
+    ...adminRoutes,
+    ...consoleRoutes,
+  ]);
 }

@@ -76,7 +76,8 @@ const SECURITY_HEADERS = {
   'referrer-policy': 'no-referrer',
 };
 
-const PAGE_CSP = "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'";
+const PAGE_CSP =
+  "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'";
 
 async function asset(name: string, extra: Record<string, string> = {}, status = 200): Promise<HttpResponse> {
   const type = ASSETS.get(name);

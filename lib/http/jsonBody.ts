@@ -20,7 +20,11 @@ export const mediaType = (contentType: string | undefined): string => (contentTy
 export function parseJsonBody(req: Pick<HttpRequest, 'body' | 'headers'>): unknown {
   const declared = req.headers['content-type'];
   if (declared !== undefined && !isJsonType(declared))
-    throw new RequestError(415, 'unsupported_media_type', `content type ${mediaType(declared) || '(empty)'} is not accepted; send application/json`);
+    throw new RequestError(
+      415,
+      'unsupported_media_type',
+      `content type ${mediaType(declared) || '(empty)'} is not accepted; send application/json`,
+    );
   if (!req.body) throw new RequestError(400, 'invalid_request', 'a JSON body is required');
   if (declared === undefined) throw new RequestError(415, 'unsupported_media_type', 'content-type is missing; send application/json');
   checkJsonText(req.body);
@@ -34,7 +38,8 @@ export function parseJsonBody(req: Pick<HttpRequest, 'body' | 'headers'>): unkno
 /** parseJsonBody for routes whose body is an object: `null`, arrays and scalars are a 400. */
 export function parseJsonObject(req: Pick<HttpRequest, 'body' | 'headers'>): Record<string, unknown> {
   const v = parseJsonBody(req);
-  if (v === null || typeof v !== 'object' || Array.isArray(v)) throw new RequestError(400, 'invalid_request', 'body: must be a JSON object');
+  if (v === null || typeof v !== 'object' || Array.isArray(v))
+    throw new RequestError(400, 'invalid_request', 'body: must be a JSON object');
   return v as Record<string, unknown>;
 }
 
@@ -50,10 +55,12 @@ export function checkJsonText(text: string): void {
           throw new RequestError(400, 'invalid_request', 'body: a string holds a NUL character (\\u0000), which msgx cannot store');
         i++;
       } else if (c === 0x22 /* " */) inString = false;
-      else if (c === 0) throw new RequestError(400, 'invalid_request', 'body: a string holds a NUL character (\\u0000), which msgx cannot store');
+      else if (c === 0)
+        throw new RequestError(400, 'invalid_request', 'body: a string holds a NUL character (\\u0000), which msgx cannot store');
     } else if (c === 0x22) inString = true;
     else if (c === 0x7b || c === 0x5b) {
-      if (++depth > MAX_JSON_DEPTH) throw new RequestError(400, 'invalid_request', `body: JSON nested deeper than ${MAX_JSON_DEPTH} levels`);
+      if (++depth > MAX_JSON_DEPTH)
+        throw new RequestError(400, 'invalid_request', `body: JSON nested deeper than ${MAX_JSON_DEPTH} levels`);
     } else if (c === 0x7d || c === 0x5d) depth--;
   }
 }

@@ -47,7 +47,11 @@ export function guardLocalRequest(req: GuardRequest, s: GuardSettings): void {
     throw new RequestError(403, 'cross_site_request', `a ${site} request may not change state (Sec-Fetch-Site: ${site})`);
   const origin = req.headers.origin;
   if (origin !== undefined && !originAllowed(origin, req, s))
-    throw new RequestError(403, 'cross_site_request', `a request from origin ${origin.slice(0, 100)} may not change state; only this server's own pages may`);
+    throw new RequestError(
+      403,
+      'cross_site_request',
+      `a request from origin ${origin.slice(0, 100)} may not change state; only this server's own pages may`,
+    );
 }
 
 function originAllowed(origin: string, req: GuardRequest, s: GuardSettings): boolean {

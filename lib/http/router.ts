@@ -81,14 +81,23 @@ function checkInput(req: HttpRequest, route: Route): void {
   const declared = req.headers['content-type'];
   if (route.accepts) {
     if (declared !== undefined && !route.accepts.includes(mediaType(declared)))
-      throw new RequestError(415, 'unsupported_media_type', `content type ${mediaType(declared) || '(empty)'} is not accepted; send ${route.accepts.join(', ')}`);
+      throw new RequestError(
+        415,
+        'unsupported_media_type',
+        `content type ${mediaType(declared) || '(empty)'} is not accepted; send ${route.accepts.join(', ')}`,
+      );
     return;
   }
   // JSON routes: a declared type must be JSON, and a body must declare it (a cross-site form can
   // send only form and text types, so this also keeps browsers' simple requests out).
   if (declared !== undefined && !isJsonType(declared))
-    throw new RequestError(415, 'unsupported_media_type', `content type ${mediaType(declared) || '(empty)'} is not accepted; send application/json`);
-  if (declared === undefined && req.body) throw new RequestError(415, 'unsupported_media_type', 'content-type is missing; send application/json');
+    throw new RequestError(
+      415,
+      'unsupported_media_type',
+      `content type ${mediaType(declared) || '(empty)'} is not accepted; send application/json`,
+    );
+  if (declared === undefined && req.body)
+    throw new RequestError(415, 'unsupported_media_type', 'content-type is missing; send application/json');
 }
 
 const safeText = (s: string) => s.replaceAll('\u0000', '\\u0000').slice(0, 300);
@@ -103,7 +112,10 @@ export function errorResponse(err: unknown): HttpResponse {
   if (err instanceof MsgxError && err.errorClass === 'INFRA')
     return { status: 503, body: { error: 'unavailable', detail: `${err.message}; try again later` } };
   if (err instanceof MsgxError) return { status: 400, body: { error: err.errorClass.toLowerCase(), detail: err.message } };
-  return { status: 500, body: { error: 'internal', detail: 'the request failed on an unexpected error; the details are in the server log' } };
+  return {
+    status: 500,
+    body: { error: 'internal', detail: 'the request failed on an unexpected error; the details are in the server log' },
+  };
 }
 
 export const json = (status: number, body: unknown): HttpResponse => ({ status, body });

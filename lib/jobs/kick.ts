@@ -29,6 +29,8 @@ export function asyncInvoker(): (functionName: string) => Promise<void> {
       };
     });
     send.catch(() => (send = undefined));
-    await (await send)(functionName);
+    await (
+      await send
+    )(functionName);
   };
 }

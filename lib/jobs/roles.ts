@@ -64,7 +64,14 @@ export function dispatcherRole(
     async step() {
       // Up to 10 batches per target per round: later claims skip discovery and overlap the
       // previous batch's publish, as a loop should (a single batch per round halves throughput).
-      const r = await dispatchOnce(ctx, publishers, { onSent: txmsgSentHook, onDead: txmsgDeadHook, onRetry: txmsgRetryHook, hookSources: ['txmsg'], maxBatches: 10, ...options });
+      const r = await dispatchOnce(ctx, publishers, {
+        onSent: txmsgSentHook,
+        onDead: txmsgDeadHook,
+        onRetry: txmsgRetryHook,
+        hookSources: ['txmsg'],
+        maxBatches: 10,
+        ...options,
+      });
       // schd flushes on its own period: come back for it even when nothing else is pending.
       return { busy: r.more, restMs: Math.min(ctx.config.outbox.pollIntervalMs, ctx.config.outbox.schdFlushPeriodMs) };
     },

@@ -98,11 +98,7 @@ export async function runWorker(ctx: Pick<AppContext, 'db' | 'config' | 'clock' 
 }
 
 /** The step's result, or OVERRAN once `ms` have passed (an infinite budget waits forever). */
-async function withinBudget<T>(
-  ctx: Pick<AppContext, 'clock'>,
-  step: Promise<T>,
-  ms: number,
-): Promise<T | typeof OVERRAN> {
+async function withinBudget<T>(ctx: Pick<AppContext, 'clock'>, step: Promise<T>, ms: number): Promise<T | typeof OVERRAN> {
   if (!Number.isFinite(ms)) return step;
   const stop = new AbortController();
   // An abandoned step may still fail later; that must not become an unhandled rejection.

@@ -2,7 +2,16 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import mysql from 'mysql2/promise';
 import { migrationsDir } from '../db/migrate.ts';
-import { type BackfillMark, clipNote, likeContaining, type Mailbox, type MailboxId, type MailboxRow, type MailboxText, mailboxText } from './mailbox.ts';
+import {
+  type BackfillMark,
+  clipNote,
+  likeContaining,
+  type Mailbox,
+  type MailboxId,
+  type MailboxRow,
+  type MailboxText,
+  mailboxText,
+} from './mailbox.ts';
 import { type MysqlPoolOptions, refreshingPool } from './mysqlPool.ts';
 
 export class MysqlMailbox implements Mailbox {
@@ -54,9 +63,7 @@ export class MysqlMailbox implements Mailbox {
   async readTexts(ids: number[]): Promise<Map<number, MailboxText>> {
     const out = new Map<number, MailboxText>();
     if (ids.length === 0) return out;
-    const [rows] = await this.#pool.query<mysql.RowDataPacket[]>('SELECT ID, MSG_TEXT FROM CMINMSGS WHERE ID IN (?)', [
-      ids,
-    ]);
+    const [rows] = await this.#pool.query<mysql.RowDataPacket[]>('SELECT ID, MSG_TEXT FROM CMINMSGS WHERE ID IN (?)', [ids]);
     // A text column (utf8mb4, latin1, …) arrives as a string the server converted to utf8mb4 from
     // text it validated on every write; a binary column (LONGBLOB, VARBINARY) arrives as the
     // owner's bytes, which must be UTF-8 (mailboxText refuses them otherwise, no U+FFFD).
@@ -119,7 +126,11 @@ export class MysqlMailbox implements Mailbox {
   }
 }
 
-const toId = (r: mysql.RowDataPacket): MailboxId => ({ id: Number(r.ID), receivedAt: r.DATE_RECEIVED as Date, processed: Number(r.P) === 1 });
+const toId = (r: mysql.RowDataPacket): MailboxId => ({
+  id: Number(r.ID),
+  receivedAt: r.DATE_RECEIVED as Date,
+  processed: Number(r.P) === 1,
+});
 
 function splitStatements(sql: string): string[] {
   return sql

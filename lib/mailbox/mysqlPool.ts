@@ -109,7 +109,8 @@ export function refreshingPool(url: string, o: MysqlPoolOptions): Pick<mysql.Poo
       throw explainTls(err, current, o);
     });
   return {
-    query: ((...args: Parameters<mysql.Pool['query']>) => run(() => (pool.query as (...a: unknown[]) => Promise<unknown>)(...args))) as mysql.Pool['query'],
+    query: ((...args: Parameters<mysql.Pool['query']>) =>
+      run(() => (pool.query as (...a: unknown[]) => Promise<unknown>)(...args))) as mysql.Pool['query'],
     execute: ((...args: Parameters<mysql.Pool['execute']>) =>
       run(() => (pool.execute as (...a: unknown[]) => Promise<unknown>)(...args))) as mysql.Pool['execute'],
     end: () => pool.end(),

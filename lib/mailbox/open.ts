@@ -8,7 +8,9 @@ import { ConfigError } from '../shared/errors.ts';
 /** The mailbox of a cloud function without MSGX_MAILBOX_URL: every use is refused, by name. */
 function noMailbox(): Mailbox {
   const refuse = async (): Promise<never> => {
-    throw new ConfigError('MSGX_MAILBOX_URL: required in the cloud to use the mailbox (it belongs to its owner; this function has none bound)');
+    throw new ConfigError(
+      'MSGX_MAILBOX_URL: required in the cloud to use the mailbox (it belongs to its owner; this function has none bound)',
+    );
   };
   return {
     kind: 'mysql',

@@ -2,7 +2,16 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Db, Queryable } from '../db/db.ts';
 import { migrationsDir } from '../db/migrate.ts';
-import { type BackfillMark, clipNote, likeContaining, type Mailbox, type MailboxId, type MailboxRow, type MailboxText, mailboxText } from './mailbox.ts';
+import {
+  type BackfillMark,
+  clipNote,
+  likeContaining,
+  type Mailbox,
+  type MailboxId,
+  type MailboxRow,
+  type MailboxText,
+  mailboxText,
+} from './mailbox.ts';
 
 /**
  * Inserts several inbound rows in the caller's transaction (the embedded ingress's group commit);
@@ -27,9 +36,7 @@ export class PgMailbox implements Mailbox {
   }
 
   async insertInbound(text: string): Promise<number> {
-    const r = await this.db.query<{ ID: number }>(`INSERT INTO "CMINMSGS" ("MSG_TEXT") VALUES ($1) RETURNING "ID"`, [
-      text,
-    ]);
+    const r = await this.db.query<{ ID: number }>(`INSERT INTO "CMINMSGS" ("MSG_TEXT") VALUES ($1) RETURNING "ID"`, [text]);
     return r.rows[0]!.ID;
   }
 
@@ -100,9 +107,7 @@ export class PgMailbox implements Mailbox {
   }
 
   async insertOutbound(text: string): Promise<number> {
-    const r = await this.db.query<{ ID: number }>(`INSERT INTO "COUTMSGS" ("MSG_TEXT") VALUES ($1) RETURNING "ID"`, [
-      text,
-    ]);
+    const r = await this.db.query<{ ID: number }>(`INSERT INTO "COUTMSGS" ("MSG_TEXT") VALUES ($1) RETURNING "ID"`, [text]);
     return r.rows[0]!.ID;
   }
 

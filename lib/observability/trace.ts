@@ -80,7 +80,14 @@ export interface MessageTrace {
     processed: boolean | null;
     error?: string;
   };
-  attempts: { attempt: number; startedAt: string; finishedAt: string; outcome: string; errorClass: string | null; errorDetail: string | null }[];
+  attempts: {
+    attempt: number;
+    startedAt: string;
+    finishedAt: string;
+    outcome: string;
+    errorClass: string | null;
+    errorDetail: string | null;
+  }[];
   flightChanges: FlightChangeView[];
   events: TraceEventView[];
   snapshot: Record<string, unknown>[];
@@ -144,7 +151,8 @@ export async function readMessageTrace(
     .filter((e) => e.target === 'msg' && e.flid && e.stateVersion !== null)
     .map((e) => {
       const v = e.value ?? {};
-      const change: FlightChangeView['change'] = e.type === 'FLIGHT_CREATED' ? 'created' : e.type === 'FLIGHT_DELETED' ? 'deleted' : 'updated';
+      const change: FlightChangeView['change'] =
+        e.type === 'FLIGHT_CREATED' ? 'created' : e.type === 'FLIGHT_DELETED' ? 'deleted' : 'updated';
       return {
         flid: e.flid!,
         opdy: typeof v.opdy === 'string' ? v.opdy : null,
@@ -236,20 +244,34 @@ export function buildTimeline(t: MessageTrace): TimelineEntry[] {
       status: a.outcome,
       detail: { attempt: a.attempt, ...(a.errorClass ? { errorClass: a.errorClass, error: a.errorDetail } : {}) },
     });
-  for (const r of t.replays) if (r.action === 'replay.proc') out.push({ at: r.at, kind: 'replay', status: 'PENDING', detail: { actor: r.actor } });
+  for (const r of t.replays)
+    if (r.action === 'replay.proc') out.push({ at: r.at, kind: 'replay', status: 'PENDING', detail: { actor: r.actor } });
   for (const s of t.snapshot)
     out.push({
       at: String(s.received_at),
       kind: 'snapshot',
       status: null,
-      detail: { styp: s.styp, day: s.scope, flights: s.flights, created: s.created, updated: s.updated, unchanged: s.unchanged, stale: s.stale },
+      detail: {
+        styp: s.styp,
+        day: s.scope,
+        flights: s.flights,
+        created: s.created,
+        updated: s.updated,
+        unchanged: s.unchanged,
+        stale: s.stale,
+      },
     });
   for (const c of t.flightChanges)
     out.push({
       at: c.at,
       kind: 'flight-change',
       status: null,
-      detail: { flid: c.flid, change: c.change, version: c.fromVersion ? `${c.fromVersion} → ${c.toVersion}` : String(c.toVersion), fields: c.fields },
+      detail: {
+        flid: c.flid,
+        change: c.change,
+        version: c.fromVersion ? `${c.fromVersion} → ${c.toVersion}` : String(c.toVersion),
+        fields: c.fields,
+      },
     });
   for (const e of t.events) {
     out.push({ at: e.createdAt, kind: 'event', status: null, detail: { eventId: e.eventId, target: e.target, type: e.type, key: e.key } });
@@ -268,7 +290,8 @@ export function buildTimeline(t: MessageTrace): TimelineEntry[] {
         },
       });
     if (e.sentAt) out.push({ at: e.sentAt, kind: 'sent', status: 'SENT', detail: { eventId: e.eventId, target: e.target } });
-    if (e.deadAt) out.push({ at: e.deadAt, kind: 'event-dead', status: 'DEAD', detail: { eventId: e.eventId, target: e.target, error: e.lastError } });
+    if (e.deadAt)
+      out.push({ at: e.deadAt, kind: 'event-dead', status: 'DEAD', detail: { eventId: e.eventId, target: e.target, error: e.lastError } });
   }
   const b = t.backfill;
   if (b.state === 'done' && b.processedAt)

@@ -127,24 +127,17 @@ export async function claimRun(
   if (isSchd) {
     claimed = await ctx.db.tx(async (tx) => {
       // Like the ordinary claim (migration 009), the flush's claim does not wait for its WAL flush.
-      const lock = await tx.query<{ ok: boolean }>(`SELECT pg_try_advisory_xact_lock(hashtext($1)) AS ok, set_config('synchronous_commit', 'off', true)`, [
-        `msgx:target:${target}`,
-      ]);
+      const lock = await tx.query<{ ok: boolean }>(
+        `SELECT pg_try_advisory_xact_lock(hashtext($1)) AS ok, set_config('synchronous_commit', 'off', true)`,
+        [`msgx:target:${target}`],
+      );
       if (!lock.rows[0]?.ok) return null;
       const periodStart = new Date(nowMs - ctx.config.outbox.schdFlushPeriodMs);
-      return (
-        await tx.query<ClaimedRow>(CLAIM_SCHD_SQL, [
-          target,
-          ctx.config.outbox.schdFlushLimit,
-          now,
-          lockUntil,
-          me,
-          periodStart,
-        ])
-      ).rows;
+      return (await tx.query<ClaimedRow>(CLAIM_SCHD_SQL, [target, ctx.config.outbox.schdFlushLimit, now, lockUntil, me, periodStart])).rows;
     });
   } else {
-    const rows = (await ctx.db.query<ClaimedRow & { locked: boolean }>(CLAIM_SQL, [target, settings.batchSize, now, lockUntil, me, after])).rows;
+    const rows = (await ctx.db.query<ClaimedRow & { locked: boolean }>(CLAIM_SQL, [target, settings.batchSize, now, lockUntil, me, after]))
+      .rows;
     claimed = rows.length === 1 && rows[0]!.locked ? null : rows;
   }
   report.claimMs = round(report.claimMs + performance.now() - t0);

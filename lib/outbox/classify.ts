@@ -60,10 +60,14 @@ export function classifyKafkaError(err: unknown): Classified {
   const inner = chain[chain.length - 1]!;
   const error = chain.length > 1 ? `${describe(inner)} (${chain[0]!.name})` : describe(inner);
   for (const e of chain) if (e.type && KAFKA_EVENT_ERRORS.has(e.type)) return { kind: 'event', error };
-  for (const e of chain) if (e.name === 'KafkaJSRequestTimeoutError' || e.name === 'TimeoutError' || (e.type && KAFKA_TIMEOUT_ERRORS.has(e.type))) return { kind: 'timeout', error };
+  for (const e of chain)
+    if (e.name === 'KafkaJSRequestTimeoutError' || e.name === 'TimeoutError' || (e.type && KAFKA_TIMEOUT_ERRORS.has(e.type)))
+      return { kind: 'timeout', error };
   for (const e of chain)
     if (
-      /^KafkaJS(ConnectionError|ConnectionClosedError|BrokerNotFound|MetadataNotLoaded|TopicMetadataNotLoaded|SASLAuthenticationError)$/.test(e.name) ||
+      /^KafkaJS(ConnectionError|ConnectionClosedError|BrokerNotFound|MetadataNotLoaded|TopicMetadataNotLoaded|SASLAuthenticationError)$/.test(
+        e.name,
+      ) ||
       (typeof e.code === 'string' && UNREACHABLE_CODES.has(e.code))
     )
       return { kind: 'outage', error };

@@ -110,7 +110,14 @@ export function decideSchdFlush({ claimed, ...input }: DecideInput & { claimed: 
       // The versions it stands for share its fate: merged again next flush, or dead with it.
       updates.push(
         u.status === 'DEAD'
-          ? { id: m.event_id, status: 'DEAD', attempts: m.attempts, nextAt: null, error: `superseded by dead event ${row.event_id}`, sentAs: row.event_id }
+          ? {
+              id: m.event_id,
+              status: 'DEAD',
+              attempts: m.attempts,
+              nextAt: null,
+              error: `superseded by dead event ${row.event_id}`,
+              sentAs: row.event_id,
+            }
           : unchanged(m),
       );
     }
@@ -128,7 +135,14 @@ const sentNow = (row: ClaimedRow, sentAs: number | null): RowUpdate => ({
 });
 
 /** Back to PENDING as it was: not tried, or held behind a failure; not charged. */
-const unchanged = (row: ClaimedRow): RowUpdate => ({ id: row.event_id, status: 'PENDING', attempts: row.attempts, nextAt: null, error: null, sentAs: null });
+const unchanged = (row: ClaimedRow): RowUpdate => ({
+  id: row.event_id,
+  status: 'PENDING',
+  attempts: row.attempts,
+  nextAt: null,
+  error: null,
+  sentAs: null,
+});
 
 /**
  * A row a publisher did not take. Every failing publisher was unreachable: an outage, not this
@@ -139,7 +153,15 @@ const unchanged = (row: ClaimedRow): RowUpdate => ({ id: row.event_id, status: '
 function failedNow(settings: DeliverySettings, now: Date, row: ClaimedRow, error: string, per: PublishResult[]): RowUpdate {
   const nowMs = now.getTime();
   if (per.every((p) => p.ok || p.unavailable))
-    return { id: row.event_id, status: 'PENDING', attempts: row.attempts, nextAt: new Date(nowMs + settings.initialBackoffMs), error, sentAs: null, stalled: true };
+    return {
+      id: row.event_id,
+      status: 'PENDING',
+      attempts: row.attempts,
+      nextAt: new Date(nowMs + settings.initialBackoffMs),
+      error,
+      sentAs: null,
+      stalled: true,
+    };
   const attempts = row.attempts + 1;
   const dead = attempts >= settings.maxRetryCount;
   return {
@@ -158,7 +180,14 @@ function collectOutcomes(out: Outcome[], row: ClaimedRow, pubs: Publisher[], per
     const r = per[j]!;
     if ((r as { already?: boolean }).already) continue;
     if (r.ok) {
-      out.push({ id: row.event_id, publisher: pubs[j]!.name, ok: true, partition: r.partition ?? null, offset: r.offset ?? null, error: null });
+      out.push({
+        id: row.event_id,
+        publisher: pubs[j]!.name,
+        ok: true,
+        partition: r.partition ?? null,
+        offset: r.offset ?? null,
+        error: null,
+      });
     } else if (!blocked && !r.notAttempted) {
       out.push({ id: row.event_id, publisher: pubs[j]!.name, ok: false, partition: null, offset: null, error: r.error });
     }

@@ -126,9 +126,7 @@ async function deliverTarget(
     while (cur.length > 0) {
       batches++;
       const wantMore =
-        cur.length >= settings.batchSize &&
-        batches < maxBatches &&
-        ctx.clock.now().getTime() - nowMs < ctx.config.outbox.leaseMs / 2;
+        cur.length >= settings.batchSize && batches < maxBatches && ctx.clock.now().getTime() - nowMs < ctx.config.outbox.leaseMs / 2;
       const last = cur[cur.length - 1]!.event_id;
       const [sent, next] = await Promise.all([
         publishRun(ctx, pubs, head.target, settings, cur, report),
@@ -142,7 +140,8 @@ async function deliverTarget(
         for (const r of next)
           updates.push({ id: r.event_id, status: 'PENDING', attempts: r.attempts, nextAt: null, error: null, sentAs: null });
       // schd claims whole FLID groups: it is full when it took the flush limit's worth of flights.
-      report.full = !failed && (isSchd ? new Set(cur.map((r) => r.grp)).size >= ctx.config.outbox.schdFlushLimit : cur.length >= settings.batchSize);
+      report.full =
+        !failed && (isSchd ? new Set(cur.map((r) => r.grp)).size >= ctx.config.outbox.schdFlushLimit : cur.length >= settings.batchSize);
       marking = markRun(ctx, head.target, { updates, outcomes, sources: cur.map((r) => r.source_kind) }, at, me, options, report);
       marking.catch(() => {});
       if (failed || !next?.length) break;

@@ -23,11 +23,7 @@ export interface NewEvent {
 export const OUTBOX_CHANNEL = 'msgx_outbox';
 
 /** Inserts the events in order and wakes the dispatcher on commit; returns their event IDs. */
-export async function enqueueEvents(
-  client: Queryable,
-  events: NewEvent[],
-  options: { now?: Date } = {},
-): Promise<number[]> {
+export async function enqueueEvents(client: Queryable, events: NewEvent[], options: { now?: Date } = {}): Promise<number[]> {
   if (events.length === 0) return [];
   const now = options.now ?? new Date();
   // One JSON document for the whole batch: PostgreSQL parses it in C, where text[] parameters

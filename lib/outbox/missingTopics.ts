@@ -17,10 +17,7 @@ export interface MissingTopic {
  * and logged at start, so a missing topic is seen before anyone wonders why nothing arrives.
  * Rejects when Kafka cannot be asked (then the kafka check fails anyway). None with the file sink.
  */
-export async function missingTopics(
-  config: Pick<Config, 'kafka' | 'outbox' | 'shadow' | 'txmsg'>,
-  db: Queryable,
-): Promise<MissingTopic[]> {
+export async function missingTopics(config: Pick<Config, 'kafka' | 'outbox' | 'shadow' | 'txmsg'>, db: Queryable): Promise<MissingTopic[]> {
   if (config.kafka.brokers.length === 0) return [];
   const r = await db.query<{ target: string; open: number }>(
     // One probe per target over the open-events index (a loose index scan), however long the backlog.

@@ -84,7 +84,9 @@ export class KafkaTopicCatalog implements TopicCatalog {
       // Few retries: a refused connection must answer "unreachable" at once, not after kafkajs'
       // default back-off of many seconds (the caller is a request, /health or a probe).
       const retry = { retries: 1, initialRetryTime: 100, maxRetryTime: 500 };
-      const admin = createKafka(this.#kafka, { clientId: 'msgx-topics', requestTimeoutMs: ASK_TIMEOUT_MS, log: this.#log, retry }).admin({ retry });
+      const admin = createKafka(this.#kafka, { clientId: 'msgx-topics', requestTimeoutMs: ASK_TIMEOUT_MS, log: this.#log, retry }).admin({
+        retry,
+      });
       try {
         await bounded(admin.connect(), ASK_TIMEOUT_MS, 'Kafka connect');
       } catch (err) {

@@ -27,7 +27,8 @@ export async function ensureTopics(
 ): Promise<EnsureTopicsResult> {
   const result: EnsureTopicsResult = { fileSink: false, created: [], existing: [], warnings: [] };
   if (config.kafka.brokers.length === 0) {
-    if (config.runtime === 'lambda') throw new ConfigError('MSGX_KAFKA_BROKERS: required in the cloud to create the topics (the file sink is for the twin only)');
+    if (config.runtime === 'lambda')
+      throw new ConfigError('MSGX_KAFKA_BROKERS: required in the cloud to create the topics (the file sink is for the twin only)');
     return { ...result, fileSink: true };
   }
   const { topicMsg, topicSchd, topicPartitions } = config.outbox;
@@ -95,7 +96,8 @@ export async function createTopicsWithLeaders(admin: Admin, topics: TopicSpec[],
       if (!SETTLING.has(err.type ?? err.originalError?.type ?? '')) throw e;
       if (Date.now() >= deadline) throw e;
     }
-    if (Date.now() >= deadline) throw new Error(`Kafka topics ${names.join(', ')}: no leader for every partition after ${options.timeoutMs ?? 30_000} ms`);
+    if (Date.now() >= deadline)
+      throw new Error(`Kafka topics ${names.join(', ')}: no leader for every partition after ${options.timeoutMs ?? 30_000} ms`);
     await new Promise((r) => setTimeout(r, 100));
   }
 }

@@ -11,12 +11,19 @@ export type Prepared =
   | { msgId: number; rawText: string; decoded: DecodedMessage; error?: undefined }
   | { msgId: number; rawText: string | null; decoded?: undefined; error: MsgxError };
 
-export function prepare(msgId: number, rawText: MailboxText | undefined | null, timezone: string, maxBytes: number, dayBoundary = false): Prepared {
+export function prepare(
+  msgId: number,
+  rawText: MailboxText | undefined | null,
+  timezone: string,
+  maxBytes: number,
+  dayBoundary = false,
+): Prepared {
   if (rawText === undefined || rawText === null)
     return { msgId, rawText: null, error: new MalformedError('raw text missing: the mailbox row has no MSG_TEXT') };
   // Bytes that are not UTF-8 are not text: refused (MALFORMED is never replayed). The copy kept
   // for trace shows U+FFFD in place of the bad bytes, as it does for U+0000.
-  if (typeof rawText !== 'string') return { msgId, rawText: rawText.lossy.replaceAll('\u0000', '\uFFFD'), error: new MalformedError(rawText.undecodable) };
+  if (typeof rawText !== 'string')
+    return { msgId, rawText: rawText.lossy.replaceAll('\u0000', '\uFFFD'), error: new MalformedError(rawText.undecodable) };
   try {
     return { msgId, rawText, decoded: decode(rawText, { timezone, limits: { maxBytes }, dayBoundary }) };
   } catch (err) {

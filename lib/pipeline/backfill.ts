@@ -19,10 +19,14 @@ export interface TodoRow {
 
 /** A message's open backfill intent, if any (for its trace). */
 export async function todoOf(q: Queryable, msgId: number) {
-  const r = await q.query<{ proc_status: string; proc_note: string | null; processed_at: Date; attempts: number; next_attempt_at: Date; last_error: string | null }>(
-    `SELECT proc_status, proc_note, processed_at, attempts, next_attempt_at, last_error FROM backfill_todo WHERE msg_id = $1`,
-    [msgId],
-  );
+  const r = await q.query<{
+    proc_status: string;
+    proc_note: string | null;
+    processed_at: Date;
+    attempts: number;
+    next_attempt_at: Date;
+    last_error: string | null;
+  }>(`SELECT proc_status, proc_note, processed_at, attempts, next_attempt_at, last_error FROM backfill_todo WHERE msg_id = $1`, [msgId]);
   return r.rows[0];
 }
 
@@ -47,12 +51,22 @@ export async function insertTodos(q: Queryable, marks: BackfillMark[], now: Date
 }
 
 /** Right after commit: write the marks, then drop their todos. A failure leaves the todos due later. */
-export async function backfillNow(ctx: Pick<AppContext, 'db' | 'mailbox' | 'config' | 'log'>, marks: BackfillMark[], now: Date): Promise<boolean> {
+export async function backfillNow(
+  ctx: Pick<AppContext, 'db' | 'mailbox' | 'config' | 'log'>,
+  marks: BackfillMark[],
+  now: Date,
+): Promise<boolean> {
   if (marks.length === 0) return true;
   try {
     await ctx.mailbox.markProcessed(marks);
   } catch (err) {
-    const retries = await postponeTodos(ctx.db, marks.map((m) => m.id), String(err), now, ctx.config.pipeline).catch(() => []);
+    const retries = await postponeTodos(
+      ctx.db,
+      marks.map((m) => m.id),
+      String(err),
+      now,
+      ctx.config.pipeline,
+    ).catch(() => []);
     // README "Operations" (Logs): which messages, the class, how many attempts so far and when the next is due.
     ctx.log.warn({
       message: 'mailbox backfill failed; the sweep will retry',
@@ -109,10 +123,7 @@ export async function backfillSweep(ctx: Pick<AppContext, 'db' | 'mailbox' | 'co
  * Heals the crash windows of the mailbox back-fill (docs/architecture.md "An inbound message"): a terminal proc_state row whose mailbox row is still
  * unprocessed and that has no todo (the todo was lost, or deleted by hand) gets its todo back.
  */
-export async function reconcileBackfill(
-  ctx: Pick<AppContext, 'db' | 'mailbox' | 'config' | 'clock'>,
-  scanLimit = 500,
-): Promise<number> {
+export async function reconcileBackfill(ctx: Pick<AppContext, 'db' | 'mailbox' | 'config' | 'clock'>, scanLimit = 500): Promise<number> {
   if (ctx.config.shadow) return 0;
   const unprocessed = await ctx.mailbox.scanUnprocessed(0, scanLimit);
   if (unprocessed.length === 0) return 0;

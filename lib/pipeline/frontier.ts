@@ -9,7 +9,11 @@ const RESCAN = 'mailbox.rescan';
 
 /** The frontier, the open gaps and the holes declared after `recheckSince` (one round trip). */
 export async function loadFrontier(q: Queryable, recheckSince: Date): Promise<{ frontier: Frontier; gaps: Gap[] }> {
-  const r = await q.query<{ accounted: string | null; scanned: string | null; gaps: { lo: number; hi: number; first_seen: string; hole_at: string | null }[] | null }>(
+  const r = await q.query<{
+    accounted: string | null;
+    scanned: string | null;
+    gaps: { lo: number; hi: number; first_seen: string; hole_at: string | null }[] | null;
+  }>(
     `SELECT (SELECT value->>'accounted' FROM msgx_state WHERE key = $1) AS accounted,
             (SELECT value->>'scanned' FROM msgx_state WHERE key = $1) AS scanned,
             (SELECT json_agg(g ORDER BY g.lo) FROM (SELECT lo, hi, first_seen, hole_at FROM mailbox_gap
@@ -97,7 +101,14 @@ export interface OrderingStats {
 }
 
 export async function orderingStats(q: Queryable, now: Date): Promise<OrderingStats> {
-  const r = await q.query<{ f: { accounted?: number; scanned?: number } | null; holes: string | null; waiting: number; open: string; late: number; oldest: Date | null }>(
+  const r = await q.query<{
+    f: { accounted?: number; scanned?: number } | null;
+    holes: string | null;
+    waiting: number;
+    open: string;
+    late: number;
+    oldest: Date | null;
+  }>(
     `SELECT (SELECT value FROM msgx_state WHERE key = $1) AS f,
             (SELECT value->>'holes' FROM msgx_state WHERE key = $2) AS holes,
             (SELECT count(*)::int FROM mailbox_gap WHERE hole_at IS NULL) AS waiting,

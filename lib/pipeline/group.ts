@@ -105,7 +105,12 @@ export async function applyGroup(
     ? []
     : records
         .filter((r) => r.status !== 'FAILED' && r.status !== 'PENDING')
-        .map((r) => ({ id: r.msgId, status: r.status, note: noteFor(r.status, r.errorClass, r.errorDetail, r.note), processedAt: r.finishedAt }));
+        .map((r) => ({
+          id: r.msgId,
+          status: r.status,
+          note: noteFor(r.status, r.errorClass, r.errorDetail, r.note),
+          processedAt: r.finishedAt,
+        }));
   await writeAttempts(tx, records, marks);
   return { records, marks, stopped };
 }

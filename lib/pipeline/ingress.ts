@@ -20,10 +20,13 @@ export async function acceptInbound(
   const t0 = performance.now();
   const type = (contentType ?? 'text/plain').split(';')[0]!.trim().toLowerCase();
   if (!XML_TYPES.includes(type))
-    throw new RequestError(415, 'unsupported_media_type', `content type ${type} is not accepted; send application/xml, text/xml or text/plain`);
+    throw new RequestError(
+      415,
+      'unsupported_media_type',
+      `content type ${type} is not accepted; send application/xml, text/xml or text/plain`,
+    );
   const limit = ctx.config.http.maxBodyBytes;
-  if (Buffer.byteLength(body, 'utf8') > limit)
-    throw new RequestError(413, 'payload_too_large', `the body is larger than ${limit} bytes`);
+  if (Buffer.byteLength(body, 'utf8') > limit) throw new RequestError(413, 'payload_too_large', `the body is larger than ${limit} bytes`);
   try {
     checkWellFormed(body, { ...DEFAULT_LIMITS, maxBytes: limit });
   } catch (err) {
@@ -33,7 +36,14 @@ export async function acceptInbound(
   const checkMs = since(t0);
   if (groupsInbound(ctx)) {
     const msgId = await storeInboundGrouped(ctx, body);
-    logIngress(ctx.log, { msg_id: msgId, check_ms: checkMs, mailbox_ms: since(t0) - checkMs, wake_ms: 0, woken: true, total_ms: since(t0) });
+    logIngress(ctx.log, {
+      msg_id: msgId,
+      check_ms: checkMs,
+      mailbox_ms: since(t0) - checkMs,
+      wake_ms: 0,
+      woken: true,
+      total_ms: since(t0),
+    });
     return { msgId, woken: true };
   }
   const tMailbox = performance.now();

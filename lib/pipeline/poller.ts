@@ -52,7 +52,13 @@ export async function pollOnce(ctx: Pick<AppContext, 'db' | 'mailbox' | 'clock' 
   if (r.late.length === 0 && r.newHoles.length === 0 && JSON.stringify(r.gaps) === JSON.stringify(gaps)) {
     const ids = await enqueueWithFact(ctx.db, r.enqueue, now, { key: FRONTIER_KEY, value: r.frontier }, woke);
     lastScanned.set(ctx.db, r.frontier.scanned);
-    return { scanned: fresh.length, enqueued: ids.length, watermark: r.frontier.accounted, more: fresh.length >= limit, waiting: waitingOf(r.gaps) };
+    return {
+      scanned: fresh.length,
+      enqueued: ids.length,
+      watermark: r.frontier.accounted,
+      more: fresh.length >= limit,
+      waiting: waitingOf(r.gaps),
+    };
   }
 
   const enqueued = await ctx.db.tx(async (tx) => {

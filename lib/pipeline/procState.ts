@@ -20,11 +20,7 @@ export interface OpenRow {
 export const INBOX_CHANNEL = 'msgx_inbox';
 
 /** Idempotent enqueue of mailbox rows; archived IDs are never enqueued again. Returns new IDs. */
-export async function enqueueMessages(
-  q: Queryable,
-  rows: { id: number; receivedAt: Date | null }[],
-  now: Date,
-): Promise<number[]> {
+export async function enqueueMessages(q: Queryable, rows: { id: number; receivedAt: Date | null }[], now: Date): Promise<number[]> {
   if (rows.length === 0) return [];
   const r = await q.query<{ msg_id: number }>(
     `INSERT INTO proc_state (msg_id, status, next_attempt_at, received_at, enqueued_at, updated_at)

@@ -124,7 +124,15 @@ async function prepareGroup(ctx: AppContext, group: OpenRow[]): Promise<Prepared
 async function failHead(ctx: AppContext, head: OpenRow, reason: string, now: Date): Promise<void> {
   const error = asMsgxError(reason);
   const item: Prepared = { msgId: head.msg_id, rawText: head.raw_text, error };
-  const rec = record(head, { status: 'FAILED', errorClass: 'INFRA', detail: reason }, head.identity_key, item, now, ctx.clock.now(), ctx.config);
+  const rec = record(
+    head,
+    { status: 'FAILED', errorClass: 'INFRA', detail: reason },
+    head.identity_key,
+    item,
+    now,
+    ctx.clock.now(),
+    ctx.config,
+  );
   const marks =
     rec.status === 'DEAD' && !ctx.config.shadow
       ? [{ id: rec.msgId, status: rec.status, note: noteFor(rec.status, rec.errorClass, rec.errorDetail, null), processedAt: now }]

@@ -58,10 +58,9 @@ export async function replayMessages(db: Db, req: ReplayRequest, actor: string, 
     const warnings: string[] = [];
     if (moved.length > 0) {
       const oldest = moved[0]!.msgId;
-      const newer = await tx.query<{ n: number }>(
-        `SELECT count(*)::int AS n FROM proc_state WHERE msg_id > $1 AND status = 'SUCCEEDED'`,
-        [oldest],
-      );
+      const newer = await tx.query<{ n: number }>(`SELECT count(*)::int AS n FROM proc_state WHERE msg_id > $1 AND status = 'SUCCEEDED'`, [
+        oldest,
+      ]);
       if (newer.rows[0]!.n > 0)
         warnings.push(
           `${newer.rows[0]!.n} newer message(s) already succeeded after #${oldest}: replaying may overwrite newer flight state (re-queueing does not restore the original order)`,

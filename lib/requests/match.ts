@@ -40,7 +40,12 @@ export async function matchAnswer(q: Queryable, a: AnswerFacts): Promise<MatchRe
   if (common) return common;
   const sentSecond = Math.floor(req.sent_at.getTime() / 1000) * 1000;
   if (a.answerAt!.getTime() < sentSecond) return { ok: false, reason: `answer-older-than-request:${req.id}` };
-  await appendAudit(q, req.id, { what: 'answer-matched', method: 'fallback', rule: FALLBACK_RULE, msgId: a.msgId, answerAt: a.answerAt!.toISOString() }, a.now);
+  await appendAudit(
+    q,
+    req.id,
+    { what: 'answer-matched', method: 'fallback', rule: FALLBACK_RULE, msgId: a.msgId, answerAt: a.answerAt!.toISOString() },
+    a.now,
+  );
   return { ok: true, request: req };
 }
 

@@ -8,7 +8,11 @@ type Ctx = Pick<AppContext, 'db' | 'mailbox' | 'config' | 'clock'>;
 export const OUTBOUND_WINDOW = 5000;
 
 /** What identifies a request's row in COUTMSGS: our sender, its type and its SEQN (= its ID). */
-export const markerOf = (req: Pick<ReqRow, 'id' | 'kind'>): string[] => ['<SNDR>MSGX</SNDR>', `<SEQN>${req.id}</SEQN>`, `<TYPE>${req.kind}</TYPE>`];
+export const markerOf = (req: Pick<ReqRow, 'id' | 'kind'>): string[] => [
+  '<SNDR>MSGX</SNDR>',
+  `<SEQN>${req.id}</SEQN>`,
+  `<TYPE>${req.kind}</TYPE>`,
+];
 
 /**
  * Writes the request's row and confirms it. When the insert fails or its row cannot be confirmed,

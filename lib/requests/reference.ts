@@ -38,7 +38,12 @@ export const refdProcessor: Processor = async (ctx) => {
       await markSent(ctx.tx, open.id, open.outbound_id, open.sent_at);
       await appendAudit(ctx.tx, open.id, { what: 'confirmed-by-answer', msgId: ctx.msgId }, ctx.now);
     }
-    await appendAudit(ctx.tx, open.id, { what: 'answer-matched', method: 'fallback', rule: 'same kind, open, same RTYP', msgId: ctx.msgId }, ctx.now);
+    await appendAudit(
+      ctx.tx,
+      open.id,
+      { what: 'answer-matched', method: 'fallback', rule: 'same kind, open, same RTYP', msgId: ctx.msgId },
+      ctx.now,
+    );
     await closeRequest(ctx.tx, open.id, 'DONE', 'answered', ctx.now, ctx.msgId);
   }
   return { status: 'SUCCEEDED', note: `rtype=${p.RTYP} upserted=${n.upserted} removed=${n.removed}` };

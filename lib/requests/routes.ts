@@ -28,9 +28,17 @@ export const requestRoutes: Route[] = [
       if (!r) throw new RequestError(404, 'not_found', `no request ${raw}`);
       const iso = (d: Date | null) => (d ? d.toISOString() : null);
       return json(200, {
-        id: r.id, kind: r.kind, scope: r.scope, status: r.status,
-        registeredAt: iso(r.registered_at), sentAt: iso(r.sent_at), outboundId: r.outbound_id,
-        closedAt: iso(r.closed_at), closeReason: r.close_reason, respMsgId: r.resp_msg_id, audit: r.audit,
+        id: r.id,
+        kind: r.kind,
+        scope: r.scope,
+        status: r.status,
+        registeredAt: iso(r.registered_at),
+        sentAt: iso(r.sent_at),
+        outboundId: r.outbound_id,
+        closedAt: iso(r.closed_at),
+        closeReason: r.close_reason,
+        respMsgId: r.resp_msg_id,
+        audit: r.audit,
       });
     },
   },

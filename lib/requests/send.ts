@@ -1,7 +1,16 @@
 import type { AppContext } from '../app/context.ts';
 import { InfraError, RequestError } from '../shared/errors.ts';
 import { reconcileRequest, writeAndConfirm } from './reconcile.ts';
-import { expireOverdue, getRequest, listUnconfirmed, markSendAttempt, markSent, type ReqKind, type ReqRow, registerRequest } from './track.ts';
+import {
+  expireOverdue,
+  getRequest,
+  listUnconfirmed,
+  markSendAttempt,
+  markSent,
+  type ReqKind,
+  type ReqRow,
+  registerRequest,
+} from './track.ts';
 
 export interface RequestResult {
   id: number;

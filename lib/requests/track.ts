@@ -40,10 +40,10 @@ const OPEN = `status IN ('REGISTERED', 'SENT')`;
 
 /** Registers a new request; the open one of the same kind (if any) expires first ("superseded"). */
 export async function registerRequest(q: Queryable, kind: ReqKind, scope: string, now: Date): Promise<ReqRow> {
-  await q.query(
-    `UPDATE req_track SET status = 'EXPIRED', closed_at = $2, close_reason = 'superseded' WHERE kind = $1 AND ${OPEN}`,
-    [kind, now],
-  );
+  await q.query(`UPDATE req_track SET status = 'EXPIRED', closed_at = $2, close_reason = 'superseded' WHERE kind = $1 AND ${OPEN}`, [
+    kind,
+    now,
+  ]);
   const r = await q.query<ReqRow>(
     `INSERT INTO req_track (kind, scope, status, registered_at) VALUES ($1, $2, 'REGISTERED', $3) RETURNING *`,
     [kind, scope, now],
@@ -69,7 +69,10 @@ export async function listUnconfirmed(q: Queryable): Promise<ReqRow[]> {
 
 /** Appends to the request's own audit. */
 export async function appendAudit(q: Queryable, id: number, entry: Omit<AuditEntry, 'at'>, at: Date): Promise<void> {
-  await q.query(`UPDATE req_track SET audit = audit || $2::jsonb WHERE id = $1`, [id, JSON.stringify([{ at: at.toISOString(), ...entry }])]);
+  await q.query(`UPDATE req_track SET audit = audit || $2::jsonb WHERE id = $1`, [
+    id,
+    JSON.stringify([{ at: at.toISOString(), ...entry }]),
+  ]);
 }
 
 /** A request by ID, locked (an answer that echoes our request names it exactly). */
@@ -80,10 +83,11 @@ export async function lockRequest(q: Queryable, id: number): Promise<ReqRow | un
 
 /** REGISTERED → SENT, only once the outbound row is confirmed. False when the request moved on meanwhile. */
 export async function markSent(q: Queryable, id: number, outboundId: number | null, sentAt: Date): Promise<boolean> {
-  const r = await q.query(
-    `UPDATE req_track SET status = 'SENT', outbound_id = $2, sent_at = $3 WHERE id = $1 AND status = 'REGISTERED'`,
-    [id, outboundId, sentAt],
-  );
+  const r = await q.query(`UPDATE req_track SET status = 'SENT', outbound_id = $2, sent_at = $3 WHERE id = $1 AND status = 'REGISTERED'`, [
+    id,
+    outboundId,
+    sentAt,
+  ]);
   return r.rowCount === 1;
 }
 

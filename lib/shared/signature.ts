@@ -55,6 +55,11 @@ export function verifySignature(
 }
 
 /** verifySignature as a yes/no, for receivers that need no reason. */
-export function verify(secret: string, text: string, header: string | undefined, o: { nowMs?: number; toleranceSeconds?: number } = {}): boolean {
+export function verify(
+  secret: string,
+  text: string,
+  header: string | undefined,
+  o: { nowMs?: number; toleranceSeconds?: number } = {},
+): boolean {
   return verifySignature(secret, text, header, o).ok;
 }

@@ -44,7 +44,14 @@ export async function applyAction(
   switch (action) {
     case 'commit': {
       if (row.status !== 'PREPARED') throw new TxIllegalTransitionError(row.id, action, row.status, reasonFor(action, row));
-      const moved = await move(tx, row, 'commit', now, { committed_at: now, next_check_at: null, dead_phase: null, dead_reason: null }, { detail });
+      const moved = await move(
+        tx,
+        row,
+        'commit',
+        now,
+        { committed_at: now, next_check_at: null, dead_phase: null, dead_reason: null },
+        { detail },
+      );
       // After the move, so the trace reads commit → enqueue.
       return { row: await updateMessage(tx, row.id, await startSchedule(tx, moved, now, scheduleMs)), changed: true };
     }
@@ -69,7 +76,11 @@ function reasonFor(action: TxAction, row: TxRow): string {
 }
 
 /** The API entry: one short transaction around the locked row. */
-export async function runAction(ctx: Pick<AppContext, 'db' | 'clock' | 'config'>, id: string, action: TxAction): Promise<{ id: string; status: TxStatus }> {
+export async function runAction(
+  ctx: Pick<AppContext, 'db' | 'clock' | 'config'>,
+  id: string,
+  action: TxAction,
+): Promise<{ id: string; status: TxStatus }> {
   const result = await ctx.db.tx(async (tx) => {
     const row = await lockMessage(tx, id);
     if (!row) return undefined;

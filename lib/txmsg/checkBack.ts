@@ -72,11 +72,18 @@ async function record(
       return 'rolledBack';
     }
     if (row.checks >= checkMax) {
-      await move(tx, row, 'checks-exhausted', now, {
-        next_check_at: null,
-        dead_phase: 'check',
-        dead_reason: 'check-back exhausted',
-      }, { detail: { checks: row.checks, lastError: row.last_error } });
+      await move(
+        tx,
+        row,
+        'checks-exhausted',
+        now,
+        {
+          next_check_at: null,
+          dead_phase: 'check',
+          dead_reason: 'check-back exhausted',
+        },
+        { detail: { checks: row.checks, lastError: row.last_error } },
+      );
       return 'dead';
     }
     await updateMessage(tx, id, { next_check_at: new Date(now.getTime() + checkIntervalMs) });

@@ -153,7 +153,12 @@ export class TxMessageClient {
     try {
       res = await (this.#o.fetch ?? fetch)(this.#o.baseUrl + path, {
         method,
-        headers: { accept: 'application/json', ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...this.#o.headers, ...headers },
+        headers: {
+          accept: 'application/json',
+          ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+          ...this.#o.headers,
+          ...headers,
+        },
         body: body !== undefined ? JSON.stringify(body) : undefined,
         signal: AbortSignal.timeout(this.#o.timeoutMs),
       });
@@ -168,7 +173,13 @@ export class TxMessageClient {
       /* a proxy's HTML error page: handled by status below */
     }
     if (res.ok) return parsed as T;
-    if (res.status >= 500 || res.status === 429) throw new TxUnavailableError(`${method} ${path}: HTTP ${res.status} ${String(parsed.detail ?? '')}`);
-    throw new TxRejectedError(res.status, String(parsed.error ?? 'error'), String(parsed.detail ?? text), parsed.state as TxStatus | undefined);
+    if (res.status >= 500 || res.status === 429)
+      throw new TxUnavailableError(`${method} ${path}: HTTP ${res.status} ${String(parsed.detail ?? '')}`);
+    throw new TxRejectedError(
+      res.status,
+      String(parsed.error ?? 'error'),
+      String(parsed.detail ?? text),
+      parsed.state as TxStatus | undefined,
+    );
   }
 }

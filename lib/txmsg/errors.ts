@@ -44,14 +44,22 @@ export class TxIdempotencyConflictError extends RequestError {
 /** 422: the Kafka cluster has no such topic, so the message could never be delivered; nothing is stored. */
 export class TxUnknownTopicError extends RequestError {
   constructor(readonly topic: string) {
-    super(422, 'unknown_topic', `topic ${topic} does not exist on the Kafka cluster (msgx does not create producers' topics; ask the operator to create it or list it in MSGX_TX_TOPICS)`, { topic });
+    super(
+      422,
+      'unknown_topic',
+      `topic ${topic} does not exist on the Kafka cluster (msgx does not create producers' topics; ask the operator to create it or list it in MSGX_TX_TOPICS)`,
+      { topic },
+    );
     this.name = 'TxUnknownTopicError';
   }
 }
 
 /** 403: MSGX_TX_TOPICS is set and does not list the topic; nothing is stored. */
 export class TxTopicNotAllowedError extends RequestError {
-  constructor(readonly topic: string, allowed: string[]) {
+  constructor(
+    readonly topic: string,
+    allowed: string[],
+  ) {
     super(403, 'topic_not_allowed', `topic ${topic} is not in MSGX_TX_TOPICS (${allowed.join(', ')})`, { topic, allowed });
     this.name = 'TxTopicNotAllowedError';
   }
@@ -59,7 +67,10 @@ export class TxTopicNotAllowedError extends RequestError {
 
 /** 503: whether the topic exists cannot be checked because Kafka does not answer; nothing is stored. */
 export class TxTopicCheckUnavailableError extends RequestError {
-  constructor(readonly topic: string, reason: string) {
+  constructor(
+    readonly topic: string,
+    reason: string,
+  ) {
     super(503, 'kafka_unavailable', `cannot check that topic ${topic} exists: ${reason}`, { topic });
     this.name = 'TxTopicCheckUnavailableError';
   }

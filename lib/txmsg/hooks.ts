@@ -24,13 +24,21 @@ export async function txmsgSentHook(tx: Queryable, sent: SettledEvent[], now: Da
     const row = await lockMessage(tx, e.sourceId!);
     if (!row) continue; // archived meanwhile: nothing left to move
     if (row.status === 'COMMITTED' && row.in_flight_event_id === e.eventId) {
-      await move(tx, row, 'sent', now, {
-        in_flight_event_id: null,
-        delivered_at: now,
-        next_delivery_at: new Date(now.getTime() + (row.redeliver_after_ms ?? 0)),
-      }, { detail: { eventId: e.eventId, delivery: row.attempts } });
+      await move(
+        tx,
+        row,
+        'sent',
+        now,
+        {
+          in_flight_event_id: null,
+          delivered_at: now,
+          next_delivery_at: new Date(now.getTime() + (row.redeliver_after_ms ?? 0)),
+        },
+        { detail: { eventId: e.eventId, delivery: row.attempts } },
+      );
     } else {
-      if (row.in_flight_event_id === e.eventId) await updateMessage(tx, row.id, { in_flight_event_id: null, delivered_at: now, updated_at: now });
+      if (row.in_flight_event_id === e.eventId)
+        await updateMessage(tx, row.id, { in_flight_event_id: null, delivered_at: now, updated_at: now });
       await appendTrace(tx, row.id, now, 'sent', row.status, { eventId: e.eventId, note: 'delivery recorded, status unchanged' });
     }
   }
@@ -48,15 +56,26 @@ export async function txmsgDeadHook(tx: Queryable, dead: SettledEvent[], now: Da
       // The relay's hook reports no error text; it wrote it on the event in this same transaction.
       const error = e.error ?? (await eventLastError(tx, e.eventId));
       const reason = `delivery failed: ${error ?? 'the relay gave the event up'}`;
-      await move(tx, row, 'delivery-failed', now, {
-        in_flight_event_id: null,
-        next_delivery_at: null,
-        dead_phase: 'delivery',
-        dead_reason: reason,
-        last_error: error ?? null,
-      }, { detail: { eventId: e.eventId, error: error ?? null } });
+      await move(
+        tx,
+        row,
+        'delivery-failed',
+        now,
+        {
+          in_flight_event_id: null,
+          next_delivery_at: null,
+          dead_phase: 'delivery',
+          dead_reason: reason,
+          last_error: error ?? null,
+        },
+        { detail: { eventId: e.eventId, error: error ?? null } },
+      );
     } else {
-      await appendTrace(tx, row.id, now, 'delivery-failed', row.status, { eventId: e.eventId, error: e.error ?? null, note: 'status unchanged' });
+      await appendTrace(tx, row.id, now, 'delivery-failed', row.status, {
+        eventId: e.eventId,
+        error: e.error ?? null,
+        note: 'status unchanged',
+      });
     }
   }
 }

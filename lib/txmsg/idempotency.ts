@@ -21,10 +21,9 @@ export async function claimKey(
     [key, txId, requestHash, now],
   );
   if (ins.rowCount === 1) return undefined;
-  const r = await q.query<{ tx_id: string; request_hash: string }>(
-    `SELECT tx_id, request_hash FROM tx_idempotency WHERE idem_key = $1`,
-    [key],
-  );
+  const r = await q.query<{ tx_id: string; request_hash: string }>(`SELECT tx_id, request_hash FROM tx_idempotency WHERE idem_key = $1`, [
+    key,
+  ]);
   return r.rows[0];
 }
 

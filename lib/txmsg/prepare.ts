@@ -52,7 +52,13 @@ export async function prepare(
       biz_name: p.bizName ?? null,
       created_by: p.createdBy ?? null,
     });
-    await appendTrace(tx, id, now, 'prepare', 'PREPARED', { topic: p.topic, key: p.key ?? null, idempotencyKey: idempotencyKey ?? null, bizName: p.bizName ?? null, createdBy: p.createdBy ?? null });
+    await appendTrace(tx, id, now, 'prepare', 'PREPARED', {
+      topic: p.topic,
+      key: p.key ?? null,
+      idempotencyKey: idempotencyKey ?? null,
+      bizName: p.bizName ?? null,
+      createdBy: p.createdBy ?? null,
+    });
     return { earlierId: undefined, row };
   });
   if (outcome.row) return { row: outcome.row, created: true };

@@ -21,16 +21,29 @@ export async function resend(
     const now = ctx.clock.now();
     const row = await lockMessage(tx, id);
     if (!row) throw new TxNotFoundError(id);
-    if (row.status !== 'DEAD') throw new TxIllegalTransitionError(id, 'resend', row.status, `only a DEAD message can be resent; ${id} is ${row.status}`);
+    if (row.status !== 'DEAD')
+      throw new TxIllegalTransitionError(id, 'resend', row.status, `only a DEAD message can be resent; ${id} is ${row.status}`);
     // rtm's resend_msg_uid / resend_msg_time (docs/txmsg.md "API"): the last operator who resent it, and when.
     const cleared = { dead_phase: null, dead_reason: null, last_error: null, resent_by: actor, resent_at: now };
     const updated =
       row.dead_phase === 'check'
-        ? await move(tx, row, 'resend-unconfirmed', now, { ...cleared, checks: 0, next_check_at: now }, { detail: { actor, reason: row.dead_reason } })
+        ? await move(
+            tx,
+            row,
+            'resend-unconfirmed',
+            now,
+            { ...cleared, checks: 0, next_check_at: now },
+            { detail: { actor, reason: row.dead_reason } },
+          )
         : await updateMessage(
             tx,
             id,
-            await startSchedule(tx, await move(tx, row, 'resend-delivered', now, cleared, { detail: { actor, reason: row.dead_reason } }), now, ctx.config.txmsg.redeliveryScheduleMs),
+            await startSchedule(
+              tx,
+              await move(tx, row, 'resend-delivered', now, cleared, { detail: { actor, reason: row.dead_reason } }),
+              now,
+              ctx.config.txmsg.redeliveryScheduleMs,
+            ),
           );
     await writeAudit(tx, {
       at: now,

@@ -40,14 +40,40 @@ export interface TxRow {
 /** Columns a transition may set; the names come from this list, never from input. */
 export type TxPatch = Partial<Omit<TxRow, 'id' | 'topic' | 'msg_key' | 'payload' | 'headers' | 'check_url' | 'created_at' | 'archived_at'>>;
 const PATCHABLE = new Set<string>([
-  'status', 'checks', 'next_check_at', 'attempts', 'in_flight_event_id', 'redeliver_after_ms', 'next_delivery_at',
-  'dead_phase', 'dead_reason', 'last_error', 'updated_at', 'committed_at', 'delivered_at', 'finished_at',
-  'check_after_ms', 'check_timeout_ms', 'resent_by', 'resent_at',
+  'status',
+  'checks',
+  'next_check_at',
+  'attempts',
+  'in_flight_event_id',
+  'redeliver_after_ms',
+  'next_delivery_at',
+  'dead_phase',
+  'dead_reason',
+  'last_error',
+  'updated_at',
+  'committed_at',
+  'delivered_at',
+  'finished_at',
+  'check_after_ms',
+  'check_timeout_ms',
+  'resent_by',
+  'resent_at',
 ]);
 
 export type NewTxRow = Pick<
   TxRow,
-  'id' | 'topic' | 'msg_key' | 'payload' | 'headers' | 'check_url' | 'check_after_ms' | 'check_timeout_ms' | 'next_check_at' | 'created_at' | 'biz_name' | 'created_by'
+  | 'id'
+  | 'topic'
+  | 'msg_key'
+  | 'payload'
+  | 'headers'
+  | 'check_url'
+  | 'check_after_ms'
+  | 'check_timeout_ms'
+  | 'next_check_at'
+  | 'created_at'
+  | 'biz_name'
+  | 'created_by'
 >;
 
 export async function insertMessage(q: Queryable, m: NewTxRow): Promise<TxRow> {
@@ -56,7 +82,20 @@ export async function insertMessage(q: Queryable, m: NewTxRow): Promise<TxRow> {
                              status, next_check_at, created_at, updated_at, biz_name, created_by)
      VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7, $8, 'PREPARED', $9, $10, $10, $11, $12)
      RETURNING *`,
-    [m.id, m.topic, m.msg_key, m.payload, JSON.stringify(m.headers), m.check_url, m.check_after_ms, m.check_timeout_ms, m.next_check_at, m.created_at, m.biz_name, m.created_by],
+    [
+      m.id,
+      m.topic,
+      m.msg_key,
+      m.payload,
+      JSON.stringify(m.headers),
+      m.check_url,
+      m.check_after_ms,
+      m.check_timeout_ms,
+      m.next_check_at,
+      m.created_at,
+      m.biz_name,
+      m.created_by,
+    ],
   );
   return r.rows[0]!;
 }
@@ -92,7 +131,11 @@ export async function updateMessage(q: Queryable, id: string, patch: TxPatch): P
  * in flight counts; an older one's error says nothing about the current state.
  */
 export async function recordDeliveryError(q: Queryable, id: string, eventId: number, error: string): Promise<void> {
-  await q.query(`UPDATE tx_message SET last_error = $3 WHERE id = $1 AND in_flight_event_id = $2 AND status = 'COMMITTED'`, [id, eventId, error]);
+  await q.query(`UPDATE tx_message SET last_error = $3 WHERE id = $1 AND in_flight_event_id = $2 AND status = 'COMMITTED'`, [
+    id,
+    eventId,
+    error,
+  ]);
 }
 
 /**
@@ -128,7 +171,10 @@ export async function lockDueDeliveries(q: Queryable, now: Date, limit: number):
 }
 
 /** In-flight deliveries the relay has already settled (SENT or DEAD) — a safety net for a missed hook. */
-export async function settledInFlight(q: Queryable, limit: number): Promise<{ id: string; event_id: number; event_status: 'SENT' | 'DEAD'; sent_at: Date | null; last_error: string | null }[]> {
+export async function settledInFlight(
+  q: Queryable,
+  limit: number,
+): Promise<{ id: string; event_id: number; event_status: 'SENT' | 'DEAD'; sent_at: Date | null; last_error: string | null }[]> {
   const r = await q.query<{ id: string; event_id: number; event_status: 'SENT' | 'DEAD'; sent_at: Date | null; last_error: string | null }>(
     `SELECT m.id, e.event_id, e.status AS event_status, e.sent_at, e.last_error
      FROM tx_message m JOIN msg_event e ON e.event_id = m.in_flight_event_id

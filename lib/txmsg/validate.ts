@@ -21,7 +21,11 @@ const prepareSchema = lazy(() =>
       payload: z.unknown().refine((v) => v !== undefined && v !== null, 'is required and must not be null'),
       headers: z
         .record(
-          z.string().min(1).max(256).refine((h) => !h.toLowerCase().startsWith('msgx-'), 'header names starting with msgx- are reserved'),
+          z
+            .string()
+            .min(1)
+            .max(256)
+            .refine((h) => !h.toLowerCase().startsWith('msgx-'), 'header names starting with msgx- are reserved'),
           z.string().max(8192),
         )
         .optional(),
@@ -57,7 +61,10 @@ export function parsePrepare(body: unknown, allowedOrigins: string[]): PrepareBo
  */
 export function checkCheckUrl(checkUrl: string, allowedOrigins: string[]): URL {
   if (allowedOrigins.length === 0)
-    throw new TxValidationError('checkUrl', 'MSGX_TX_CHECK_ALLOWED_ORIGINS is not set, so msgx refuses every prepare (it may call no check-back URL)');
+    throw new TxValidationError(
+      'checkUrl',
+      'MSGX_TX_CHECK_ALLOWED_ORIGINS is not set, so msgx refuses every prepare (it may call no check-back URL)',
+    );
   let url: URL;
   try {
     url = new URL(checkUrl);
@@ -68,7 +75,10 @@ export function checkCheckUrl(checkUrl: string, allowedOrigins: string[]): URL {
   if (url.username || url.password) throw new TxValidationError('checkUrl', 'must not carry credentials');
   // A fragment is never sent, so the URL msgx signs would differ from the one the producer sees.
   if (checkUrl.includes('#'))
-    throw new TxValidationError('checkUrl', 'must not contain a fragment (#…): it is never sent, so the producer could not verify the signed URL');
+    throw new TxValidationError(
+      'checkUrl',
+      'must not contain a fragment (#…): it is never sent, so the producer could not verify the signed URL',
+    );
   if (!allowedOrigins.some((o) => normaliseOrigin(o) === url.origin))
     throw new TxValidationError('checkUrl', `origin ${url.origin} is not listed in MSGX_TX_CHECK_ALLOWED_ORIGINS`);
   return url;

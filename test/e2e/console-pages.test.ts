@@ -104,24 +104,45 @@ describe('console pages in Chromium: sign-in, trace form, dead letters of every 
       MSGX_POLL_INTERVAL_MS: '200',
       MSGX_LOG_LEVEL: 'ERROR',
     });
-    twin = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'lib/twin/main.ts')], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    twin = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'lib/twin/main.ts')], {
+      cwd: ROOT,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     twin.stdout!.on('data', (d: Buffer) => (twinLog += d.toString()));
     twin.stderr!.on('data', (d: Buffer) => (twinLog += d.toString()));
-    await until('the twin to answer /health', async () => {
-      if (twin.exitCode !== null) throw new Error(`the twin exited with ${twin.exitCode}`);
-      return (await fetch(`${base}/health`)).ok;
-    }, 40_000).catch((err) => {
+    await until(
+      'the twin to answer /health',
+      async () => {
+        if (twin.exitCode !== null) throw new Error(`the twin exited with ${twin.exitCode}`);
+        return (await fetch(`${base}/health`)).ok;
+      },
+      40_000,
+    ).catch((err) => {
       throw new Error(`${(err as Error).message}\n${twinLog.slice(-3000)}`);
     });
 
     // A message no decoder can read: DEAD(MALFORMED), which needs a fixed message, not a replay.
-    const sent = await fetch(`${base}/cminmsgs/send`, { method: 'POST', headers: { 'content-type': 'application/xml' }, body: '<MSG><META><SNDR>FIMS</SNDR></META></MSG>' });
+    const sent = await fetch(`${base}/cminmsgs/send`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/xml' },
+      body: '<MSG><META><SNDR>FIMS</SNDR></META></MSG>',
+    });
     expect(sent.ok, await sent.clone().text()).toBe(true);
     malformedId = Number(await sent.text());
-    await until('the malformed message to be dead', async () => (await admin<{ message: { status: string; errorClass: string } }>(`/admin/trace/${malformedId}`)).message.errorClass === 'MALFORMED');
+    await until(
+      'the malformed message to be dead',
+      async () =>
+        (await admin<{ message: { status: string; errorClass: string } }>(`/admin/trace/${malformedId}`)).message.errorClass ===
+        'MALFORMED',
+    );
     // An event the fan-out webhook refuses (HTTP 400): one attempt, then DEAD.
     [eventId] = (await enqueueEvents(pg.db, [{ target: 'msg', key: 'F9', type: 'FLIGHT_UPDATED', value: { flid: 'F9' } }])) as [number];
-    await until('the event to be dead', async () => (await pg.db.query<{ status: string }>(`SELECT status FROM msg_event WHERE event_id = $1`, [eventId])).rows[0]?.status === 'DEAD');
+    await until(
+      'the event to be dead',
+      async () =>
+        (await pg.db.query<{ status: string }>(`SELECT status FROM msg_event WHERE event_id = $1`, [eventId])).rows[0]?.status === 'DEAD',
+    );
 
     browser = await chromium.launchPersistentContext(join(dataDir, 'chromium'), {
       executablePath: '/usr/bin/chromium',
@@ -214,9 +235,18 @@ describe('console pages in Chromium: sign-in, trace form, dead letters of every 
     expect(await page.textContent('[data-test=replay-warning]')).toContain('consumers dedupe by msgx-event-id');
     await shot('02-replay-event');
     await page.click('[data-test=replay-confirm]');
-    await until('the replayed event to be sent', async () => (await pg.db.query<{ status: string }>(`SELECT status FROM msg_event WHERE event_id = $1`, [eventId])).rows[0]?.status === 'SENT');
-    await until('the page to have no dead event left', async () => (await page.locator(`[data-test=dead-table] tr[data-id="${eventId}"]`).count()) === 0);
-    const audit = await pg.db.query<{ actor: string; action: string }>(`SELECT actor, action FROM audit_log WHERE action = 'outbox.replay'`);
+    await until(
+      'the replayed event to be sent',
+      async () =>
+        (await pg.db.query<{ status: string }>(`SELECT status FROM msg_event WHERE event_id = $1`, [eventId])).rows[0]?.status === 'SENT',
+    );
+    await until(
+      'the page to have no dead event left',
+      async () => (await page.locator(`[data-test=dead-table] tr[data-id="${eventId}"]`).count()) === 0,
+    );
+    const audit = await pg.db.query<{ actor: string; action: string }>(
+      `SELECT actor, action FROM audit_log WHERE action = 'outbox.replay'`,
+    );
     expect(audit.rows).toEqual([{ actor: 'console', action: 'outbox.replay' }]);
     expect(pageErrors).toEqual([]);
   });

@@ -60,13 +60,23 @@ describe('the console shows delivery that does not move', () => {
       MSGX_STALE_TARGET_AFTER: '2s',
       MSGX_LOG_LEVEL: 'ERROR',
     });
-    twin = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'lib/twin/main.ts')], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    twin = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'lib/twin/main.ts')], {
+      cwd: ROOT,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     twin.stdout!.on('data', (d: Buffer) => (twinLog += d.toString()));
     twin.stderr!.on('data', (d: Buffer) => (twinLog += d.toString()));
     const end = Date.now() + 40_000;
     for (;;) {
       if (twin.exitCode !== null) throw new Error(`the twin exited with ${twin.exitCode}\n${twinLog.slice(-3000)}`);
-      if (await fetch(`${base}/health`).then((r) => r.ok, () => false)) break;
+      if (
+        await fetch(`${base}/health`).then(
+          (r) => r.ok,
+          () => false,
+        )
+      )
+        break;
       if (Date.now() > end) throw new Error(`the twin did not answer /health\n${twinLog.slice(-3000)}`);
       await new Promise((r) => setTimeout(r, 200));
     }

@@ -125,27 +125,47 @@ describe('console end to end in Chromium against the twin', () => {
       MSGX_TX_CHECK_INTERVAL: '1s',
       MSGX_LOG_LEVEL: 'WARN',
     });
-    twin = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'lib/twin/main.ts')], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    twin = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'lib/twin/main.ts')], {
+      cwd: ROOT,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     twin.stdout!.on('data', (d: Buffer) => (twinLog += d.toString()));
     twin.stderr!.on('data', (d: Buffer) => (twinLog += d.toString()));
-    await until('the twin to answer /health', async () => {
-      if (twin.exitCode !== null) throw new Error(`the twin exited with ${twin.exitCode}`);
-      return (await fetch(`${base}/health`)).ok;
-    }, 40_000).catch((err) => {
+    await until(
+      'the twin to answer /health',
+      async () => {
+        if (twin.exitCode !== null) throw new Error(`the twin exited with ${twin.exitCode}`);
+        return (await fetch(`${base}/health`)).ok;
+      },
+      40_000,
+    ).catch((err) => {
       throw new Error(`${(err as Error).message}\n${twinLog.slice(-3000)}`);
     });
 
     // The day plan: flights 7001 and 7002, version 1.
-    ids.plan = Number(await post('/cminmsgs/send', msg(1, 'SCHD', 'DNLD', `<SCHD><OPDY>20261129</OPDY><CNT>2</CNT>${flight('7001')}${flight('7002')}</SCHD>`)));
-    await until('the plan', async () => (await admin<{ message: { status: string } }>(`/admin/trace/${ids.plan}`)).message?.status === 'SUCCEEDED');
+    ids.plan = Number(
+      await post(
+        '/cminmsgs/send',
+        msg(1, 'SCHD', 'DNLD', `<SCHD><OPDY>20261129</OPDY><CNT>2</CNT>${flight('7001')}${flight('7002')}</SCHD>`),
+      ),
+    );
+    await until(
+      'the plan',
+      async () => (await admin<{ message: { status: string } }>(`/admin/trace/${ids.plan}`)).message?.status === 'SUCCEEDED',
+    );
 
     // The outage: writes to flight 7001 fail in the database (removed again before the replay).
     await pg.db.query(`CREATE FUNCTION e2e_outage() RETURNS trigger LANGUAGE plpgsql AS $$
                        BEGIN RAISE EXCEPTION 'flight store unavailable (maintenance)'; END $$`);
     await pg.db.query(`CREATE TRIGGER e2e_outage BEFORE INSERT OR UPDATE ON flight_schd FOR EACH ROW
                        WHEN (NEW.flid = '7001') EXECUTE FUNCTION e2e_outage()`);
-    ids.dead = Number(await post('/cminmsgs/send', msg(2, 'FLOP', 'ETOT', '<FLOP><FLIGHT><FLID>7001</FLID><ETOT>20261129102000</ETOT></FLIGHT></FLOP>')));
-    ids.newer = Number(await post('/cminmsgs/send', msg(3, 'FLOP', 'ETOT', '<FLOP><FLIGHT><FLID>7002</FLID><ETOT>20261129103000</ETOT></FLIGHT></FLOP>')));
+    ids.dead = Number(
+      await post('/cminmsgs/send', msg(2, 'FLOP', 'ETOT', '<FLOP><FLIGHT><FLID>7001</FLID><ETOT>20261129102000</ETOT></FLIGHT></FLOP>')),
+    );
+    ids.newer = Number(
+      await post('/cminmsgs/send', msg(3, 'FLOP', 'ETOT', '<FLOP><FLIGHT><FLID>7002</FLID><ETOT>20261129103000</ETOT></FLIGHT></FLOP>')),
+    );
     await until('the dead letter and the newer success', async () => {
       const [d, n] = await Promise.all([
         admin<{ message: { status: string } }>(`/admin/trace/${ids.dead}`),
@@ -158,12 +178,23 @@ describe('console end to end in Chromium against the twin', () => {
     const tx = JSON.parse(
       await post(
         '/v1/tx-messages',
-        JSON.stringify({ topic: 'points', key: 'order-42', payload: { orderId: 42, points: 120 }, checkUrl: `http://127.0.0.1:${checkPort}/check`, checkAfterMs: 0, bizName: 'order-points', createdBy: 'orders-svc' }),
+        JSON.stringify({
+          topic: 'points',
+          key: 'order-42',
+          payload: { orderId: 42, points: 120 },
+          checkUrl: `http://127.0.0.1:${checkPort}/check`,
+          checkAfterMs: 0,
+          bizName: 'order-points',
+          createdBy: 'orders-svc',
+        }),
         'application/json',
       ),
     ) as { id: string };
     txId = tx.id;
-    await until('the tx message to die unconfirmed', async () => (await admin<{ status: string }>(`/v1/tx-messages/${txId}`)).status === 'DEAD');
+    await until(
+      'the tx message to die unconfirmed',
+      async () => (await admin<{ status: string }>(`/v1/tx-messages/${txId}`)).status === 'DEAD',
+    );
 
     browser = await chromium.launchPersistentContext(mkdtempSync(join(tmpdir(), 'msgx-chromium-')), {
       executablePath: '/usr/bin/chromium',
@@ -224,7 +255,9 @@ describe('console end to end in Chromium against the twin', () => {
     await page.click('[data-test=trace-replay]');
     await page.waitForSelector('[data-test=replay-preview]');
     expect(await page.textContent('[data-test=replay-preview]')).toContain(`#${ids.dead}`);
-    expect(await page.textContent('[data-test=replay-warning]')).toMatch(/1 newer message\(s\) already succeeded after #\d+: replaying may overwrite newer flight state/);
+    expect(await page.textContent('[data-test=replay-warning]')).toMatch(
+      /1 newer message\(s\) already succeeded after #\d+: replaying may overwrite newer flight state/,
+    );
     await shot('04-replay-preview');
     // The dry run changed nothing.
     expect((await admin<{ message: { status: string } }>(`/admin/trace/${ids.dead}`)).message.status).toBe('DEAD');
@@ -254,7 +287,9 @@ describe('console end to end in Chromium against the twin', () => {
     // The state and the audit trail agree with the page.
     const f = await admin<{ ETOT: string; stateVersion: number }>('/v1/flights/7001');
     expect(f).toMatchObject({ ETOT: '20261129102000', stateVersion: 2 });
-    const audit = await pg.db.query<{ actor: string; action: string }>(`SELECT actor, action FROM audit_log WHERE action LIKE 'replay.proc%' ORDER BY id`);
+    const audit = await pg.db.query<{ actor: string; action: string }>(
+      `SELECT actor, action FROM audit_log WHERE action LIKE 'replay.proc%' ORDER BY id`,
+    );
     expect(audit.rows).toEqual([
       { actor: 'console', action: 'replay.proc.dry-run' },
       { actor: 'console', action: 'replay.proc' },
@@ -271,7 +306,10 @@ describe('console end to end in Chromium against the twin', () => {
     await row.locator('[data-test=trace-link]').click();
     await page.waitForSelector('[data-test=trace-title]');
     expect(await page.textContent('[data-test=trace-status]')).toBe('DEAD');
-    expect([await page.textContent('[data-test=tx-biz]'), await page.textContent('[data-test=tx-created-by]')]).toEqual(['order-points', 'orders-svc']);
+    expect([await page.textContent('[data-test=tx-biz]'), await page.textContent('[data-test=tx-created-by]')]).toEqual([
+      'order-points',
+      'orders-svc',
+    ]);
     expect(await page.locator('[data-test=tx-resent]').count()).toBe(0);
     expect(await page.textContent('[data-test=timeline]')).toContain('check');
 
@@ -303,7 +341,9 @@ describe('console end to end in Chromium against the twin', () => {
     await page.click('[data-test=pause-toggle]');
     await page.click('[data-test=pause-confirm]');
     await until('running', async () => (await page.textContent('[data-test=pipeline-state]')) === 'Running');
-    const audit = await pg.db.query<{ actor: string; action: string }>(`SELECT actor, action FROM audit_log WHERE action LIKE 'pipeline.%' ORDER BY id`);
+    const audit = await pg.db.query<{ actor: string; action: string }>(
+      `SELECT actor, action FROM audit_log WHERE action LIKE 'pipeline.%' ORDER BY id`,
+    );
     expect(audit.rows).toEqual([
       { actor: 'console', action: 'pipeline.pause' },
       { actor: 'console', action: 'pipeline.resume' },

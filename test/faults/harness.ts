@@ -196,7 +196,11 @@ export class RoleProcesses {
       if (this.#stopping || child.killed || this.#children.get(role) !== child) return; // killed by us
       this.#children.delete(role);
       const text = readFileSync(logFile, 'utf8');
-      const error = text.split('\n').filter((l) => /Error|error/.test(l) && !l.startsWith('{')).slice(0, 3).join(' | ');
+      const error = text
+        .split('\n')
+        .filter((l) => /Error|error/.test(l) && !l.startsWith('{'))
+        .slice(0, 3)
+        .join(' | ');
       this.crashes.push({ role, code, at: Date.now(), error: `${error} (log ${logFile})` });
       setTimeout(() => {
         if (!this.#stopping && !this.#children.has(role)) void this.start(role).catch(() => {});
@@ -281,7 +285,16 @@ export interface HeldInsert {
 }
 
 /** Fields of the flight model and their value when nothing set them (collections are shown empty). */
-const MODEL_FIELDS: Record<string, unknown> = { AWCD: undefined, FLNO: undefined, STAT: undefined, ETOT: undefined, ATOT: undefined, XREM: undefined, GATE: [], STND: [] };
+const MODEL_FIELDS: Record<string, unknown> = {
+  AWCD: undefined,
+  FLNO: undefined,
+  STAT: undefined,
+  ETOT: undefined,
+  ATOT: undefined,
+  XREM: undefined,
+  GATE: [],
+  STND: [],
+};
 
 /**
  * A day plan and FLOPs whose outcomes are all known: every FLOP carries a value never seen before
@@ -312,7 +325,11 @@ export class FlightWorkload {
   readonly #heldFlids = new Set<string>();
   readonly #planFields = new Map<string, Record<string, unknown>>();
 
-  constructor(flights: number, seed: number, readonly prefix = 'F') {
+  constructor(
+    flights: number,
+    seed: number,
+    readonly prefix = 'F',
+  ) {
     this.flids = Array.from({ length: flights }, (_, i) => `${prefix}${pad(i + 1, 4)}`);
     this.#rand = rng(seed);
     this.#heldRand = rng(seed + 1);
@@ -381,7 +398,9 @@ export class FlightWorkload {
       flops.map((f) => f.text),
     );
     if (r.affectedRows !== n) throw new Error(`bulk insert wrote ${r.affectedRows} of ${n} rows`);
-    const rows = await run.mailboxQuery<{ ID: number; MSG_TEXT: string }[]>(`SELECT ID, MSG_TEXT FROM CMINMSGS WHERE ID >= ? ORDER BY ID`, [r.insertId]);
+    const rows = await run.mailboxQuery<{ ID: number; MSG_TEXT: string }[]>(`SELECT ID, MSG_TEXT FROM CMINMSGS WHERE ID >= ? ORDER BY ID`, [
+      r.insertId,
+    ]);
     const idOf = new Map(rows.map((x) => [x.MSG_TEXT, Number(x.ID)]));
     for (const f of flops) {
       const id = idOf.get(f.text);
@@ -647,7 +666,9 @@ export async function checkInvariants(run: FaultRun, w: FlightWorkload, o: { lat
     const want = w.expectedFlight(flid);
     for (const [field, value] of Object.entries(want))
       if (JSON.stringify(got[field]) !== JSON.stringify(value))
-        push(`flight ${flid} ${field} is ${JSON.stringify(got[field])}, applying the committed messages in ID order gives ${JSON.stringify(value)}`);
+        push(
+          `flight ${flid} ${field} is ${JSON.stringify(got[field])}, applying the committed messages in ID order gives ${JSON.stringify(value)}`,
+        );
   }
 
   // Outbox rows in PostgreSQL.
@@ -660,10 +681,16 @@ export async function checkInvariants(run: FaultRun, w: FlightWorkload, o: { lat
   }
   // The pump applies one message after another (one pump at a time, under its lock), so msg event
   // IDs are in the order the messages were applied.
-  const applied = await db.query<{ source_id: string }>(`SELECT source_id FROM msg_event WHERE target = 'msg' AND source_kind = 'proc' ORDER BY event_id`);
+  const applied = await db.query<{ source_id: string }>(
+    `SELECT source_id FROM msg_event WHERE target = 'msg' AND source_kind = 'proc' ORDER BY event_id`,
+  );
   const order: number[] = [];
   for (const r of applied.rows) if (Number(r.source_id) !== order.at(-1)) order.push(Number(r.source_id));
-  const global = fifoBreak(order, [...w.ids].sort((a, b) => a - b), late);
+  const global = fifoBreak(
+    order,
+    [...w.ids].sort((a, b) => a - b),
+    late,
+  );
   if (global) push(`messages out of mailbox-ID order: ${global}`);
   const msgRows = await db.query<{ flid: string; versions: number[]; sources: string[] }>(
     `SELECT flid, array_agg(state_version ORDER BY event_id) AS versions, array_agg(source_id ORDER BY event_id) AS sources
@@ -707,9 +734,14 @@ export async function checkInvariants(run: FaultRun, w: FlightWorkload, o: { lat
   for (const [flid, ids] of w.versions) {
     const got = perFlid.get(flid) ?? [];
     const versions = got.map((g) => g.version);
-    if (versions.join() !== ids.map((_, i) => i + 1).join()) push(`msgx.msg ${flid}: versions ${short(versions)} (deduplicated), expected 1..${ids.length}`);
+    if (versions.join() !== ids.map((_, i) => i + 1).join())
+      push(`msgx.msg ${flid}: versions ${short(versions)} (deduplicated), expected 1..${ids.length}`);
     else {
-      const broken = fifoBreak(got.map((g) => g.msgId), ids, late);
+      const broken = fifoBreak(
+        got.map((g) => g.msgId),
+        ids,
+        late,
+      );
       if (broken) push(`msgx.msg ${flid}: ${broken}`);
     }
   }

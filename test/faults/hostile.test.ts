@@ -48,7 +48,11 @@ async function drain(ctx: AppContext, clock: FakeClock): Promise<void> {
 function mismatch(name: string, row: ProcRow | undefined, expect: (typeof corpus)[number]['expect']): string | null {
   if (!row) return `${name}: no proc_state row`;
   const reason = `${row.error_detail ?? ''} ${row.note ?? ''}`;
-  if (row.status !== expect.status || (row.error_class ?? undefined) !== expect.errorClass || (expect.reason && !reason.includes(expect.reason)))
+  if (
+    row.status !== expect.status ||
+    (row.error_class ?? undefined) !== expect.errorClass ||
+    (expect.reason && !reason.includes(expect.reason))
+  )
     return `${name}: ${row.status}(${row.error_class ?? ''}) "${reason.trim().slice(0, 160)}", expected ${expect.status}(${expect.errorClass ?? ''}) "${expect.reason ?? ''}"`;
   return null;
 }
@@ -103,7 +107,8 @@ async function verbatimMismatches(pg: TestPg, cases: { name: string; text: strin
     const got = JSON.parse(r.rows[0]!.value) as Record<string, unknown>;
     if (got.FLID !== want.flid) wrong.push(`${c.name}: event for ${String(got.FLID)}, expected ${want.flid}`);
     for (const [k, v] of Object.entries(want.json))
-      if (JSON.stringify(got[k]) !== JSON.stringify(v)) wrong.push(`${c.name}: ${k} is ${JSON.stringify(got[k])?.slice(0, 120)}, sent ${JSON.stringify(v).slice(0, 120)}`);
+      if (JSON.stringify(got[k]) !== JSON.stringify(v))
+        wrong.push(`${c.name}: ${k} is ${JSON.stringify(got[k])?.slice(0, 120)}, sent ${JSON.stringify(v).slice(0, 120)}`);
   }
   return wrong;
 }
@@ -116,8 +121,24 @@ it('the corpus holds at least 200 cases, and the committed files are what genera
   built.forEach((c, i) => {
     if (manifest[i]!.file) expect(readFileSync(join(HERE, manifest[i]!.file!), 'utf8'), c.name).toBe(c.text);
   });
-  const kinds = ['billion-laughs', 'numeric-ref', 'repeated-doctype', 'deep-nesting', 'mib', 'bom', 'declared-', 'meta-without', 'js-name-__proto__', 'schd-cnt', 'sql-'];
-  for (const k of kinds) expect(corpus.some((c) => c.name.includes(k)), k).toBe(true);
+  const kinds = [
+    'billion-laughs',
+    'numeric-ref',
+    'repeated-doctype',
+    'deep-nesting',
+    'mib',
+    'bom',
+    'declared-',
+    'meta-without',
+    'js-name-__proto__',
+    'schd-cnt',
+    'sql-',
+  ];
+  for (const k of kinds)
+    expect(
+      corpus.some((c) => c.name.includes(k)),
+      k,
+    ).toBe(true);
 });
 
 describe('written into the mailbox as other systems write it', () => {
@@ -153,20 +174,33 @@ describe('written into the mailbox as other systems write it', () => {
     // A dead message changed nothing: no flight version, no event, no snapshot-log row.
     const dead = corpus.filter((c) => c.expect.status === 'DEAD');
     expect(dead.filter((c) => c.expect.errorClass === 'PROTOCOL').length).toBeGreaterThan(0);
-    expect(await writtenBy(pg, dead.map((c) => ids.get(c.name)!))).toEqual([]);
+    expect(
+      await writtenBy(
+        pg,
+        dead.map((c) => ids.get(c.name)!),
+      ),
+    ).toEqual([]);
     // The same query does see what a succeeded message wrote (so the empty answer above means something).
     const succeeded = corpus.filter((c) => c.expect.status === 'SUCCEEDED').map((c) => ids.get(c.name)!);
     expect((await writtenBy(pg, succeeded)).length).toBeGreaterThanOrEqual(succeeded.length);
     // What the reason says is kept as received is in the flight's state exactly as sent.
     const verbatim = corpus.filter((c) => c.expect.status === 'SUCCEEDED' && VERBATIM.test(c.why ?? ''));
     expect(verbatim.length).toBeGreaterThanOrEqual(10);
-    expect(await verbatimMismatches(pg, verbatim.map((c) => ({ name: c.name, text: c.text, id: ids.get(c.name)! })))).toEqual([]);
+    expect(
+      await verbatimMismatches(
+        pg,
+        verbatim.map((c) => ({ name: c.name, text: c.text, id: ids.get(c.name)! })),
+      ),
+    ).toEqual([]);
 
     const timings = timeDecoder({ runs: 3 });
     const bombs = timings.filter((t) => /laughs|blowup|xxe|doctype|entity-decl/.test(t.name));
     console.log(
       `[faults:hostile] ${corpus.length} cases pumped in ${Math.round(pumpMs)} ms; slowest decodes: ` +
-        timings.slice(0, 3).map((t) => `${t.name} ${t.ms.toFixed(1)} ms (${t.bytes} B)`).join(', ') +
+        timings
+          .slice(0, 3)
+          .map((t) => `${t.name} ${t.ms.toFixed(1)} ms (${t.bytes} B)`)
+          .join(', ') +
         `; slowest bomb ${bombs[0]?.name} ${bombs[0]?.ms.toFixed(3)} ms`,
     );
   });
@@ -232,7 +266,9 @@ describe('posted to POST /cminmsgs/send', () => {
     expect(wrong).toEqual([]);
     expect(accepted.size).toBe(corpus.filter((c) => c.expect.http === undefined).length);
     // Stored as received: every accepted body is in the mailbox byte for byte.
-    const stored = await my.query<{ ID: number; MSG_TEXT: string }[]>('SELECT ID, MSG_TEXT FROM CMINMSGS WHERE ID IN (?)', [[...accepted.values()]]);
+    const stored = await my.query<{ ID: number; MSG_TEXT: string }[]>('SELECT ID, MSG_TEXT FROM CMINMSGS WHERE ID IN (?)', [
+      [...accepted.values()],
+    ]);
     const textOf = new Map(stored.map((r) => [Number(r.ID), r.MSG_TEXT]));
     const altered = corpus.filter((c) => accepted.has(c.name) && textOf.get(accepted.get(c.name)!) !== c.text).map((c) => c.name);
     expect(altered).toEqual([]);
@@ -244,12 +280,25 @@ describe('posted to POST /cminmsgs/send', () => {
     await drain(ctx, clock);
     const rows = await pg.db.query<ProcRow>(`SELECT msg_id, status, error_class, error_detail, note FROM proc_state`);
     const byId = new Map(rows.rows.map((r) => [r.msg_id, r]));
-    const ends = corpus.filter((c) => accepted.has(c.name)).map((c) => mismatch(c.name, byId.get(accepted.get(c.name)!), c.expect)).filter(Boolean);
+    const ends = corpus
+      .filter((c) => accepted.has(c.name))
+      .map((c) => mismatch(c.name, byId.get(accepted.get(c.name)!), c.expect))
+      .filter(Boolean);
     expect(ends).toEqual([]);
     const dead = corpus.filter((c) => accepted.has(c.name) && c.expect.status === 'DEAD');
-    expect(await writtenBy(pg, dead.map((c) => accepted.get(c.name)!))).toEqual([]);
+    expect(
+      await writtenBy(
+        pg,
+        dead.map((c) => accepted.get(c.name)!),
+      ),
+    ).toEqual([]);
     const verbatim = corpus.filter((c) => accepted.has(c.name) && c.expect.status === 'SUCCEEDED' && VERBATIM.test(c.why ?? ''));
-    expect(await verbatimMismatches(pg, verbatim.map((c) => ({ name: c.name, text: c.text, id: accepted.get(c.name)! })))).toEqual([]);
+    expect(
+      await verbatimMismatches(
+        pg,
+        verbatim.map((c) => ({ name: c.name, text: c.text, id: accepted.get(c.name)! })),
+      ),
+    ).toEqual([]);
     await assertStillSound(pg);
   });
 });

@@ -52,7 +52,14 @@ const HOLE_RECHECK_MS = 3000;
  *   waiting: only the sweep's mailbox re-scan can find it, and it must overtake that backlog.
  */
 type Outcome = 'commit-prompt' | 'rollback-prompt' | 'commit-after-hole' | 'rollback-after-hole' | 'commit-deep';
-const OUTCOMES: Outcome[] = ['commit-prompt', 'rollback-prompt', 'commit-after-hole', 'commit-prompt', 'commit-deep', 'rollback-after-hole'];
+const OUTCOMES: Outcome[] = [
+  'commit-prompt',
+  'rollback-prompt',
+  'commit-after-hole',
+  'commit-prompt',
+  'commit-deep',
+  'rollback-after-hole',
+];
 
 interface Held {
   id: number;
@@ -168,7 +175,9 @@ it(`${MESSAGES} messages, ${MIN_KILLS}+ SIGKILLs of pump, poller and dispatcher,
   await Promise.all(settling);
   const killedAt = Date.now();
   await waitFor(() => drained(run, w), { timeoutMs: 120_000, what: 'the run to drain' }).catch(async (err) => {
-    throw new Error(`${(err as Error).message}: ${JSON.stringify(await progress(run))}; held ${JSON.stringify(held)}; logs in ${roles.logDir}`);
+    throw new Error(
+      `${(err as Error).message}: ${JSON.stringify(await progress(run))}; held ${JSON.stringify(held)}; logs in ${roles.logDir}`,
+    );
   });
   const drainMs = Date.now() - killedAt;
 
@@ -186,7 +195,12 @@ it(`${MESSAGES} messages, ${MIN_KILLS}+ SIGKILLs of pump, poller and dispatcher,
   const heldFigures = Object.fromEntries(
     [...new Set(held.map((x) => x.outcome))].map((o) => [
       o,
-      held.filter((x) => x.outcome === o).map((x) => `${x.id}${lateVia.has(x.id) ? ` late via ${lateVia.get(x.id)}` : ''}${x.backlog ? ` behind ${x.above} rows, backlog ${x.backlog}` : ''}`),
+      held
+        .filter((x) => x.outcome === o)
+        .map(
+          (x) =>
+            `${x.id}${lateVia.has(x.id) ? ` late via ${lateVia.get(x.id)}` : ''}${x.backlog ? ` behind ${x.above} rows, backlog ${x.backlog}` : ''}`,
+        ),
     ]),
   );
   console.log(
@@ -212,7 +226,12 @@ it(`${MESSAGES} messages, ${MIN_KILLS}+ SIGKILLs of pump, poller and dispatcher,
   // The holes msgx counts are the rollbacks this test did (its own count is the oracle): every
   // rolled-back ID is a hole that never filled, and every other ID it gave up was filled late.
   expect(w.rolledBack.length).toBe(held.filter((x) => x.outcome.startsWith('rollback')).length);
-  expect({ holesOpen: stats.holesOpen, holesDeclared: stats.holesDeclared, lateRows: stats.lateRows, gapsWaiting: stats.gapsWaiting }).toEqual({
+  expect({
+    holesOpen: stats.holesOpen,
+    holesDeclared: stats.holesDeclared,
+    lateRows: stats.lateRows,
+    gapsWaiting: stats.gapsWaiting,
+  }).toEqual({
     holesOpen: w.rolledBack.length,
     holesDeclared: w.rolledBack.length + late.size,
     lateRows: late.size,

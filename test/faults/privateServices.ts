@@ -77,7 +77,13 @@ async function mariadbInstall(m: MariadbInstance): Promise<void> {
   mkdirSync(m.dir, { recursive: true });
   await run(
     'mariadb-install-db',
-    ['--no-defaults', `--datadir=${join(m.dir, 'data')}`, `--user=${userInfo().username}`, '--auth-root-authentication-method=normal', '--skip-test-db'],
+    [
+      '--no-defaults',
+      `--datadir=${join(m.dir, 'data')}`,
+      `--user=${userInfo().username}`,
+      '--auth-root-authentication-method=normal',
+      '--skip-test-db',
+    ],
     { timeout: 120_000 },
   );
 }
@@ -115,7 +121,8 @@ export async function mariadbStart(m: MariadbInstance): Promise<string> {
       await c.end();
       return mariadbUrl(m);
     } catch (err) {
-      if (Date.now() > deadline) throw new Error(`private MariaDB on ${m.port} did not answer: ${String(err)}; log ${join(m.dir, 'mariadbd.log')}`);
+      if (Date.now() > deadline)
+        throw new Error(`private MariaDB on ${m.port} did not answer: ${String(err)}; log ${join(m.dir, 'mariadbd.log')}`);
       await new Promise((r) => setTimeout(r, 200));
     }
   }

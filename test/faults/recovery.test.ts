@@ -104,7 +104,9 @@ async function caughtUp(maxId: number): Promise<boolean> {
   );
   const x = r.rows[0]!;
   if (x.open !== 0 || x.events !== 0 || x.enqueued !== w.ids.filter((id) => id <= maxId).length) return false;
-  const unmarked = await run.mailboxQuery<{ n: number }[]>(`SELECT COUNT(*) AS n FROM CMINMSGS WHERE ID <= ? AND DATE_PROCESSED IS NULL`, [maxId]);
+  const unmarked = await run.mailboxQuery<{ n: number }[]>(`SELECT COUNT(*) AS n FROM CMINMSGS WHERE ID <= ? AND DATE_PROCESSED IS NULL`, [
+    maxId,
+  ]);
   return unmarked[0]!.n === 0;
 }
 
@@ -143,7 +145,9 @@ async function recoveredFrom(h: HeldUp): Promise<boolean> {
   if (x.enqueued !== w.ids.filter((id) => id <= h.lastId).length || x.unsent > 0 || x.head_open) return false;
   const marks = [...h.owed, ...(h.head === null ? [] : [h.head])];
   if (marks.length === 0) return true;
-  const m = await run.mailboxQuery<{ n: number }[]>(`SELECT COUNT(*) AS n FROM CMINMSGS WHERE ID IN (?) AND DATE_PROCESSED IS NULL`, [marks]);
+  const m = await run.mailboxQuery<{ n: number }[]>(`SELECT COUNT(*) AS n FROM CMINMSGS WHERE ID IN (?) AND DATE_PROCESSED IS NULL`, [
+    marks,
+  ]);
   return m[0]!.n === 0;
 }
 
@@ -175,8 +179,12 @@ async function scenario(name: string, fault: (feed: Feed) => Promise<void>): Pro
     const h = (held = await heldUp(last));
     const p = await progress(run);
     backlog = { messages: w.messageCount - p.terminal, events: p.eventsOpen };
-    recovered = waitFor(() => recoveredFrom(h), { timeoutMs: 3 * RECOVERY_BOUND_MS, what: `${name}: recovery` }).then(() => Date.now() - endedAt);
-    caughtUpAt = waitFor(() => caughtUp(last), { timeoutMs: 120_000, what: `${name}: the backlog to be worked off` }).then(() => Date.now() - endedAt);
+    recovered = waitFor(() => recoveredFrom(h), { timeoutMs: 3 * RECOVERY_BOUND_MS, what: `${name}: recovery` }).then(
+      () => Date.now() - endedAt,
+    );
+    caughtUpAt = waitFor(() => caughtUp(last), { timeoutMs: 120_000, what: `${name}: the backlog to be worked off` }).then(
+      () => Date.now() - endedAt,
+    );
     recovered.catch(() => {});
     caughtUpAt.catch(() => {});
     await sleep(3000);
@@ -268,8 +276,12 @@ describe('recovery from service faults', () => {
           const burstFrom = Math.min(...w.ids.slice(before));
           await waitFor(
             async () =>
-              (await run.pg.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM proc_state WHERE msg_id >= $1 AND status = 'SUCCEEDED'`, [burstFrom]))
-                .rows[0]!.n >= 20,
+              (
+                await run.pg.db.query<{ n: number }>(
+                  `SELECT count(*)::int AS n FROM proc_state WHERE msg_id >= $1 AND status = 'SUCCEEDED'`,
+                  [burstFrom],
+                )
+              ).rows[0]!.n >= 20,
             { timeoutMs: 30_000, what: 'the pump to start on the burst' },
           );
           // Aim at a group in progress: a msgx transaction open for a while (its texts are read,

@@ -64,8 +64,16 @@ export async function fakeSecretsManager(store: SecretStore): Promise<FakeSecret
     const id = input.SecretId ?? '';
     calls.push(id);
     const value = store.values.get(id);
-    if (value === undefined) return reply(400, { __type: 'ResourceNotFoundException', message: "Secrets Manager can't find the specified secret." });
-    reply(200, { ARN: id, Name: id.split(':').pop(), SecretString: value, VersionId: `v${calls.length}`, VersionStages: ['AWSCURRENT'], CreatedDate: 1_700_000_000 });
+    if (value === undefined)
+      return reply(400, { __type: 'ResourceNotFoundException', message: "Secrets Manager can't find the specified secret." });
+    reply(200, {
+      ARN: id,
+      Name: id.split(':').pop(),
+      SecretString: value,
+      VersionId: `v${calls.length}`,
+      VersionStages: ['AWSCURRENT'],
+      CreatedDate: 1_700_000_000,
+    });
   });
   const port = await listen(server);
   const endpoint = `http://127.0.0.1:${port}`;
@@ -111,7 +119,9 @@ export async function fakeSecretsExtension(store: SecretStore, o: { ttlMs?: numb
       cache.set(id, entry);
     }
     res.writeHead(200, { 'content-type': 'application/json' });
-    res.end(JSON.stringify({ ARN: id, Name: id.split(':').pop(), SecretString: entry.value, VersionId: 'v1', VersionStages: ['AWSCURRENT'] }));
+    res.end(
+      JSON.stringify({ ARN: id, Name: id.split(':').pop(), SecretString: entry.value, VersionId: 'v1', VersionStages: ['AWSCURRENT'] }),
+    );
   });
   return { port: await listen(server), token, requests, fetches, clear: () => cache.clear(), close: close(server) };
 }

@@ -53,13 +53,18 @@ export function memoryLog(): Log & { lines: { level: string; line: Record<string
 
 // ---- Real Kafka ----------------------------------------------------------------------------
 
-
 /** Creates topics on the real broker and waits until each partition has a leader (as `msgx migrate` does). */
-export async function createTopics(brokers: string[], topics: { topic: string; numPartitions?: number; configEntries?: { name: string; value: string }[] }[]): Promise<void> {
+export async function createTopics(
+  brokers: string[],
+  topics: { topic: string; numPartitions?: number; configEntries?: { name: string; value: string }[] }[],
+): Promise<void> {
   const admin = new Kafka({ clientId: 'msgx-test-admin', brokers, logLevel: logLevel.NOTHING }).admin();
   await admin.connect();
   try {
-    await createTopicsWithLeaders(admin, topics.map((t) => ({ numPartitions: 1, ...t })));
+    await createTopicsWithLeaders(
+      admin,
+      topics.map((t) => ({ numPartitions: 1, ...t })),
+    );
   } finally {
     await admin.disconnect();
   }

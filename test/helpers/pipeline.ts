@@ -58,7 +58,20 @@ export function wire(meta: { SNDR?: string; TYPE: string; STYP?: string; SEQN: s
 /** A mailbox that behaves like `inner` except for the overridden methods (fault injection). */
 export function mailboxWith(inner: Mailbox, overrides: Partial<Mailbox>): Mailbox {
   const bound = {} as Record<string, unknown>;
-  for (const k of ['insertInbound', 'scanUnprocessed', 'scanIds', 'readRanges', 'readTexts', 'markProcessed', 'filterUnprocessed', 'insertOutbound', 'outboundExists', 'findOutbound', 'ping', 'close'] as const)
+  for (const k of [
+    'insertInbound',
+    'scanUnprocessed',
+    'scanIds',
+    'readRanges',
+    'readTexts',
+    'markProcessed',
+    'filterUnprocessed',
+    'insertOutbound',
+    'outboundExists',
+    'findOutbound',
+    'ping',
+    'close',
+  ] as const)
     bound[k] = (inner[k] as (...a: unknown[]) => unknown).bind(inner);
   return { ...(bound as unknown as Mailbox), kind: inner.kind, ...overrides };
 }

@@ -48,7 +48,21 @@ function ssl(dir: string, args: string[]): void {
 }
 
 function makeCa(dir: string, name: string): void {
-  ssl(dir, ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '2', '-subj', `/CN=${name}`, '-keyout', `${name}.key`, '-out', `${name}.crt`]);
+  ssl(dir, [
+    'req',
+    '-x509',
+    '-newkey',
+    'rsa:2048',
+    '-nodes',
+    '-days',
+    '2',
+    '-subj',
+    `/CN=${name}`,
+    '-keyout',
+    `${name}.key`,
+    '-out',
+    `${name}.crt`,
+  ]);
 }
 
 function asPostgres(cmd: string, args: string[]): void {
@@ -64,7 +78,23 @@ export async function startPrivatePg(): Promise<PrivatePg> {
   makeCa(dir, 'otherca');
   writeFileSync(join(dir, 'san.ext'), 'subjectAltName=DNS:localhost,IP:127.0.0.1\n');
   ssl(dir, ['req', '-newkey', 'rsa:2048', '-nodes', '-subj', '/CN=localhost', '-keyout', 'server.key', '-out', 'server.csr']);
-  ssl(dir, ['x509', '-req', '-in', 'server.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-days', '2', '-extfile', 'san.ext', '-out', 'server.crt']);
+  ssl(dir, [
+    'x509',
+    '-req',
+    '-in',
+    'server.csr',
+    '-CA',
+    'ca.crt',
+    '-CAkey',
+    'ca.key',
+    '-CAcreateserial',
+    '-days',
+    '2',
+    '-extfile',
+    'san.ext',
+    '-out',
+    'server.crt',
+  ]);
   const uid = Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).trim());
   const gid = Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).trim());
   chownSync(join(dir, 'server.key'), uid, gid);
@@ -73,7 +103,19 @@ export async function startPrivatePg(): Promise<PrivatePg> {
   writeFileSync(join(dir, 'pw'), SUPER_PASSWORD);
   chownSync(join(dir, 'pw'), uid, gid);
   chownSync(dir, uid, gid);
-  asPostgres(join(bin, 'initdb'), ['-D', data, '-U', 'postgres', '--pwfile', join(dir, 'pw'), '--auth-local=trust', '--auth-host=scram-sha-256', '-E', 'UTF8', '--no-sync']);
+  asPostgres(join(bin, 'initdb'), [
+    '-D',
+    data,
+    '-U',
+    'postgres',
+    '--pwfile',
+    join(dir, 'pw'),
+    '--auth-local=trust',
+    '--auth-host=scram-sha-256',
+    '-E',
+    'UTF8',
+    '--no-sync',
+  ]);
   const port = await freePort();
   appendFileSync(
     join(data, 'postgresql.conf'),

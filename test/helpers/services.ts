@@ -108,7 +108,11 @@ async function pgliteTemplate(): Promise<string> {
   const pgliteVersion = readFileSync(new URL('../package.json', import.meta.resolve('@electric-sql/pglite')), 'utf8');
   const key = createHash('sha256')
     .update(pgliteVersion)
-    .update(readMigrations().map((m) => `${m.name}\n${m.sql}`).join('\n'))
+    .update(
+      readMigrations()
+        .map((m) => `${m.name}\n${m.sql}`)
+        .join('\n'),
+    )
     .digest('hex')
     .slice(0, 16);
   const dir = join(tmpdir(), `msgx-pglite-template-${key}`);
@@ -122,7 +126,8 @@ async function pgliteTemplate(): Promise<string> {
       break;
     } catch {
       // A builder that died long ago leaves its mark: take over.
-      if (Date.now() - (statSync(building, { throwIfNoEntry: false })?.mtimeMs ?? Date.now()) > 180_000) rmSync(building, { recursive: true, force: true });
+      if (Date.now() - (statSync(building, { throwIfNoEntry: false })?.mtimeMs ?? Date.now()) > 180_000)
+        rmSync(building, { recursive: true, force: true });
       if (Date.now() > deadline) throw new Error(`timed out waiting for another test worker to build ${dir}`);
       await new Promise((r) => setTimeout(r, 200));
     }
@@ -182,7 +187,10 @@ export async function freshMysql(): Promise<TestMysql> {
 }
 
 /** Polls `check` until it returns a truthy value or the time runs out (never a fixed sleep). */
-export async function waitFor<T>(check: () => Promise<T> | T, options: { timeoutMs?: number; what?: string } = {}): Promise<NonNullable<T>> {
+export async function waitFor<T>(
+  check: () => Promise<T> | T,
+  options: { timeoutMs?: number; what?: string } = {},
+): Promise<NonNullable<T>> {
   const deadline = Date.now() + (options.timeoutMs ?? 10_000);
   let last: unknown;
   while (Date.now() < deadline) {

@@ -101,7 +101,9 @@ describe('brownfield: existing infrastructure from stage settings', () => {
   it('needs the VPC for an existing database or cluster, and checks each id, naming the setting', () => {
     expect(() => withExisting({ postgres: PG })).toThrow(/stages\.dev\.existing\.postgres needs stages\.dev\.existing\.vpc/);
     expect(() => withExisting({ vpc: { ...VPC, id: 'my-vpc' } })).toThrow(/stages\.dev\.existing\.vpc\.id must be a VPC id/);
-    expect(() => withExisting({ vpc: { ...VPC, appSubnetIds: ['subnet-0aa1'] } })).toThrow(/existing\.vpc\.appSubnetIds must be one subnet per AZ/);
+    expect(() => withExisting({ vpc: { ...VPC, appSubnetIds: ['subnet-0aa1'] } })).toThrow(
+      /existing\.vpc\.appSubnetIds must be one subnet per AZ/,
+    );
     expect(() => withExisting({ vpc: VPC, postgres: { ...PG, secretArn: 'platform/msgx-pg' } })).toThrow(/existing\.postgres\.secretArn/);
     expect(() => withExisting({ vpc: VPC, msk: { ...MSK, bootstrapBrokers: 'b-1:9092' } })).toThrow(/existing\.msk\.bootstrapBrokers/);
   });
@@ -109,7 +111,11 @@ describe('brownfield: existing infrastructure from stage settings', () => {
 
 describe('placeholders are refused at synth time, naming the setting', () => {
   const cases: [string, Record<string, unknown>, RegExp][] = [
-    ['mailbox secret in account 111111111111', { mailboxSecretArn: 'arn:aws:secretsmanager:us-east-1:111111111111:secret:msgx/mailbox-AbCdEf' }, /context mailboxSecretArn .*account 111111111111/],
+    [
+      'mailbox secret in account 111111111111',
+      { mailboxSecretArn: 'arn:aws:secretsmanager:us-east-1:111111111111:secret:msgx/mailbox-AbCdEf' },
+      /context mailboxSecretArn .*account 111111111111/,
+    ],
     ['mailbox host with "example"', { mailboxHost: 'mailbox.example.com' }, /context mailboxHost looks like a placeholder/],
     ['the docs account', { account: '123456789012', region: 'eu-west-1' }, /context account .*account 123456789012/],
     ['an e-mail at example.com', { alarmEmail: 'ops@example.com' }, /context alarmEmail/],
@@ -120,7 +126,10 @@ describe('placeholders are refused at synth time, naming the setting', () => {
   it('refuses placeholders in existing-infrastructure settings, in prod as in dev', () => {
     for (const stage of ['dev', 'prod'])
       expect(() =>
-        withExisting({ vpc: VPC, postgres: { ...PG, secretArn: 'arn:aws:secretsmanager:eu-west-1:111111111111:secret:msgx-pg-AbCdEf' } }, stage),
+        withExisting(
+          { vpc: VPC, postgres: { ...PG, secretArn: 'arn:aws:secretsmanager:eu-west-1:111111111111:secret:msgx-pg-AbCdEf' } },
+          stage,
+        ),
       ).toThrow(new RegExp(`stages\\.${stage}\\.existing\\.postgres\\.secretArn .*111111111111`));
     expect(() => withExisting({ vpc: VPC, postgres: { ...PG, endpoint: 'db.example.internal' } })).toThrow(
       /stages\.dev\.existing\.postgres\.endpoint looks like a placeholder/,
@@ -137,7 +146,9 @@ describe('MSK and concurrency settings', () => {
     expect(cluster.BrokerNodeGroupInfo.ClientSubnets).toHaveLength(3);
     expect(cluster.ConfigurationInfo.Arn).toEqual({ 'Fn::GetAtt': [expect.stringMatching(/^Config/), 'Arn'] });
     const config = Object.values(m.findResources('AWS::MSK::Configuration'))[0]!.Properties.ServerProperties as string;
-    expect(config.split('\n')).toEqual(expect.arrayContaining(['default.replication.factor=3', 'min.insync.replicas=2', 'auto.create.topics.enable=false']));
+    expect(config.split('\n')).toEqual(
+      expect.arrayContaining(['default.replication.factor=3', 'min.insync.replicas=2', 'auto.create.topics.enable=false']),
+    );
     m.hasResourceProperties('AWS::ApplicationAutoScaling::ScalableTarget', {
       ServiceNamespace: 'kafka',
       ScalableDimension: 'kafka:broker-storage:VolumeSize',
@@ -145,7 +156,9 @@ describe('MSK and concurrency settings', () => {
       MaxCapacity: 1000,
     });
     m.hasResourceProperties('AWS::ApplicationAutoScaling::ScalingPolicy', {
-      TargetTrackingScalingPolicyConfiguration: { PredefinedMetricSpecification: { PredefinedMetricType: 'KafkaBrokerStorageUtilization' } },
+      TargetTrackingScalingPolicyConfiguration: {
+        PredefinedMetricSpecification: { PredefinedMetricType: 'KafkaBrokerStorageUtilization' },
+      },
     });
     // Three AZs in the VPC, taken from Fn::GetAZs so synth needs no lookup.
     const subnets = Object.values(Template.fromStack(s.network).findResources('AWS::EC2::Subnet'));

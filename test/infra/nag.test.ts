@@ -42,7 +42,10 @@ describe('cdk-nag AwsSolutions', () => {
   for (const [stage, extra] of [
     ['dev', {}],
     ['prod', {}],
-    ['dev', { upstreamAuth: 'jwt', jwtIssuer: 'https://login.corp.internal', jwtAudience: 'msgx', alarmEmail: 'msgx-oncall@corp.internal' }],
+    [
+      'dev',
+      { upstreamAuth: 'jwt', jwtIssuer: 'https://login.corp.internal', jwtAudience: 'msgx', alarmEmail: 'msgx-oncall@corp.internal' },
+    ],
   ] as const) {
     it(`has no unacknowledged finding (stage ${stage}${Object.keys(extra).length ? ', options' : ''})`, () => {
       const a = app({ stage, ...extra });

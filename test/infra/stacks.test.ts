@@ -61,11 +61,12 @@ describe('msgx stacks (dev)', () => {
     const t = Template.fromStack(s.network);
     t.resourceCountIs('AWS::EC2::VPC', 1);
     t.resourceCountIs('AWS::EC2::FlowLog', 1);
-    const services = Object.values(t.findResources('AWS::EC2::VPCEndpoint')).map((e) =>
-      JSON.stringify(e.Properties.ServiceName),
-    );
+    const services = Object.values(t.findResources('AWS::EC2::VPCEndpoint')).map((e) => JSON.stringify(e.Properties.ServiceName));
     for (const name of ['.secretsmanager', '.lambda', '.scheduler', '.logs', '.sts', '.s3'])
-      expect(services.some((x) => x.includes(name)), name).toBe(true);
+      expect(
+        services.some((x) => x.includes(name)),
+        name,
+      ).toBe(true);
   });
 
   it('runs PostgreSQL 16, encrypted, backed up, with a rotated secret and keepalives for advisory locks', () => {
@@ -122,8 +123,7 @@ describe('msgx stacks (dev)', () => {
 
   it('gives scheduled functions a 60-90 s timeout, the ingress <= 29 s, and no reserved concurrency', () => {
     const props = (role: FunctionRole) =>
-      service.toJSON().Resources[s.service.getLogicalId(s.service.functions[role].fn.node.defaultChild as never)]
-        .Properties;
+      service.toJSON().Resources[s.service.getLogicalId(s.service.functions[role].fn.node.defaultChild as never)].Properties;
     for (const role of SCHEDULED_ROLES) {
       expect(props(role).Timeout).toBeGreaterThanOrEqual(60);
       expect(props(role).Timeout).toBeLessThanOrEqual(90);
@@ -133,7 +133,11 @@ describe('msgx stacks (dev)', () => {
     for (const role of Object.keys(s.service.functions) as FunctionRole[])
       expect(props(role).ReservedConcurrentExecutions, role).toBeUndefined();
     // Async invokes (schedules, the ingress kick) are dropped after a minute, never queued for hours.
-    service.resourcePropertiesCountIs('AWS::Lambda::EventInvokeConfig', { MaximumEventAgeInSeconds: 60, MaximumRetryAttempts: 0 }, 4 + ADDED.length);
+    service.resourcePropertiesCountIs(
+      'AWS::Lambda::EventInvokeConfig',
+      { MaximumEventAgeInSeconds: 60, MaximumRetryAttempts: 0 },
+      4 + ADDED.length,
+    );
   });
 
   it('schedules poller, pump, dispatcher and sweep once a minute in one group', () => {
@@ -171,12 +175,15 @@ describe('msgx stacks (dev)', () => {
         expect(invokes, role).toEqual([]);
       }
     }
-    const env = service.toJSON().Resources[s.service.getLogicalId(s.service.functions.ingress.fn.node.defaultChild as never)]
-      .Properties.Environment.Variables;
+    const env =
+      service.toJSON().Resources[s.service.getLogicalId(s.service.functions.ingress.fn.node.defaultChild as never)].Properties.Environment
+        .Variables;
     expect(env.MSGX_PUMP_FUNCTION_NAME).toEqual({ Ref: pumpId });
     expect(env.MSGX_POLLER_FUNCTION_NAME).toEqual({ Ref: pollerId });
     expect(env.MSGX_SCHEDULE_GROUP).toBe('msgx-dev');
-    expect(env.MSGX_SCHEDULE_NAMES).toBe(['msgx-dev-poller,msgx-dev-pump,msgx-dev-dispatcher,msgx-dev-sweep', ...ADDED.map((r) => `msgx-dev-${r}`)].join(','));
+    expect(env.MSGX_SCHEDULE_NAMES).toBe(
+      ['msgx-dev-poller,msgx-dev-pump,msgx-dev-dispatcher,msgx-dev-sweep', ...ADDED.map((r) => `msgx-dev-${r}`)].join(','),
+    );
   });
 
   it('lets each function read only its own secrets', () => {
@@ -189,7 +196,10 @@ describe('msgx stacks (dev)', () => {
       // The admin secret only for the migration, which creates the functions' user.
       migrate: ['postgres', 'postgres-admin'],
       ...Object.fromEntries(
-        ADDED.map((r) => [r, ['postgres', ...(uses(r, 'mailbox') ? ['mailbox'] : []), ...(uses(r, 'signingSecret') ? ['signing'] : [])].sort()]),
+        ADDED.map((r) => [
+          r,
+          ['postgres', ...(uses(r, 'mailbox') ? ['mailbox'] : []), ...(uses(r, 'signingSecret') ? ['signing'] : [])].sort(),
+        ]),
       ),
     };
     const kind = (r: unknown): string => {
@@ -204,7 +214,8 @@ describe('msgx stacks (dev)', () => {
       const reads = withAction(statementsOf(service, s.service, f.fn.role!), 'secretsmanager:');
       const got = [...new Set(reads.flatMap(resources).map(kind))].sort();
       expect(got, role).toEqual(expected[role]);
-      for (const st of reads) for (const a of actions(st)) expect(['secretsmanager:GetSecretValue', 'secretsmanager:DescribeSecret']).toContain(a);
+      for (const st of reads)
+        for (const a of actions(st)) expect(['secretsmanager:GetSecretValue', 'secretsmanager:DescribeSecret']).toContain(a);
     }
   });
 
@@ -243,8 +254,8 @@ describe('msgx stacks (dev)', () => {
 
   it('wires MSK, the mailbox and the topics into the environment', () => {
     const env = (role: FunctionRole) =>
-      service.toJSON().Resources[s.service.getLogicalId(s.service.functions[role].fn.node.defaultChild as never)]
-        .Properties.Environment.Variables;
+      service.toJSON().Resources[s.service.getLogicalId(s.service.functions[role].fn.node.defaultChild as never)].Properties.Environment
+        .Variables;
     expect(env('dispatcher')).toMatchObject({ MSGX_KAFKA_SSL: '1', MSGX_TOPIC_MSG: 'msgx.msg', MSGX_TOPIC_SCHD: 'msgx.schd' });
     expect(env('dispatcher').MSGX_KAFKA_BROKERS).toBeDefined();
     expect(env('dispatcher').MSGX_KAFKA_IAM_REGION).toEqual({ Ref: 'AWS::Region' });
@@ -268,7 +279,15 @@ describe('msgx stacks (dev)', () => {
     service.hasResourceProperties('AWS::ApiGatewayV2::Integration', { PayloadFormatVersion: '1.0', IntegrationType: 'AWS_PROXY' });
     const routes = Object.values(service.findResources('AWS::ApiGatewayV2::Route'));
     const keys = routes.map((r) => r.Properties.RouteKey);
-    for (const k of ['POST /cminmsgs/send', 'POST /v1/tx-messages', 'POST /v1/tx-messages/{id}/commit', 'GET /v1/flights/{flid}', 'GET /health', 'ANY /admin/{proxy+}', 'GET /console'])
+    for (const k of [
+      'POST /cminmsgs/send',
+      'POST /v1/tx-messages',
+      'POST /v1/tx-messages/{id}/commit',
+      'GET /v1/flights/{flid}',
+      'GET /health',
+      'ANY /admin/{proxy+}',
+      'GET /console',
+    ])
       expect(keys).toContain(k);
     for (const r of routes) expect(r.Properties.AuthorizationType, r.Properties.RouteKey).toBe('AWS_IAM');
     service.hasResourceProperties('AWS::ApiGatewayV2::Stage', {

@@ -31,4 +31,3 @@ export function synth(context: Record<string, unknown> = {}): MsgxStacks {
   });
   return buildMsgx(app, { nag: false });
 }
-

@@ -22,44 +22,123 @@ interface Case {
 const at = new Date('2026-11-30T08:00:00.000Z');
 
 const CASES: Case[] = [
-  { name: 'CREATE TABLE', sql: 'CREATE TABLE c_items (id bigserial PRIMARY KEY, k text NOT NULL UNIQUE, n int CHECK (n >= 0), at timestamptz, doc jsonb, tags text[], price numeric(8,2), ok boolean)', expect: { rowCount: 0, rows: [] } },
+  {
+    name: 'CREATE TABLE',
+    sql: 'CREATE TABLE c_items (id bigserial PRIMARY KEY, k text NOT NULL UNIQUE, n int CHECK (n >= 0), at timestamptz, doc jsonb, tags text[], price numeric(8,2), ok boolean)',
+    expect: { rowCount: 0, rows: [] },
+  },
   { name: 'CREATE INDEX', sql: 'CREATE INDEX c_items_n ON c_items (n)', expect: { rowCount: 0, rows: [] } },
-  { name: 'CREATE TABLE IF NOT EXISTS of an existing table', sql: 'CREATE TABLE IF NOT EXISTS c_items (id int)', expect: { rowCount: 0, rows: [] } },
-  { name: 'INSERT of two rows', sql: 'INSERT INTO c_items (k, n) VALUES ($1, $2), ($3, $4)', params: ['a', 1, 'b', 2], expect: { rowCount: 2, rows: [] } },
+  {
+    name: 'CREATE TABLE IF NOT EXISTS of an existing table',
+    sql: 'CREATE TABLE IF NOT EXISTS c_items (id int)',
+    expect: { rowCount: 0, rows: [] },
+  },
+  {
+    name: 'INSERT of two rows',
+    sql: 'INSERT INTO c_items (k, n) VALUES ($1, $2), ($3, $4)',
+    params: ['a', 1, 'b', 2],
+    expect: { rowCount: 2, rows: [] },
+  },
   {
     name: 'INSERT … RETURNING with every type msgx stores',
     sql: 'INSERT INTO c_items (k, n, at, doc, tags, price, ok) VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id, k, n, at, doc, tags, price, ok',
     params: ['c', 3, at, JSON.stringify({ a: [1, 'x'] }), ['p', 'q'], '12.50', true],
     expect: { rowCount: 1, rows: [{ id: 3, k: 'c', n: 3, at, doc: { a: [1, 'x'] }, tags: ['p', 'q'], price: '12.50', ok: true }] },
   },
-  { name: 'INSERT … ON CONFLICT DO NOTHING that inserts nothing', sql: 'INSERT INTO c_items (k) VALUES ($1) ON CONFLICT (k) DO NOTHING', params: ['a'], expect: { rowCount: 0, rows: [] } },
-  { name: 'INSERT … SELECT of no rows', sql: 'INSERT INTO c_items (k) SELECT $1::text WHERE false', params: ['z'], expect: { rowCount: 0, rows: [] } },
-  { name: 'SELECT of three rows', sql: 'SELECT k FROM c_items ORDER BY id', expect: { rowCount: 3, rows: [{ k: 'a' }, { k: 'b' }, { k: 'c' }] } },
-  { name: 'SELECT with parameters', sql: 'SELECT k, n FROM c_items WHERE n >= $1 ORDER BY k', params: [2], expect: { rowCount: 2, rows: [{ k: 'b', n: 2 }, { k: 'c', n: 3 }] } },
+  {
+    name: 'INSERT … ON CONFLICT DO NOTHING that inserts nothing',
+    sql: 'INSERT INTO c_items (k) VALUES ($1) ON CONFLICT (k) DO NOTHING',
+    params: ['a'],
+    expect: { rowCount: 0, rows: [] },
+  },
+  {
+    name: 'INSERT … SELECT of no rows',
+    sql: 'INSERT INTO c_items (k) SELECT $1::text WHERE false',
+    params: ['z'],
+    expect: { rowCount: 0, rows: [] },
+  },
+  {
+    name: 'SELECT of three rows',
+    sql: 'SELECT k FROM c_items ORDER BY id',
+    expect: { rowCount: 3, rows: [{ k: 'a' }, { k: 'b' }, { k: 'c' }] },
+  },
+  {
+    name: 'SELECT with parameters',
+    sql: 'SELECT k, n FROM c_items WHERE n >= $1 ORDER BY k',
+    params: [2],
+    expect: {
+      rowCount: 2,
+      rows: [
+        { k: 'b', n: 2 },
+        { k: 'c', n: 3 },
+      ],
+    },
+  },
   { name: 'SELECT of no rows', sql: 'SELECT 1 FROM c_items WHERE id = $1', params: [999], expect: { rowCount: 0, rows: [] } },
-  { name: 'SELECT = ANY of an array parameter', sql: 'SELECT id FROM c_items WHERE id = ANY($1::bigint[]) ORDER BY id', params: [[1, 3, 7]], expect: { rowCount: 2, rows: [{ id: 1 }, { id: 3 }] } },
+  {
+    name: 'SELECT = ANY of an array parameter',
+    sql: 'SELECT id FROM c_items WHERE id = ANY($1::bigint[]) ORDER BY id',
+    params: [[1, 3, 7]],
+    expect: { rowCount: 2, rows: [{ id: 1 }, { id: 3 }] },
+  },
   { name: 'SELECT count(*) (bigint as a number)', sql: 'SELECT count(*) AS n FROM c_items', expect: { rowCount: 1, rows: [{ n: 3 }] } },
-  { name: 'SELECT of NULLs', sql: 'SELECT at, doc FROM c_items WHERE k = $1', params: ['a'], expect: { rowCount: 1, rows: [{ at: null, doc: null }] } },
-  { name: 'SELECT of a function (advisory lock)', sql: 'SELECT pg_try_advisory_lock(hashtext($1)) AS got', params: ['contract'], expect: { rowCount: 1, rows: [{ got: true }] } },
-  { name: 'SELECT pg_advisory_unlock', sql: 'SELECT pg_advisory_unlock(hashtext($1)) AS released', params: ['contract'], expect: { rowCount: 1, rows: [{ released: true }] } },
+  {
+    name: 'SELECT of NULLs',
+    sql: 'SELECT at, doc FROM c_items WHERE k = $1',
+    params: ['a'],
+    expect: { rowCount: 1, rows: [{ at: null, doc: null }] },
+  },
+  {
+    name: 'SELECT of a function (advisory lock)',
+    sql: 'SELECT pg_try_advisory_lock(hashtext($1)) AS got',
+    params: ['contract'],
+    expect: { rowCount: 1, rows: [{ got: true }] },
+  },
+  {
+    name: 'SELECT pg_advisory_unlock',
+    sql: 'SELECT pg_advisory_unlock(hashtext($1)) AS released',
+    params: ['contract'],
+    expect: { rowCount: 1, rows: [{ released: true }] },
+  },
   { name: 'UPDATE of two rows', sql: 'UPDATE c_items SET n = n + 10 WHERE n < $1', params: [3], expect: { rowCount: 2, rows: [] } },
   { name: 'UPDATE of no rows', sql: 'UPDATE c_items SET n = 0 WHERE k = $1', params: ['nope'], expect: { rowCount: 0, rows: [] } },
-  { name: 'UPDATE … RETURNING', sql: 'UPDATE c_items SET n = n + 1 WHERE k = $1 RETURNING k, n', params: ['c'], expect: { rowCount: 1, rows: [{ k: 'c', n: 4 }] } },
+  {
+    name: 'UPDATE … RETURNING',
+    sql: 'UPDATE c_items SET n = n + 1 WHERE k = $1 RETURNING k, n',
+    params: ['c'],
+    expect: { rowCount: 1, rows: [{ k: 'c', n: 4 }] },
+  },
   {
     name: 'UPDATE … FROM unnest of array parameters',
     sql: 'UPDATE c_items c SET n = v.n FROM unnest($1::text[], $2::int[]) AS v(k, n) WHERE c.k = v.k',
-    params: [['a', 'b', 'x'], [5, 6, 7]],
+    params: [
+      ['a', 'b', 'x'],
+      [5, 6, 7],
+    ],
     expect: { rowCount: 2, rows: [] },
   },
-  { name: 'data-modifying CTE read by a SELECT', sql: 'WITH u AS (UPDATE c_items SET ok = false WHERE ok IS NULL RETURNING id) SELECT count(*) AS n FROM u', expect: { rowCount: 1, rows: [{ n: 2 }] } },
+  {
+    name: 'data-modifying CTE read by a SELECT',
+    sql: 'WITH u AS (UPDATE c_items SET ok = false WHERE ok IS NULL RETURNING id) SELECT count(*) AS n FROM u',
+    expect: { rowCount: 1, rows: [{ n: 2 }] },
+  },
   { name: 'DELETE of one row', sql: 'DELETE FROM c_items WHERE k = $1', params: ['b'], expect: { rowCount: 1, rows: [] } },
-  { name: 'DELETE … RETURNING of no rows', sql: 'DELETE FROM c_items WHERE k = $1 RETURNING id', params: ['b'], expect: { rowCount: 0, rows: [] } },
+  {
+    name: 'DELETE … RETURNING of no rows',
+    sql: 'DELETE FROM c_items WHERE k = $1 RETURNING id',
+    params: ['b'],
+    expect: { rowCount: 0, rows: [] },
+  },
   {
     name: 'a script of several statements answers with its last',
     sql: `CREATE TABLE c_script (a int); INSERT INTO c_script VALUES (1), (2); UPDATE c_script SET a = a + 1;`,
     expect: { rowCount: 2, rows: [] },
   },
-  { name: 'a script ending in a SELECT', sql: `INSERT INTO c_script VALUES (9); SELECT a FROM c_script ORDER BY a;`, expect: { rowCount: 3, rows: [{ a: 2 }, { a: 3 }, { a: 9 }] } },
+  {
+    name: 'a script ending in a SELECT',
+    sql: `INSERT INTO c_script VALUES (9); SELECT a FROM c_script ORDER BY a;`,
+    expect: { rowCount: 3, rows: [{ a: 2 }, { a: 3 }, { a: 9 }] },
+  },
   { name: 'a statement with a semicolon in a literal', sql: `SELECT ';' AS s`, expect: { rowCount: 1, rows: [{ s: ';' }] } },
   { name: 'pg_notify', sql: 'SELECT pg_notify($1, $2)', params: ['c_chan', 'hello'], expect: { rowCount: 1, rows: [{ pg_notify: '' }] } },
   { name: 'DROP TABLE', sql: 'DROP TABLE c_script', expect: { rowCount: 0, rows: [] } },
@@ -67,12 +146,31 @@ const CASES: Case[] = [
     name: 'unique violation (23505)',
     sql: 'INSERT INTO c_items (k) VALUES ($1)',
     params: ['a'],
-    expect: { error: { code: '23505', constraint: 'c_items_k_key', table: 'c_items', detail: 'Key (k)=(a) already exists.', severity: 'ERROR' } },
+    expect: {
+      error: { code: '23505', constraint: 'c_items_k_key', table: 'c_items', detail: 'Key (k)=(a) already exists.', severity: 'ERROR' },
+    },
   },
-  { name: 'not-null violation (23502)', sql: 'INSERT INTO c_items (k) VALUES (NULL)', expect: { error: { code: '23502', column: 'k', table: 'c_items' } } },
-  { name: 'check violation (23514)', sql: 'UPDATE c_items SET n = -1 WHERE k = $1', params: ['a'], expect: { error: { code: '23514', constraint: 'c_items_n_check' } } },
-  { name: 'undefined table (42P01)', sql: 'SELECT * FROM c_nowhere', expect: { error: { code: '42P01', message: 'relation "c_nowhere" does not exist' } } },
-  { name: 'duplicate table (42P07)', sql: 'CREATE TABLE c_items (id int)', expect: { error: { code: '42P07', message: 'relation "c_items" already exists' } } },
+  {
+    name: 'not-null violation (23502)',
+    sql: 'INSERT INTO c_items (k) VALUES (NULL)',
+    expect: { error: { code: '23502', column: 'k', table: 'c_items' } },
+  },
+  {
+    name: 'check violation (23514)',
+    sql: 'UPDATE c_items SET n = -1 WHERE k = $1',
+    params: ['a'],
+    expect: { error: { code: '23514', constraint: 'c_items_n_check' } },
+  },
+  {
+    name: 'undefined table (42P01)',
+    sql: 'SELECT * FROM c_nowhere',
+    expect: { error: { code: '42P01', message: 'relation "c_nowhere" does not exist' } },
+  },
+  {
+    name: 'duplicate table (42P07)',
+    sql: 'CREATE TABLE c_items (id int)',
+    expect: { error: { code: '42P07', message: 'relation "c_items" already exists' } },
+  },
   { name: 'syntax error (42601)', sql: 'SELEC 1', expect: { error: { code: '42601' } } },
   { name: 'invalid text for a type (22P02)', sql: 'SELECT $1::int AS n', params: ['x'], expect: { error: { code: '22P02' } } },
   { name: 'NUL in text (22021)', sql: 'SELECT $1::text AS t', params: ['a\u0000b'], expect: { error: { code: '22021' } } },
@@ -136,10 +234,20 @@ describe('the database contract: PgDb (PostgreSQL) and PgliteDb answer alike', (
         await tx.query('DELETE FROM c_tx WHERE id = $1', [1]),
         await tx.query('CREATE INDEX c_tx_v ON c_tx (v); INSERT INTO c_tx VALUES (3, NULL), (4, NULL);'),
       ]);
-      expect(seen.map((r) => r.rowCount), db.kind).toEqual([2, 2, 1, 1, 1, 2]);
+      expect(
+        seen.map((r) => r.rowCount),
+        db.kind,
+      ).toEqual([2, 2, 1, 1, 1, 2]);
       expect(seen[3]!.rows, db.kind).toEqual([{ v: 'c' }]);
       const after = await db.query('SELECT id, v FROM c_tx ORDER BY id');
-      expect(after, db.kind).toEqual({ rowCount: 3, rows: [{ id: 2, v: 'c' }, { id: 3, v: null }, { id: 4, v: null }] });
+      expect(after, db.kind).toEqual({
+        rowCount: 3,
+        rows: [
+          { id: 2, v: 'c' },
+          { id: 3, v: null },
+          { id: 4, v: null },
+        ],
+      });
     }
   });
 

@@ -49,7 +49,11 @@ async function msgx(env: Record<string, string> = {}) {
   open.push({ ctx, server });
   const base = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
   const call = async (method: string, path: string, body?: unknown) => {
-    const res = await fetch(base + path, { method, headers: { 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+    const res = await fetch(base + path, {
+      method,
+      headers: { 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
     return { status: res.status, body: (await res.json()) as Record<string, any> };
   };
   return { ctx, config, call };
@@ -165,7 +169,12 @@ describe('a target that does not move is listed', () => {
     const stats = await call('GET', '/admin/stats');
     expect(stats.body.staleAfterSeconds).toBe(600);
     expect(stats.body.staleTargets.map((t: { target: string }) => t.target)).toEqual([`tx:${topic}`]);
-    expect(stats.body.staleTargets[0]).toMatchObject({ headEventId: id, headAttempts: 2, reason: 'kafka: MESSAGE_TOO_LARGE: x', stalledSeconds: null });
+    expect(stats.body.staleTargets[0]).toMatchObject({
+      headEventId: id,
+      headAttempts: 2,
+      reason: 'kafka: MESSAGE_TOO_LARGE: x',
+      stalledSeconds: null,
+    });
     expect(stats.body.staleTargets[0].ageSeconds).toBeGreaterThanOrEqual(1200);
     const text = renderStatus(stats.body as never);
     expect(text).toMatch(/STALE TARGETS \(head older than 600s/);

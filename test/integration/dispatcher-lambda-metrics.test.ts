@@ -14,7 +14,9 @@ import { lambdaRole } from '../helpers/lambdaRoles.ts';
  * counted against what really reached the topic (read back with a Kafka consumer), and every
  * invocation, an idle one included, emits the gauge the OldestPendingEvent alarm watches.
  */
-type Emf = Record<string, unknown> & { _aws: { CloudWatchMetrics: { Namespace: string; Dimensions: string[][]; Metrics: { Name: string }[] }[] } };
+type Emf = Record<string, unknown> & {
+  _aws: { CloudWatchMetrics: { Namespace: string; Dimensions: string[][]; Metrics: { Name: string }[] }[] };
+};
 
 describe('the dispatcher Lambda flushes its metrics in every invocation', () => {
   let pg: TestPg;
@@ -71,11 +73,18 @@ describe('the dispatcher Lambda flushes its metrics in every invocation', () => 
     docs.filter((d) => name in d && Object.entries(dims).every(([k, v]) => d[k] === v)).reduce((n, d) => n + Number(d[name]), 0);
   /** The documents that carry `name` with exactly the dimension set the monitoring stack's alarm selects. */
   const alarmable = (docs: Emf[], name: string, dims: string[]) =>
-    docs.filter((d) => d._aws.CloudWatchMetrics.some((m) => m.Namespace === 'msgx' && m.Metrics.some((x) => x.Name === name) && JSON.stringify(m.Dimensions) === JSON.stringify([dims])));
+    docs.filter((d) =>
+      d._aws.CloudWatchMetrics.some(
+        (m) => m.Namespace === 'msgx' && m.Metrics.some((x) => x.Name === name) && JSON.stringify(m.Dimensions) === JSON.stringify([dims]),
+      ),
+    );
 
   it('counts what it sent in the invocation that sent it, and reports the backlog gauge at start and end', async () => {
     const n = 37;
-    await enqueueEvents(pg.db, Array.from({ length: n }, (_, i) => ({ target: 'msg', key: `F${i % 4}`, type: 'T', value: { i } })));
+    await enqueueEvents(
+      pg.db,
+      Array.from({ length: n }, (_, i) => ({ target: 'msg', key: `F${i % 4}`, type: 'T', value: { i } })),
+    );
 
     const docs = await invoke(BUDGET_MARGIN_MS + 4_000); // a 4 s loop: enough for 37 events
     const onTopic = await readTopic(kafkaBrokers, topicMsg, n);

@@ -36,7 +36,9 @@ let checkAnswer = 'COMMIT';
 let failBackfills = 0;
 
 beforeAll(async () => {
-  checkServer = createServer((_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ status: checkAnswer })));
+  checkServer = createServer((_req, res) =>
+    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ status: checkAnswer })),
+  );
   await new Promise<void>((r) => checkServer.listen(0, '127.0.0.1', r));
   const checkOrigin = `http://127.0.0.1:${(checkServer.address() as AddressInfo).port}`;
   dir = mkdtempSync(join(tmpdir(), 'msgx-embedded-'));
@@ -96,64 +98,113 @@ async function send(xml: string): Promise<number> {
 }
 
 async function api(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
-  const r = await fetch(`${base}${path}`, { method, headers: { 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+  const r = await fetch(`${base}${path}`, {
+    method,
+    headers: { 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
   return { status: r.status, body: await r.json() };
 }
 
 function sink(topic: string): { key: string; value: string; headers: Record<string, string> }[] {
   const file = join(dir, 'events', `${topic}.jsonl`);
   if (!existsSync(file)) return [];
-  return readFileSync(file, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l));
+  return readFileSync(file, 'utf8')
+    .trim()
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l));
 }
 
 /** The mailbox row as the system that owns CMINMSGS sees it. */
 async function mailboxRow(id: number) {
-  const r = await ctx.db.query<{ PROC_STATUS: string | null; DATE_PROCESSED: Date | null }>(`SELECT "PROC_STATUS", "DATE_PROCESSED" FROM "CMINMSGS" WHERE "ID" = $1`, [id]);
+  const r = await ctx.db.query<{ PROC_STATUS: string | null; DATE_PROCESSED: Date | null }>(
+    `SELECT "PROC_STATUS", "DATE_PROCESSED" FROM "CMINMSGS" WHERE "ID" = $1`,
+    [id],
+  );
   return r.rows[0];
 }
 
 describe('the twin on its embedded engine (PGlite)', () => {
   it('pipeline: a day plan and a gate change become flight state, msgx.msg events in the file sink and back-filled mailbox rows', async () => {
-    const plan = await send(schd('DNLD', { seqn: seqn++, dttm: `${DAY}080000`, opdy: DAY, flights: [flight({ FLID: '5001', OPDY: DAY, AWCD: 'CZ', FLNO: '5001', GATE: gate('A1') })] }));
+    const plan = await send(
+      schd('DNLD', {
+        seqn: seqn++,
+        dttm: `${DAY}080000`,
+        opdy: DAY,
+        flights: [flight({ FLID: '5001', OPDY: DAY, AWCD: 'CZ', FLNO: '5001', GATE: gate('A1') })],
+      }),
+    );
     const change = await send(flop('GATE', { seqn: seqn++, dttm: `${DAY}090000` }, flight({ FLID: '5001', GATE: gate('A2') })));
-    const f = await waitFor(async () => {
-      const r = await api('GET', '/v1/flights/5001');
-      return r.status === 200 && r.body.stateVersion === 2 ? r.body : null;
-    }, { timeoutMs: 30_000, what: 'flight 5001 at version 2' });
+    const f = await waitFor(
+      async () => {
+        const r = await api('GET', '/v1/flights/5001');
+        return r.status === 200 && r.body.stateVersion === 2 ? r.body : null;
+      },
+      { timeoutMs: 30_000, what: 'flight 5001 at version 2' },
+    );
     expect(f.GATE[0].CODE).toBe('A2');
-    const events = await waitFor(() => {
-      const e = sink('msgx.msg').filter((l) => l.key === '5001');
-      return e.length >= 2 ? e : null;
-    }, { timeoutMs: 30_000, what: 'two msgx.msg events' });
+    const events = await waitFor(
+      () => {
+        const e = sink('msgx.msg').filter((l) => l.key === '5001');
+        return e.length >= 2 ? e : null;
+      },
+      { timeoutMs: 30_000, what: 'two msgx.msg events' },
+    );
     // The sink is at-least-once (a send retried after a timeout appears twice): one per event id.
     const versions = new Map(events.map((e) => [e.headers['msgx-event-id'], JSON.parse(e.value).stateVersion as number]));
     expect([...versions.values()]).toEqual([1, 2]);
     for (const id of [plan, change])
-      expect(await waitFor(async () => ((await mailboxRow(id))?.DATE_PROCESSED ? mailboxRow(id) : null), { timeoutMs: 30_000, what: `mailbox row ${id} back-filled` })).toMatchObject({ PROC_STATUS: 'SUCCEEDED' });
+      expect(
+        await waitFor(async () => ((await mailboxRow(id))?.DATE_PROCESSED ? mailboxRow(id) : null), {
+          timeoutMs: 30_000,
+          what: `mailbox row ${id} back-filled`,
+        }),
+      ).toMatchObject({ PROC_STATUS: 'SUCCEEDED' });
   });
 
   it('concurrent requests share commits (group commit), yet each answer names its own stored row', async () => {
-    const texts = Array.from({ length: 60 }, (_, i) => flop('ETOT', { seqn: 9000 + i, dttm: `${DAY}092000` }, flight({ FLID: `6${String(i).padStart(3, '0')}`, ETOT: `${DAY}1015${String(i % 60).padStart(2, '0')}` })));
+    const texts = Array.from({ length: 60 }, (_, i) =>
+      flop(
+        'ETOT',
+        { seqn: 9000 + i, dttm: `${DAY}092000` },
+        flight({ FLID: `6${String(i).padStart(3, '0')}`, ETOT: `${DAY}1015${String(i % 60).padStart(2, '0')}` }),
+      ),
+    );
     // Straight into the ingress in one tick (over HTTP the client paces them): one shared commit.
     const ids = (await Promise.all(texts.map((t) => acceptInbound(ctx, t, 'application/xml')))).map((r) => r.msgId);
     // One more over HTTP while the pipeline works through them.
     texts.push(flop('ETOT', { seqn: 9100, dttm: `${DAY}092000` }, flight({ FLID: '6100', ETOT: `${DAY}101500` })));
     ids.push(await send(texts.at(-1)!));
     expect(new Set(ids).size).toBe(texts.length);
-    const stored = await ctx.db.query<{ ID: number; MSG_TEXT: string }>(`SELECT "ID", "MSG_TEXT" FROM "CMINMSGS" WHERE "ID" = ANY($1::bigint[])`, [ids]);
+    const stored = await ctx.db.query<{ ID: number; MSG_TEXT: string }>(
+      `SELECT "ID", "MSG_TEXT" FROM "CMINMSGS" WHERE "ID" = ANY($1::bigint[])`,
+      [ids],
+    );
     const byId = new Map(stored.rows.map((r) => [r.ID, r.MSG_TEXT]));
     ids.forEach((id, i) => expect(byId.get(id), `row ${id}`).toBe(texts[i]));
     // The poller was woken for the batch: the pipeline settles every one.
     for (const id of ids)
-      expect(await waitFor(async () => ((await mailboxRow(id))?.DATE_PROCESSED ? mailboxRow(id) : null), { timeoutMs: 60_000, what: `row ${id} processed` })).toHaveProperty('PROC_STATUS');
+      expect(
+        await waitFor(async () => ((await mailboxRow(id))?.DATE_PROCESSED ? mailboxRow(id) : null), {
+          timeoutMs: 60_000,
+          what: `row ${id} processed`,
+        }),
+      ).toHaveProperty('PROC_STATUS');
   });
 
   it('back-fill sweep: a mailbox write that failed is retried until the row is back-filled', async () => {
     failBackfills = 1;
     const id = await send(flop('GATE', { seqn: seqn++, dttm: `${DAY}091000` }, flight({ FLID: '5001', GATE: gate('A3') })));
-    await waitFor(async () => (await api('GET', '/v1/flights/5001')).body.GATE?.[0]?.CODE === 'A3', { timeoutMs: 30_000, what: 'the change applied' });
+    await waitFor(async () => (await api('GET', '/v1/flights/5001')).body.GATE?.[0]?.CODE === 'A3', {
+      timeoutMs: 30_000,
+      what: 'the change applied',
+    });
     expect(failBackfills, 'the injected failure was hit').toBe(0);
-    const row = await waitFor(async () => ((await mailboxRow(id))?.DATE_PROCESSED ? mailboxRow(id) : null), { timeoutMs: 30_000, what: 'the sweep back-filling the row' });
+    const row = await waitFor(async () => ((await mailboxRow(id))?.DATE_PROCESSED ? mailboxRow(id) : null), {
+      timeoutMs: 30_000,
+      what: 'the sweep back-filling the row',
+    });
     expect(row).toMatchObject({ PROC_STATUS: 'SUCCEEDED' });
   });
 
@@ -177,10 +228,13 @@ describe('the twin on its embedded engine (PGlite)', () => {
     checkAnswer = 'COMMIT';
     const c = await prep(3, { checkAfterMs: 0 });
 
-    const delivered = await waitFor(() => {
-      const got = sink('embedded.tx').map((l) => JSON.parse(l.value).n as number);
-      return got.includes(1) && got.includes(3) ? got : null;
-    }, { timeoutMs: 30_000, what: 'tx 1 and tx 3 in the file sink' });
+    const delivered = await waitFor(
+      () => {
+        const got = sink('embedded.tx').map((l) => JSON.parse(l.value).n as number);
+        return got.includes(1) && got.includes(3) ? got : null;
+      },
+      { timeoutMs: 30_000, what: 'tx 1 and tx 3 in the file sink' },
+    );
     expect(delivered).not.toContain(2);
     expect((await api('GET', `/v1/tx-messages/${a.body.id}`)).body.status).toBe('DELIVERED');
     expect((await api('GET', `/v1/tx-messages/${b.body.id}`)).body.status).toBe('ROLLED_BACK');

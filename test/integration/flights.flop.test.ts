@@ -21,7 +21,16 @@ beforeAll(async () => {
       seqn: seq++,
       dttm: '20261129060000',
       opdy: '20261129',
-      flights: flids.map((id) => flight({ FLID: id, OPDY: '20261129', AWCD: 'CZ', FLNO: '0310', STAT: 'SCH', GATE: [{ CODE: 'B1', BEG: '20261129090000', END: '20261129093000' }] })),
+      flights: flids.map((id) =>
+        flight({
+          FLID: id,
+          OPDY: '20261129',
+          AWCD: 'CZ',
+          FLNO: '0310',
+          STAT: 'SCH',
+          GATE: [{ CODE: 'B1', BEG: '20261129090000', END: '20261129093000' }],
+        }),
+      ),
     }),
   );
   await p.drain();
@@ -59,7 +68,21 @@ const cases: Case[] = [
   ['GTCL', { GTCL: '20261129100000' }, { GTCL: '20261129100000' }],
   ['STAT', { STAT: 'DEP' }, { STAT: 'DEP' }],
   ['EOBT', { EOBT: '20261129100000' }, { EOBT: '20261129100000' }],
-  ['ROUT', { ROUT: [{ SEQ: '1', APCD: 'CAN' }, { SEQ: '2', APCD: 'PEK' }] }, { ROUT: [{ SEQ: '1', APCD: 'CAN' }, { SEQ: '2', APCD: 'PEK' }] }],
+  [
+    'ROUT',
+    {
+      ROUT: [
+        { SEQ: '1', APCD: 'CAN' },
+        { SEQ: '2', APCD: 'PEK' },
+      ],
+    },
+    {
+      ROUT: [
+        { SEQ: '1', APCD: 'CAN' },
+        { SEQ: '2', APCD: 'PEK' },
+      ],
+    },
+  ],
   ['CSFL', { CSFL: [{ AWCD: 'MU', FLNO: '0001' }] }, { CSFL: [{ AWCD: 'MU', FLNO: '0001' }] }],
   ['EIBT', { EIBT: '20261129121500' }, { EIBT: '20261129121500' }],
   ['SOBT', { SOBT: '20261129095500' }, { SOBT: '20261129095500' }],
@@ -71,9 +94,35 @@ const cases: Case[] = [
 ];
 // Written out independently of lib/flights/flopRules.ts: the 29 subtypes of the upstream protocol.
 const ALL_SUBTYPES = [
-  'ETOT', 'ATOT', 'ELDT', 'ALDT', 'AIBT', 'AOBT', 'EOBT', 'EIBT', 'SOBT', 'SIBT',
-  'GATE', 'STND', 'BELT', 'CHKC', 'BRDG', 'LNGE', 'DLAY', 'ROUT', 'CSFL',
-  'CANX', 'DIVT', 'RETN', 'BORD', 'GTCL', 'STAT', 'ACTP', 'ACNO', 'TERM', 'UPDT',
+  'ETOT',
+  'ATOT',
+  'ELDT',
+  'ALDT',
+  'AIBT',
+  'AOBT',
+  'EOBT',
+  'EIBT',
+  'SOBT',
+  'SIBT',
+  'GATE',
+  'STND',
+  'BELT',
+  'CHKC',
+  'BRDG',
+  'LNGE',
+  'DLAY',
+  'ROUT',
+  'CSFL',
+  'CANX',
+  'DIVT',
+  'RETN',
+  'BORD',
+  'GTCL',
+  'STAT',
+  'ACTP',
+  'ACNO',
+  'TERM',
+  'UPDT',
 ];
 
 describe('FLOP through the pump: every supported STYP', () => {
@@ -85,7 +134,15 @@ describe('FLOP through the pump: every supported STYP', () => {
     expect(f.stateVersion).toBe(2);
     const last = (await schdEvents(flid)).at(-1)!;
     expect(last).toMatchObject({ event_type: 'UPSERT', state_version: 2 });
-    expect(JSON.parse(last.value!)).toMatchObject({ v: 1, FLID: flid, AWCD: 'CZ', FLNO: '0310', stateVersion: 2, status: 'ACTIVE', ...expected });
+    expect(JSON.parse(last.value!)).toMatchObject({
+      v: 1,
+      FLID: flid,
+      AWCD: 'CZ',
+      FLNO: '0310',
+      stateVersion: 2,
+      status: 'ACTIVE',
+      ...expected,
+    });
   });
 });
 
@@ -125,7 +182,12 @@ describe('ROUT and ERUT: two collections, legs keyed jointly by (kind, SEQ)', ()
   it('a plan carries both with the same leg numbers; a ROUT FLOP with only ERUT changes ERUT alone', async () => {
     const flid = 'R3801';
     const [plan] = await p.post(
-      schd('ADFT', { seqn: seq++, dttm: '20261129061000', cnt: null, flights: [flight({ FLID: flid, OPDY: '20261129', FLNO: '0338', ROUT: legs('CAN', 'PEK'), ERUT: legs('CAN', 'WUH', 'PEK') })] }),
+      schd('ADFT', {
+        seqn: seq++,
+        dttm: '20261129061000',
+        cnt: null,
+        flights: [flight({ FLID: flid, OPDY: '20261129', FLNO: '0338', ROUT: legs('CAN', 'PEK'), ERUT: legs('CAN', 'WUH', 'PEK') })],
+      }),
     );
     await p.drain();
     expect(await p.status(plan!)).toMatchObject({ status: 'SUCCEEDED' });
@@ -152,7 +214,19 @@ describe('ROUT and ERUT: two collections, legs keyed jointly by (kind, SEQ)', ()
   });
 
   it('the same leg twice within ERUT is a protocol error', async () => {
-    const [id] = await p.post(flop('ROUT', { seqn: seq++ }, flight({ FLID: 'R3802', ERUT: [{ SEQ: '1', APCD: 'CAN' }, { SEQ: '1', APCD: 'PEK' }] })));
+    const [id] = await p.post(
+      flop(
+        'ROUT',
+        { seqn: seq++ },
+        flight({
+          FLID: 'R3802',
+          ERUT: [
+            { SEQ: '1', APCD: 'CAN' },
+            { SEQ: '1', APCD: 'PEK' },
+          ],
+        }),
+      ),
+    );
     await p.drain();
     expect(await p.status(id!)).toMatchObject({ status: 'DEAD', error_class: 'PROTOCOL' });
   });
@@ -161,7 +235,11 @@ describe('ROUT and ERUT: two collections, legs keyed jointly by (kind, SEQ)', ()
 describe('FLOP semantics', () => {
   it('an empty element clears; unknown elements are kept verbatim and round-trip into events', async () => {
     const [a, b] = await p.post(
-      flop('UPDT', { seqn: seq++ }, flight({ FLID: '3030', ETOT: '20261129101500', XREM: ' free text 007 ', GATE: [{ CODE: 'B9', BEG: '', END: '', XNOTE: 'n' }] })),
+      flop(
+        'UPDT',
+        { seqn: seq++ },
+        flight({ FLID: '3030', ETOT: '20261129101500', XREM: ' free text 007 ', GATE: [{ CODE: 'B9', BEG: '', END: '', XNOTE: 'n' }] }),
+      ),
       flop('GATE', { seqn: seq++ }, flight({ FLID: '3030', ETOT: '', GATE: [] })),
     );
     await p.drain();
@@ -184,14 +262,20 @@ describe('FLOP semantics', () => {
   });
 
   it('FLOP and FDEL for an unknown flight are SKIPPED no-such-flight', async () => {
-    const [a, b] = await p.post(flop('ETOT', { seqn: seq++ }, flight({ FLID: 'nope', ETOT: '20261129101500' })), fdel({ seqn: seq++ }, 'nope'));
+    const [a, b] = await p.post(
+      flop('ETOT', { seqn: seq++ }, flight({ FLID: 'nope', ETOT: '20261129101500' })),
+      fdel({ seqn: seq++ }, 'nope'),
+    );
     await p.drain();
     expect(await p.status(a!)).toMatchObject({ status: 'SKIPPED', note: 'no-such-flight' });
     expect(await p.status(b!)).toMatchObject({ status: 'SKIPPED', note: 'no-such-flight' });
   });
 
   it('FDEL marks DELETED, bumps the version and emits a tombstone; a FLOP after it is skipped', async () => {
-    const [a, b] = await p.post(fdel({ seqn: seq++ }, '3032'), flop('ETOT', { seqn: seq++ }, flight({ FLID: '3032', ETOT: '20261129101500' })));
+    const [a, b] = await p.post(
+      fdel({ seqn: seq++ }, '3032'),
+      flop('ETOT', { seqn: seq++ }, flight({ FLID: '3032', ETOT: '20261129101500' })),
+    );
     await p.drain();
     expect(await p.status(a!)).toMatchObject({ status: 'SUCCEEDED' });
     expect(await p.status(b!)).toMatchObject({ status: 'SKIPPED', note: 'flight-deleted' });
@@ -208,7 +292,9 @@ describe('FLOP semantics', () => {
 
   it('applies a FLOP in at most 5 queries', async () => {
     const config = testConfig();
-    const message = decode(flop('GATE', { seqn: seq++ }, flight({ FLID: '3034', ETOT: '20261129101500', GATE: items('C3') })), { timezone: config.timezone });
+    const message = decode(flop('GATE', { seqn: seq++ }, flight({ FLID: '3034', ETOT: '20261129101500', GATE: items('C3') })), {
+      timezone: config.timezone,
+    });
     const before = (await readFlight(pg.db, '3034'))!;
     let n = 0;
     const result = await pg.db.tx(async (tx) => {

@@ -25,7 +25,12 @@ beforeEach(async () => {
 let seq = 1;
 const t0 = new Date('2026-11-20T01:00:00Z');
 const plan = (flids: string[], day = '20261120') =>
-  schd('DNLD', { seqn: seq++, dttm: `${day}080000`, opdy: day, flights: flids.map((id) => flight({ FLID: id, OPDY: day, FLNO: '0001', GATE: [{ CODE: 'G1', BEG: '', END: '' }] })) });
+  schd('DNLD', {
+    seqn: seq++,
+    dttm: `${day}080000`,
+    opdy: day,
+    flights: flids.map((id) => flight({ FLID: id, OPDY: day, FLNO: '0001', GATE: [{ CODE: 'G1', BEG: '', END: '' }] })),
+  });
 const count = async (table: string) => (await pg.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${table}`)).rows[0]!.n;
 
 describe('history sweep', () => {
@@ -45,10 +50,13 @@ describe('history sweep', () => {
     );
     expect(hst.rows.map((h) => `${h.flid}:${h.status}:v${h.state_version}`)).toEqual(['1:ACTIVE:v1', '2:DELETED:v2', '3:ACTIVE:v1']);
     expect(hst.rows[0]!.state.GATE).toEqual([{ CODE: 'G1', BEG: '', END: '' }]);
-    const ev = await pg.db.query<{ target: string; event_type: string; partition_key: string; state_version: number; value: string | null }>(
-      `SELECT target, event_type, partition_key, state_version, value FROM msg_event ORDER BY event_id OFFSET $1`,
-      [eventsBefore],
-    );
+    const ev = await pg.db.query<{
+      target: string;
+      event_type: string;
+      partition_key: string;
+      state_version: number;
+      value: string | null;
+    }>(`SELECT target, event_type, partition_key, state_version, value FROM msg_event ORDER BY event_id OFFSET $1`, [eventsBefore]);
     expect(ev.rows.map((e) => `${e.target}:${e.event_type}:${e.partition_key}:v${e.state_version}`)).toEqual([
       'msg:FLIGHT_PURGED:1:v2',
       'schd:TOMBSTONE:1:v2',
@@ -79,7 +87,15 @@ describe('history sweep', () => {
     expect(Object.fromEntries(seen)).toEqual({ '1': [1, 2, 3, 4], '2': [1, 2, 3], '3': [1, 2] });
     const router = new Router(flightRoutes);
     const ctx = makeContext({ db: pg.db, mailbox: new PgMailbox(pg.db), env: { MSGX_LOG_LEVEL: 'SILENT' } });
-    const get = (flid: string): HttpRequest => ({ method: 'GET', path: `/v1/flights/${flid}`, headers: {}, query: {}, body: '', params: {}, isAdmin: false });
+    const get = (flid: string): HttpRequest => ({
+      method: 'GET',
+      path: `/v1/flights/${flid}`,
+      headers: {},
+      query: {},
+      body: '',
+      params: {},
+      isAdmin: false,
+    });
     expect((await router.handle(get('2'), ctx)).body).toMatchObject({ FLID: '2', status: 'ACTIVE', stateVersion: 3 });
   });
 
@@ -130,7 +146,11 @@ describe('proc_state archive', () => {
     );
     const n = await archiveProcState(pg.db, { now: new Date('2026-11-29T00:00:00Z'), retentionDays: 30 });
     expect(n).toBe(3);
-    expect((await pg.db.query(`SELECT msg_id FROM proc_state ORDER BY msg_id`)).rows).toEqual([{ msg_id: 4 }, { msg_id: 5 }, { msg_id: 6 }]);
+    expect((await pg.db.query(`SELECT msg_id FROM proc_state ORDER BY msg_id`)).rows).toEqual([
+      { msg_id: 4 },
+      { msg_id: 5 },
+      { msg_id: 6 },
+    ]);
     expect((await pg.db.query(`SELECT msg_id, identity_key FROM proc_state_hst ORDER BY msg_id`)).rows).toEqual([
       { msg_id: 1, identity_key: 'A|FLOP|ETOT|1' },
       { msg_id: 2, identity_key: null },
@@ -144,7 +164,15 @@ describe('proc_state archive', () => {
 });
 
 describe('read API', () => {
-  const get = (path: string, query: Record<string, string> = {}): HttpRequest => ({ method: 'GET', path, headers: {}, query, body: '', params: {}, isAdmin: false });
+  const get = (path: string, query: Record<string, string> = {}): HttpRequest => ({
+    method: 'GET',
+    path,
+    headers: {},
+    query,
+    body: '',
+    params: {},
+    isAdmin: false,
+  });
 
   it('GET /v1/flights?day and /v1/flights/{flid}: wire names, text as received, version, status; DELETED 200; unknown 404', async () => {
     await runDirect(
@@ -165,7 +193,17 @@ describe('read API', () => {
     const router = new Router(flightRoutes);
     const one = await router.handle(get('/v1/flights/1001'), ctx);
     expect(one.status).toBe(200);
-    expect(one.body).toMatchObject({ FLID: '1001', OPDY: '20261129', FLNO: '0310', XTRA: '007', ROUT: [{ SEQ: '1', APCD: 'CAN' }], GATE: [], stateVersion: 1, status: 'ACTIVE', updatedAt: t0.toISOString() });
+    expect(one.body).toMatchObject({
+      FLID: '1001',
+      OPDY: '20261129',
+      FLNO: '0310',
+      XTRA: '007',
+      ROUT: [{ SEQ: '1', APCD: 'CAN' }],
+      GATE: [],
+      stateVersion: 1,
+      status: 'ACTIVE',
+      updatedAt: t0.toISOString(),
+    });
     expect((await router.handle(get('/v1/flights/1002'), ctx)).body).toMatchObject({ status: 'DELETED', stateVersion: 2 });
     const missing = await router.handle(get('/v1/flights/nope'), ctx);
     expect(missing).toMatchObject({ status: 404, body: { error: 'not_found' } });

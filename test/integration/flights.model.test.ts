@@ -65,14 +65,41 @@ it('2,000 flights and 20,000 FLOPs match the in-memory model, and schd events ho
     CANX: () => ({ CANX: pick(['Y', 'N']), STAT: 'CNL' }),
     GATE: () => ({ GATE: rand() < 0.2 ? [] : [{ CODE: pick(codes), BEG: pick(times), END: pick(times) }] }),
     STND: () => ({ STND: [{ CODE: pick(['201', '202']), BEG: pick(times), END: '' }] }),
-    CHKC: () => ({ CHKC: rand() < 0.5 ? [{ CODE: 'K1', BEG: '', END: '' }, { CODE: 'K2', BEG: '', END: '' }] : [{ CODE: pick(['K1', 'K3']), BEG: '', END: '' }] }),
+    CHKC: () => ({
+      CHKC:
+        rand() < 0.5
+          ? [
+              { CODE: 'K1', BEG: '', END: '' },
+              { CODE: 'K2', BEG: '', END: '' },
+            ]
+          : [{ CODE: pick(['K1', 'K3']), BEG: '', END: '' }],
+    }),
     DLAY: () => ({ DLAY: [{ CODE: pick(['81', '93']), MIN: pick(['005', '010']) }] }),
     // ROUT and ERUT are two collections keyed by the same leg numbers: one must never touch the other.
     ROUT: () =>
       pick<Fields>([
-        { ROUT: [{ SEQ: '1', APCD: 'CAN' }, { SEQ: '2', APCD: pick(['PEK', 'SHA']) }] },
-        { ERUT: rand() < 0.2 ? [] : [{ SEQ: '1', APCD: 'CAN' }, { SEQ: '2', APCD: pick(['WUH', 'SHA']) }] },
-        { ROUT: [{ SEQ: '1', APCD: pick(['CAN', 'SZX']) }], ERUT: [{ SEQ: '1', APCD: 'CAN' }, { SEQ: '2', APCD: 'PEK' }] },
+        {
+          ROUT: [
+            { SEQ: '1', APCD: 'CAN' },
+            { SEQ: '2', APCD: pick(['PEK', 'SHA']) },
+          ],
+        },
+        {
+          ERUT:
+            rand() < 0.2
+              ? []
+              : [
+                  { SEQ: '1', APCD: 'CAN' },
+                  { SEQ: '2', APCD: pick(['WUH', 'SHA']) },
+                ],
+        },
+        {
+          ROUT: [{ SEQ: '1', APCD: pick(['CAN', 'SZX']) }],
+          ERUT: [
+            { SEQ: '1', APCD: 'CAN' },
+            { SEQ: '2', APCD: 'PEK' },
+          ],
+        },
       ]),
     UPDT: () => ({ XREM: pick(['a', 'b']), TERM: pick(['T1', 'T2']) }),
   };
@@ -97,16 +124,15 @@ it('2,000 flights and 20,000 FLOPs match the in-memory model, and schd events ho
   const ids: number[] = [];
   for (let i = 0; i < texts.length; i += 1000) {
     const chunk = texts.slice(i, i + 1000);
-    const r = await pg.db.query<{ ID: number }>(
-      `INSERT INTO "CMINMSGS" ("MSG_TEXT") SELECT unnest($1::text[]) RETURNING "ID"`,
-      [chunk],
-    );
+    const r = await pg.db.query<{ ID: number }>(`INSERT INTO "CMINMSGS" ("MSG_TEXT") SELECT unnest($1::text[]) RETURNING "ID"`, [chunk]);
     ids.push(...r.rows.map((x) => Number(x.ID)).sort((a, b) => a - b));
   }
   await p.drain();
 
   // Every message SUCCEEDED; exactly those the model says change nothing are noted "unchanged".
-  const proc = await pg.db.query<{ msg_id: number; status: string; note: string | null }>(`SELECT msg_id, status, note FROM proc_state ORDER BY msg_id`);
+  const proc = await pg.db.query<{ msg_id: number; status: string; note: string | null }>(
+    `SELECT msg_id, status, note FROM proc_state ORDER BY msg_id`,
+  );
   expect(proc.rows.map((r) => Number(r.msg_id))).toEqual(ids);
   const wrongOutcome = proc.rows
     .slice(1)

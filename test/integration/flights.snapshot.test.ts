@@ -54,7 +54,9 @@ describe('SCHD DNLD', () => {
     ]);
     expect(ev.rows.every((e) => e.source_kind === 'proc' && e.source_id === String(r.msgId))).toBe(true);
     const log = await pg.db.query(`SELECT styp, scope, declared, flights, created, updated, unchanged, stale FROM schd_snap_log`);
-    expect(log.rows).toEqual([{ styp: 'DNLD', scope: '20261129', declared: 2, flights: 2, created: 2, updated: 0, unchanged: 0, stale: 0 }]);
+    expect(log.rows).toEqual([
+      { styp: 'DNLD', scope: '20261129', declared: 2, flights: 2, created: 2, updated: 0, unchanged: 0, stale: 0 },
+    ]);
   });
 
   it('never deletes flights the plan does not mention', async () => {
@@ -67,7 +69,9 @@ describe('SCHD DNLD', () => {
   it('a replayed snapshot (same identity) changes nothing and bumps no version', async () => {
     const text = plan(['1001']);
     await runDirect(pg.db, text, { now });
-    await runDirect(pg.db, flop('ETOT', { seqn: seq++, dttm: '20261129081000' }, flight({ FLID: '1001', ETOT: '20261129101000' })), { now });
+    await runDirect(pg.db, flop('ETOT', { seqn: seq++, dttm: '20261129081000' }, flight({ FLID: '1001', ETOT: '20261129101000' })), {
+      now,
+    });
     const before = await eventCount();
     const r = await runDirect(pg.db, text, { now });
     expect(r.status).toBe('SKIPPED');
@@ -136,7 +140,10 @@ describe('SCHD through the pump and the mailbox', () => {
         seqn,
         dttm: '20261129080000',
         opdy: '20261129',
-        flights: [flight({ FLID: '5001', OPDY: '20261129', FLNO: '0501', STAT: 'SCH' }), flight({ FLID: '5002', OPDY: '20261129', FLNO: '0502' })],
+        flights: [
+          flight({ FLID: '5001', OPDY: '20261129', FLNO: '0501', STAT: 'SCH' }),
+          flight({ FLID: '5002', OPDY: '20261129', FLNO: '0502' }),
+        ],
       });
     const [first, again] = await p.post(content(seq++), content(seq++));
     await p.drain();
@@ -192,7 +199,12 @@ describe('SCHD whole-package protocol rejection: DEAD(PROTOCOL), state and versi
 
 describe('SCHD ADFT', () => {
   it('adds one flight; a second flight in the package is a protocol error', async () => {
-    const one = schd('ADFT', { seqn: seq++, dttm: '20261129080000', cnt: null, flights: [flight({ FLID: '2001', OPDY: '20261129', FLNO: '9' })] });
+    const one = schd('ADFT', {
+      seqn: seq++,
+      dttm: '20261129080000',
+      cnt: null,
+      flights: [flight({ FLID: '2001', OPDY: '20261129', FLNO: '9' })],
+    });
     expect(await runDirect(pg.db, one, { now })).toMatchObject({ status: 'SUCCEEDED' });
     expect((await readFlight(pg.db, '2001'))!.stateVersion).toBe(1);
     const two = schd('ADFT', { seqn: seq++, opdy: '20261129', flights: [flight({ FLID: '2002' }), flight({ FLID: '2003' })] });

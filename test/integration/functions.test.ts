@@ -95,7 +95,10 @@ describe('Lambda handlers', () => {
     const { handler: ingress } = await import('../../functions/ingress.ts');
     const res = await ingress(event('GET', '/health', ''));
     expect(res.statusCode).toBe(200);
-    expect(JSON.parse(res.body)).toEqual({ status: 'ok', checks: { database: 'ok', migrations: 'ok', mailbox: 'ok', kafka: 'ok', 'kafka-topics': 'ok' } });
+    expect(JSON.parse(res.body)).toEqual({
+      status: 'ok',
+      checks: { database: 'ok', migrations: 'ok', mailbox: 'ok', kafka: 'ok', 'kafka-topics': 'ok' },
+    });
   });
 
   it('admin routes answer only to an IAM caller', async () => {

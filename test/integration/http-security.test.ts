@@ -111,8 +111,17 @@ describe('twin HTTP server: safe on a laptop', () => {
     });
 
     it('answers a name listed in MSGX_HTTP_ALLOWED_HOSTS, on any port when listed without one', async () => {
-      const listed = makeContext({ db: pg.db, mailbox: my.mailbox, clock: systemClock, env: { MSGX_HTTP_ALLOWED_HOSTS: 'msgx, other.test:81', MSGX_LOG_LEVEL: 'SILENT' } });
-      const s = await startHttpServer(listed, new Router([{ method: 'GET', path: '/ping', handle: async () => ({ status: 200, body: 'pong' }) }]), { port: 0 });
+      const listed = makeContext({
+        db: pg.db,
+        mailbox: my.mailbox,
+        clock: systemClock,
+        env: { MSGX_HTTP_ALLOWED_HOSTS: 'msgx, other.test:81', MSGX_LOG_LEVEL: 'SILENT' },
+      });
+      const s = await startHttpServer(
+        listed,
+        new Router([{ method: 'GET', path: '/ping', handle: async () => ({ status: 200, body: 'pong' }) }]),
+        { port: 0 },
+      );
       const p = (s.address() as AddressInfo).port;
       const get = (host: string) =>
         new Promise<number>((resolve, reject) =>
@@ -154,7 +163,12 @@ describe('twin HTTP server: safe on a laptop', () => {
       expect(send.json.detail).toMatch(/origin http:\/\/evil\.example/);
       const prep = await call('POST', '/v1/tx-messages', { ...evil, 'content-type': 'application/json' }, prepareBody());
       expect(prep.status).toBe(403);
-      const replay = await call('POST', '/admin/replay', { ...evil, 'content-type': 'application/json' }, '{"kind":"proc","errorClass":"MALFORMED"}');
+      const replay = await call(
+        'POST',
+        '/admin/replay',
+        { ...evil, 'content-type': 'application/json' },
+        '{"kind":"proc","errorClass":"MALFORMED"}',
+      );
       expect(replay.status).toBe(403);
       // Another local app (another port) and sandboxed or file: pages ("null") are foreign too.
       expect((await call('POST', '/admin/pause', { origin: `http://localhost:${port + 1}` })).status).toBe(403);
@@ -204,12 +218,15 @@ describe('twin HTTP server: safe on a laptop', () => {
       expect(a.text).not.toMatch(/\/(work|home|usr|tmp)\/|\bat \w+ \(|node:internal|ENOENT|stack/);
     };
 
-    it.each(['constructor', '__proto__', 'toString', 'hasOwnProperty', 'valueOf'])('/console/%s is 404, not a file lookup', async (name) => {
-      const r = await call('GET', `/console/${name}`);
-      noInternals(r);
-      expect(r.status).toBe(404);
-      expect(r.json.detail).toMatch(/no console asset/);
-    });
+    it.each(['constructor', '__proto__', 'toString', 'hasOwnProperty', 'valueOf'])(
+      '/console/%s is 404, not a file lookup',
+      async (name) => {
+        const r = await call('GET', `/console/${name}`);
+        noInternals(r);
+        expect(r.status).toBe(404);
+        expect(r.json.detail).toMatch(/no console asset/);
+      },
+    );
 
     it('a path segment that is not valid percent-encoding is 400', async () => {
       for (const path of ['/v1/flights/%zz', '/v1/tx-messages/%E0%A4%A', '/admin/trace/%']) {
@@ -246,7 +263,12 @@ describe('twin HTTP server: safe on a laptop', () => {
 
     it('a check URL with a fragment is 400 naming it, and nothing is stored', async () => {
       const before = await txCount();
-      const r = await call('POST', '/v1/tx-messages', { 'content-type': 'application/json' }, prepareBody({ checkUrl: 'http://127.0.0.1:9/check#frag' }));
+      const r = await call(
+        'POST',
+        '/v1/tx-messages',
+        { 'content-type': 'application/json' },
+        prepareBody({ checkUrl: 'http://127.0.0.1:9/check#frag' }),
+      );
       noInternals(r);
       expect(r.status).toBe(400);
       expect(r.json.detail).toMatch(/^checkUrl: must not contain a fragment/);

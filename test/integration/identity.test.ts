@@ -32,7 +32,9 @@ async function outcomes(env: Record<string, string>, texts: string[]) {
   for (const t of texts) await mailbox.insertInbound(t);
   await drainPoller(ctx);
   await drainPump(ctx);
-  const r = await pg.db.query<{ PROC_STATUS: string; PROC_NOTE: string | null }>(`SELECT "PROC_STATUS", "PROC_NOTE" FROM "CMINMSGS" ORDER BY "ID"`);
+  const r = await pg.db.query<{ PROC_STATUS: string; PROC_NOTE: string | null }>(
+    `SELECT "PROC_STATUS", "PROC_NOTE" FROM "CMINMSGS" ORDER BY "ID"`,
+  );
   return r.rows.map((x) => `${x.PROC_STATUS}${x.PROC_NOTE?.startsWith('duplicate-of:') ? ' duplicate' : ''}`);
 }
 
@@ -81,7 +83,9 @@ describe('cannot be flipped at start once messages exist', () => {
     await expect(start('0')).rejects.toThrow(/npx msgx identity --day-boundary off/);
     const audit = await pg.db.query(`SELECT action, detail FROM audit_log WHERE action = 'identity.day-boundary'`);
     expect(audit.rows).toEqual([{ action: 'identity.day-boundary', detail: { from: 'off', to: 'on' } }]);
-    await expect(cli('identity', '--day-boundary', 'maybe')).rejects.toMatchObject({ stderr: expect.stringContaining('--day-boundary must be on or off') });
+    await expect(cli('identity', '--day-boundary', 'maybe')).rejects.toMatchObject({
+      stderr: expect.stringContaining('--day-boundary must be on or off'),
+    });
   }, 60_000);
 
   it('an empty store records whatever is configured, so a new installation may start with it on', async () => {

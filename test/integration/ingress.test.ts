@@ -105,7 +105,11 @@ describe('ingress over HTTP', () => {
 
   it('refuses a body that is not valid UTF-8 with a JSON reason and stores nothing', async () => {
     const before = await mailboxCount();
-    const bytes = Buffer.concat([Buffer.from('<MSG><META><SNDR>F</SNDR><SEQN>u8</SEQN><TYPE>LDM</TYPE></META><X>'), Buffer.from([0xc3, 0x28, 0xff]), Buffer.from('</X></MSG>')]);
+    const bytes = Buffer.concat([
+      Buffer.from('<MSG><META><SNDR>F</SNDR><SEQN>u8</SEQN><TYPE>LDM</TYPE></META><X>'),
+      Buffer.from([0xc3, 0x28, 0xff]),
+      Buffer.from('</X></MSG>'),
+    ]);
     const res = await fetch(`${base}/cminmsgs/send`, { method: 'POST', headers: { 'content-type': 'application/xml' }, body: bytes });
     expect(res.status).toBe(400);
     expect(((await res.json()) as { detail: string }).detail).toMatch(/not valid UTF-8/);
@@ -129,7 +133,15 @@ describe('ingress over HTTP', () => {
     });
     const brokenCtx = { ...ctx, db: broken };
     const res = await buildRouter().handle(
-      { method: 'POST', path: '/cminmsgs/send', headers: { 'content-type': 'application/xml' }, query: {}, body: wire({ TYPE: 'LDM', SEQN: 'lost?' }), params: {}, isAdmin: false },
+      {
+        method: 'POST',
+        path: '/cminmsgs/send',
+        headers: { 'content-type': 'application/xml' },
+        query: {},
+        body: wire({ TYPE: 'LDM', SEQN: 'lost?' }),
+        params: {},
+        isAdmin: false,
+      },
       brokenCtx,
     );
     expect(res.status).toBe(200);

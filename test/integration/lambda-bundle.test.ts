@@ -56,10 +56,14 @@ process.exit(0);`,
   });
 
   const invoke = async (fn: string, event: unknown, only?: (k: string) => boolean) => {
-    const { stdout } = await run(process.execPath, [join(out, 'invoke.mjs'), join(out, fn, 'index.mjs'), typeof event === 'string' ? event : JSON.stringify(event)], {
-      cwd: out,
-      env: Object.fromEntries(Object.entries(env).filter(([k]) => !only || k === 'PATH' || only(k))),
-    });
+    const { stdout } = await run(
+      process.execPath,
+      [join(out, 'invoke.mjs'), join(out, fn, 'index.mjs'), typeof event === 'string' ? event : JSON.stringify(event)],
+      {
+        cwd: out,
+        env: Object.fromEntries(Object.entries(env).filter(([k]) => !only || k === 'PATH' || only(k))),
+      },
+    );
     return JSON.parse(stdout.trim().split('\n').pop()!) as Record<string, unknown>;
   };
 
@@ -80,12 +84,20 @@ process.exit(0);`,
     expect(rows.map((r) => r.MSG_TEXT)).toEqual([text]);
 
     // As the stack binds it: the poller has the mailbox and no Kafka.
-    expect(await invoke('poller', 'scheduled', (k) => k !== 'MSGX_KAFKA_BROKERS')).toMatchObject({ role: 'poller', acquired: true, errors: 0 });
+    expect(await invoke('poller', 'scheduled', (k) => k !== 'MSGX_KAFKA_BROKERS')).toMatchObject({
+      role: 'poller',
+      acquired: true,
+      errors: 0,
+    });
     const enqueued = await pg.db.query<{ n: number }>('SELECT count(*)::int AS n FROM proc_state WHERE msg_id = $1', [id]);
     expect(enqueued.rows[0]!.n).toBe(1);
   });
 
   it('the dispatcher bundle runs without a mailbox, as the stack binds it (Kafka, no mailbox)', async () => {
-    expect(await invoke('dispatcher', 'scheduled', (k) => k !== 'MSGX_MAILBOX_URL')).toMatchObject({ role: 'dispatcher', acquired: true, errors: 0 });
+    expect(await invoke('dispatcher', 'scheduled', (k) => k !== 'MSGX_MAILBOX_URL')).toMatchObject({
+      role: 'dispatcher',
+      acquired: true,
+      errors: 0,
+    });
   });
 });

@@ -52,13 +52,22 @@ function rows(): Row[] {
   const surrogate = Buffer.concat([utf8(msg('e6', '<TEST><NOTE>')), Buffer.from([0xed, 0xa0, 0x80]), utf8('</NOTE></TEST>')]);
   return [
     { bytes: utf8(msg('e1')), want: { status: 'SUCCEEDED' }, applies: 'e1' },
-    { bytes: latinInUtf8, want: { status: 'DEAD', errorClass: 'MALFORMED', reason: new RegExp(`^${escape(invalidAt(latinInUtf8, Buffer.from([0xe9])))}$`) } },
+    {
+      bytes: latinInUtf8,
+      want: { status: 'DEAD', errorClass: 'MALFORMED', reason: new RegExp(`^${escape(invalidAt(latinInUtf8, Buffer.from([0xe9])))}$`) },
+    },
     // Two root elements, well-formed UTF-8: not well-formed XML.
     { bytes: utf8(`${msg('e3')}<MSG/>`), want: { status: 'DEAD', errorClass: 'MALFORMED', reason: /more than one root element/ } },
     // Real UTF-8 beyond ASCII is text: the processor records the SEQN exactly.
     { bytes: utf8(msg('e4-café-航班')), want: { status: 'SUCCEEDED' }, applies: 'e4-café-航班' },
-    { bytes: truncated, want: { status: 'DEAD', errorClass: 'MALFORMED', reason: new RegExp(`^${escape(invalidAt(truncated, Buffer.from([0xe2, 0x82])))}$`) } },
-    { bytes: surrogate, want: { status: 'DEAD', errorClass: 'MALFORMED', reason: new RegExp(`^${escape(invalidAt(surrogate, Buffer.from([0xed, 0xa0])))}$`) } },
+    {
+      bytes: truncated,
+      want: { status: 'DEAD', errorClass: 'MALFORMED', reason: new RegExp(`^${escape(invalidAt(truncated, Buffer.from([0xe2, 0x82])))}$`) },
+    },
+    {
+      bytes: surrogate,
+      want: { status: 'DEAD', errorClass: 'MALFORMED', reason: new RegExp(`^${escape(invalidAt(surrogate, Buffer.from([0xed, 0xa0])))}$`) },
+    },
     // The pipeline moves on past all of them.
     { bytes: utf8(msg('e7')), want: { status: 'SUCCEEDED' }, applies: 'e7' },
   ];
@@ -106,7 +115,10 @@ async function runAndJudge(o: {
   const applied = (await o.pgdb.query<{ seqn: string }>(`SELECT seqn FROM test_effect ORDER BY msg_id`)).rows.map((r) => r.seqn);
   expect(applied).toEqual(model.filter((r) => r.applies).map((r) => r.applies));
   // No copy msgx keeps of a refused row pretends to be the text: where bytes were bad it shows U+FFFD.
-  const copies = await o.pgdb.query<{ msg_id: number; raw_text: string | null }>(`SELECT msg_id, raw_text FROM proc_state WHERE msg_id = ANY($1::bigint[])`, [ids]);
+  const copies = await o.pgdb.query<{ msg_id: number; raw_text: string | null }>(
+    `SELECT msg_id, raw_text FROM proc_state WHERE msg_id = ANY($1::bigint[])`,
+    [ids],
+  );
   for (const c of copies.rows) {
     const r = model[ids.indexOf(Number(c.msg_id))]!;
     if (r.want.status === 'DEAD' && r.want.reason.source.includes('UTF-8')) expect(c.raw_text).toContain('\uFFFD');
@@ -169,13 +181,25 @@ describe('mailbox bytes that are not UTF-8 (PostgreSQL mailbox in a SQL_ASCII da
       mailbox,
       // Another system writing bytes: SQL_ASCII takes them as they are.
       insertBytes: async (b) =>
-        Number((await db!.query<{ ID: string }>(`INSERT INTO "CMINMSGS" ("MSG_TEXT") VALUES (convert_from($1::bytea, 'SQL_ASCII')) RETURNING "ID"`, [b])).rows[0]!.ID),
+        Number(
+          (
+            await db!.query<{ ID: string }>(
+              `INSERT INTO "CMINMSGS" ("MSG_TEXT") VALUES (convert_from($1::bytea, 'SQL_ASCII')) RETURNING "ID"`,
+              [b],
+            )
+          ).rows[0]!.ID,
+        ),
       marks: async () => {
         const r = await db!.query<{ ID: string; PROC_STATUS: string | null; PROC_NOTE: string | null }>(
           `SELECT "ID", "PROC_STATUS", convert_to("PROC_NOTE", 'SQL_ASCII') AS "PROC_NOTE" FROM "CMINMSGS"`,
         );
         // PROC_NOTE read as bytes too: the note msgx wrote is UTF-8 (it names the bytes in hex).
-        return new Map(r.rows.map((x) => [Number(x.ID), { status: x.PROC_STATUS, note: x.PROC_NOTE === null ? null : Buffer.from(x.PROC_NOTE).toString('utf8') }]));
+        return new Map(
+          r.rows.map((x) => [
+            Number(x.ID),
+            { status: x.PROC_STATUS, note: x.PROC_NOTE === null ? null : Buffer.from(x.PROC_NOTE).toString('utf8') },
+          ]),
+        );
       },
     });
   });

@@ -15,9 +15,19 @@ describe('alarm gauges', () => {
   it('reports head age, backlog, recent deaths per kind and the oldest pending event', async () => {
     const t0 = new Date('2026-11-29T00:00:00Z');
     const now = new Date('2026-11-29T00:05:00Z');
-    await enqueueMessages(pg.db, [{ id: 10, receivedAt: t0 }, { id: 11, receivedAt: t0 }], t0);
-    await pg.db.query(`INSERT INTO proc_state (msg_id, status, error_class, next_attempt_at, enqueued_at, updated_at, finished_at)
-                       VALUES (5, 'DEAD', 'PROTOCOL', $1, $1, $1, $2)`, [t0, new Date(now.getTime() - 10_000)]);
+    await enqueueMessages(
+      pg.db,
+      [
+        { id: 10, receivedAt: t0 },
+        { id: 11, receivedAt: t0 },
+      ],
+      t0,
+    );
+    await pg.db.query(
+      `INSERT INTO proc_state (msg_id, status, error_class, next_attempt_at, enqueued_at, updated_at, finished_at)
+                       VALUES (5, 'DEAD', 'PROTOCOL', $1, $1, $1, $2)`,
+      [t0, new Date(now.getTime() - 10_000)],
+    );
     await enqueueEvents(pg.db, [{ target: 'msg', type: 'T', value: { a: 1 } }], { now: new Date('2026-11-29T00:04:00Z') });
 
     const g = await readGauges(pg.db, now, 60_000);
@@ -36,9 +46,19 @@ describe('alarm gauges', () => {
     const now = new Date('2026-11-29T01:00:00Z');
     const inWindow = new Date(now.getTime() - 5_000);
     const before = new Date(now.getTime() - 120_000);
-    await enqueueEvents(pg.db, [{ target: 'msg', type: 'T', value: { a: 2 } }, { target: 'msg', type: 'T', value: { a: 3 } }], { now: before });
+    await enqueueEvents(
+      pg.db,
+      [
+        { target: 'msg', type: 'T', value: { a: 2 } },
+        { target: 'msg', type: 'T', value: { a: 3 } },
+      ],
+      { now: before },
+    );
     // One event died in the window, one before it; no event is left open.
-    await pg.db.query(`UPDATE msg_event SET status = 'DEAD', dead_at = CASE WHEN event_id = (SELECT max(event_id) FROM msg_event) THEN $1::timestamptz ELSE $2::timestamptz END`, [inWindow, before]);
+    await pg.db.query(
+      `UPDATE msg_event SET status = 'DEAD', dead_at = CASE WHEN event_id = (SELECT max(event_id) FROM msg_event) THEN $1::timestamptz ELSE $2::timestamptz END`,
+      [inWindow, before],
+    );
     await pg.db.query(
       `INSERT INTO tx_message (id, topic, payload, check_url, check_after_ms, check_timeout_ms, status, created_at, updated_at) VALUES
         ('tx-1', 't', 'p', 'http://x', 1000, 1000, 'DEAD', $1, $2), ('tx-2', 't', 'p', 'http://x', 1000, 1000, 'DEAD', $1, $1),

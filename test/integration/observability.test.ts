@@ -24,9 +24,11 @@ let lines: Line[];
 let ctx: AppContext & { clock: FakeClock };
 const router = new Router([...pipelineRoutes, ...consoleRoutes]);
 
-const capture = (level: string) => (msg: unknown, ...extra: unknown[]): void => {
-  lines.push({ level, line: typeof msg === 'string' ? { message: msg, ...(extra[0] as object) } : (msg as Record<string, unknown>) });
-};
+const capture =
+  (level: string) =>
+  (msg: unknown, ...extra: unknown[]): void => {
+    lines.push({ level, line: typeof msg === 'string' ? { message: msg, ...(extra[0] as object) } : (msg as Record<string, unknown>) });
+  };
 
 beforeAll(async () => {
   pg = await freshPg();
@@ -55,10 +57,17 @@ let seqn = 1;
 const msg = (type: string, body = '') =>
   `<MSG><META><SNDR>T</SNDR><SEQN>${seqn++}</SEQN><TYPE>${type}</TYPE></META><${type}>${body}</${type}></MSG>`;
 const req = (method: string, path: string, body = '', headers: Record<string, string> = {}): HttpRequest => ({
-  method, path, headers: { 'content-type': 'application/xml', ...headers }, query: {}, body, params: {}, isAdmin: true,
+  method,
+  path,
+  headers: { 'content-type': 'application/xml', ...headers },
+  query: {},
+  body,
+  params: {},
+  isAdmin: true,
 });
 const send = async (text: string) => Number((await router.handle(req('POST', '/cminmsgs/send', text), ctx)).body);
-const trace = async (id: number) => (await router.handle(req('GET', `/admin/trace/${id}`), ctx)).body as { attempts: { startedAt: string; finishedAt: string }[] };
+const trace = async (id: number) =>
+  (await router.handle(req('GET', `/admin/trace/${id}`), ctx)).body as { attempts: { startedAt: string; finishedAt: string }[] };
 
 describe('attempt times', () => {
   it('proc_attempt.started_at is the real start: each attempt spans its own processing', async () => {
@@ -89,8 +98,22 @@ describe('logs', () => {
     const failed = lines.filter((l) => l.line.message === 'pipeline_attempt_failed').map((l) => ({ level: l.level, ...l.line }));
     // MSGX_BACKOFF_INITIAL=2s, doubling: due 2 s after the first failure, 4 s after the second.
     expect(failed).toEqual([
-      expect.objectContaining({ level: 'warn', msg_id: id, status: 'FAILED', error_class: 'INFRA', attempt: 1, next_attempt_at: new Date(t0 + 2000).toISOString() }),
-      expect.objectContaining({ level: 'warn', msg_id: id, status: 'FAILED', error_class: 'INFRA', attempt: 2, next_attempt_at: new Date(t0 + 2000 + 4000).toISOString() }),
+      expect.objectContaining({
+        level: 'warn',
+        msg_id: id,
+        status: 'FAILED',
+        error_class: 'INFRA',
+        attempt: 1,
+        next_attempt_at: new Date(t0 + 2000).toISOString(),
+      }),
+      expect.objectContaining({
+        level: 'warn',
+        msg_id: id,
+        status: 'FAILED',
+        error_class: 'INFRA',
+        attempt: 2,
+        next_attempt_at: new Date(t0 + 2000 + 4000).toISOString(),
+      }),
     ]);
   });
 
@@ -121,13 +144,15 @@ describe('logs', () => {
 describe('back-fill failure metric', () => {
   it('BackfillFailures counts mailbox back-fills that failed and are still owed, and drops when they succeed', async () => {
     // The mailbox refuses our writes (the owner's maintenance): the back-fill fails after commit.
-    await pg.db.query(`CREATE FUNCTION refuse_backfill() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'mailbox read-only'; END $$`);
+    await pg.db.query(
+      `CREATE FUNCTION refuse_backfill() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'mailbox read-only'; END $$`,
+    );
     await pg.db.query(`CREATE TRIGGER refuse_backfill BEFORE UPDATE ON "CMINMSGS" FOR EACH ROW EXECUTE FUNCTION refuse_backfill()`);
     try {
       await send(msg('TEST'));
       await send(msg('TEST'));
       await drainPoller(ctx);
-    await drainPump(ctx);
+      await drainPump(ctx);
       expect((await readGauges(pg.db, clock.now(), 60_000)).backfillFailures).toBe(2);
       // The failure is logged with the messages, the class, the attempt count and the next attempt.
       const logged = lines.find((l) => l.line.message === 'mailbox backfill failed; the sweep will retry')!;

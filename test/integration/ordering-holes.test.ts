@@ -39,7 +39,12 @@ async function hold(): Promise<{ id: number; end(sql: 'COMMIT' | 'ROLLBACK'): Pr
 
 it('a hole filled by a row the re-scan finds is no longer counted open; a rolled-back one is', async () => {
   const clock = new FakeClock('2026-11-29T01:00:00Z');
-  const ctx = makeContext({ db: pg.db, mailbox: my.mailbox, clock, env: { MSGX_GAP_GRACE: '1s', MSGX_HOLE_RECHECK: '5s', MSGX_LOG_LEVEL: 'SILENT' } });
+  const ctx = makeContext({
+    db: pg.db,
+    mailbox: my.mailbox,
+    clock,
+    env: { MSGX_GAP_GRACE: '1s', MSGX_HOLE_RECHECK: '5s', MSGX_LOG_LEVEL: 'SILENT' },
+  });
   await my.mailbox.insertInbound(wire({ TYPE: 'LDM', SEQN: 1 }));
   const late = await hold();
   const never = await hold();

@@ -109,7 +109,11 @@ for (const kind of ['mysql', 'pg'] as const) {
       moves.forEach(([flid, g], i) => changes.push({ id: ids[i]!, flid, gate: g }));
     }
     async function moveHttp(flid: string, code: string): Promise<number> {
-      const res = await fetch(`${base}/cminmsgs/send`, { method: 'POST', headers: { 'content-type': 'application/xml' }, body: move(flid, code) });
+      const res = await fetch(`${base}/cminmsgs/send`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/xml' },
+        body: move(flid, code),
+      });
       expect(res.status).toBe(200);
       const id = Number(await res.text());
       changes.push({ id, flid, gate: code });
@@ -145,18 +149,21 @@ for (const kind of ['mysql', 'pg'] as const) {
       return { id: Number(r.rows[0]!.ID), commit: () => end('COMMIT'), rollback: () => end('ROLLBACK') };
     }
 
-    const api = async <T,>(path: string): Promise<T> => {
+    const api = async <T>(path: string): Promise<T> => {
       const res = await fetch(`${base}${path}`);
       expect(res.status, path).toBe(200);
       return (await res.json()) as T;
     };
-    const stats = () => api<{ ordering: { holesDeclared: number; lateRows: number; gapsWaiting: number } }>('/admin/stats').then((s) => s.ordering);
-    const gateOf = async (flid: string) => (await api<{ GATE: { CODE: string }[] }>(`/v1/flights/${flid}`)).GATE.map((g) => g.CODE).join(',');
+    const stats = () =>
+      api<{ ordering: { holesDeclared: number; lateRows: number; gapsWaiting: number } }>('/admin/stats').then((s) => s.ordering);
+    const gateOf = async (flid: string) =>
+      (await api<{ GATE: { CODE: string }[] }>(`/v1/flights/${flid}`)).GATE.map((g) => g.CODE).join(',');
 
     /** Every committed mailbox row back-filled (read from the mailbox, not from msgx). */
     async function settled(): Promise<void> {
       const unprocessed = async () => {
-        if (kind === 'mysql') return (await my!.query<{ n: number }[]>('SELECT COUNT(*) AS n FROM CMINMSGS WHERE DATE_PROCESSED IS NULL'))[0]!.n;
+        if (kind === 'mysql')
+          return (await my!.query<{ n: number }[]>('SELECT COUNT(*) AS n FROM CMINMSGS WHERE DATE_PROCESSED IS NULL'))[0]!.n;
         return Number((await pg.db.query<{ n: string }>(`SELECT count(*) AS n FROM "CMINMSGS" WHERE "DATE_PROCESSED" IS NULL`)).rows[0]!.n);
       };
       await waitFor(async () => (await unprocessed()) === 0, { timeoutMs: 60_000, what: 'every committed mailbox row processed' });
@@ -179,8 +186,12 @@ for (const kind of ['mysql', 'pg'] as const) {
       const ids = changes.map((c) => c.id);
       const statuses =
         kind === 'mysql'
-          ? (await my!.query<{ ID: number; PROC_STATUS: string }[]>('SELECT ID, PROC_STATUS FROM CMINMSGS WHERE ID IN (?)', [ids])).map((r) => r.PROC_STATUS)
-          : (await pg.db.query<{ PROC_STATUS: string }>(`SELECT "PROC_STATUS" FROM "CMINMSGS" WHERE "ID" = ANY($1::bigint[])`, [ids])).rows.map((r) => r.PROC_STATUS);
+          ? (await my!.query<{ ID: number; PROC_STATUS: string }[]>('SELECT ID, PROC_STATUS FROM CMINMSGS WHERE ID IN (?)', [ids])).map(
+              (r) => r.PROC_STATUS,
+            )
+          : (
+              await pg.db.query<{ PROC_STATUS: string }>(`SELECT "PROC_STATUS" FROM "CMINMSGS" WHERE "ID" = ANY($1::bigint[])`, [ids])
+            ).rows.map((r) => r.PROC_STATUS);
       expect(statuses).toHaveLength(ids.length);
       expect(new Set(statuses)).toEqual(new Set(['SUCCEEDED']));
     }

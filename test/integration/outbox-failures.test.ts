@@ -43,7 +43,10 @@ function setup(env: Record<string, string> = {}) {
 }
 
 async function openCount(target: string): Promise<number> {
-  const r = await pg.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM msg_event WHERE status IN ('PENDING', 'DELIVERING') AND target = $1`, [target]);
+  const r = await pg.db.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM msg_event WHERE status IN ('PENDING', 'DELIVERING') AND target = $1`,
+    [target],
+  );
   return r.rows[0]!.n;
 }
 
@@ -66,7 +69,10 @@ describe('a failure that belongs to the event spends its attempts', () => {
     await createTopics(kafkaBrokers, [{ topic, configEntries: [{ name: 'max.message.bytes', value: '2048' }] }]);
     const kafka = new KafkaPublisher(config.kafka, { publishTimeoutMs: config.outbox.publishTimeoutMs });
     const values = ['small-1', 'x'.repeat(10_000), 'small-2', 'small-3'];
-    const ids = await enqueueEvents(pg.db, values.map((v) => ({ target: `tx:${topic}`, key: 'k', type: 'T', value: v })));
+    const ids = await enqueueEvents(
+      pg.db,
+      values.map((v) => ({ target: `tx:${topic}`, key: 'k', type: 'T', value: v })),
+    );
     try {
       await deliver(ctx, [kafka], `tx:${topic}`, async () => (await openCount(`tx:${topic}`)) === 0, 'the target to drain');
     } finally {
@@ -98,7 +104,10 @@ describe('a failure that belongs to the event spends its attempts', () => {
     await new Promise<void>((r) => srv.listen(0, '127.0.0.1', () => r()));
     const url = `http://127.0.0.1:${(srv.address() as { port: number }).port}/hook`;
     const hook = new WebhookPublisher({ url, timeoutMs: 800 });
-    const ids = await enqueueEvents(pg.db, [1, 2, 3, 4, 5].map((n) => ({ target: 'tx:hook', key: 'k', type: 'T', value: { n } })));
+    const ids = await enqueueEvents(
+      pg.db,
+      [1, 2, 3, 4, 5].map((n) => ({ target: 'tx:hook', key: 'k', type: 'T', value: { n } })),
+    );
     try {
       await deliver(ctx, [hook], 'tx:hook', async () => (await openCount('tx:hook')) === 0, 'the webhook target to drain');
     } finally {

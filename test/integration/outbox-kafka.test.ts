@@ -162,15 +162,26 @@ describe('delivery to Kafka', () => {
       Array.from({ length: 200 }, (_, i) => ({ target: 'msg', key: `F${i % 5}`, type: 'T', value: { i } })),
     );
     const stop = new AbortController();
-    const loop = runWorker(ctx, { ...dispatcherRole(ctx, () => [current], { targets: ['msg'], maxBatches: 10 }), unlocked: true, signal: stop.signal });
+    const loop = runWorker(ctx, {
+      ...dispatcherRole(ctx, () => [current], { targets: ['msg'], maxBatches: 10 }),
+      unlocked: true,
+      signal: stop.signal,
+    });
     try {
       // The tries are recorded per publisher; an unreachable broker is an outage, not the event's
       // fault, so it spends none of the event's attempts.
-      await waitFor(async () => {
-        const r = await pg.db.query<{ tries: number }>(`SELECT tries FROM event_delivery WHERE event_id = $1 AND outcome = 'failed'`, [ids[0]]);
-        return (r.rows[0]?.tries ?? 0) >= 2;
-      }, { what: 'failed tries while Kafka is down' });
-      const r = await pg.db.query<{ status: string; attempts: number }>(`SELECT status, attempts FROM msg_event WHERE event_id = $1`, [ids[0]]);
+      await waitFor(
+        async () => {
+          const r = await pg.db.query<{ tries: number }>(`SELECT tries FROM event_delivery WHERE event_id = $1 AND outcome = 'failed'`, [
+            ids[0],
+          ]);
+          return (r.rows[0]?.tries ?? 0) >= 2;
+        },
+        { what: 'failed tries while Kafka is down' },
+      );
+      const r = await pg.db.query<{ status: string; attempts: number }>(`SELECT status, attempts FROM msg_event WHERE event_id = $1`, [
+        ids[0],
+      ]);
       expect(r.rows[0]!.status).toMatch(/PENDING|DELIVERING/);
       expect(r.rows[0]!.attempts).toBe(0);
       expect(await openCount('msg')).toBe(200);
@@ -202,8 +213,16 @@ describe('delivery to Kafka', () => {
       const b = new KafkaPublisher(config.kafka, { publishTimeoutMs: 2000, name: 'kafka' });
       const stop = new AbortController();
       const loops = [
-        runWorker(ctx, { ...dispatcherRole(ctx, [a], { dispatcherId: idA, targets: ['msg', `tx:${txTopic}`], maxBatches: 10 }), unlocked: true, signal: stop.signal }),
-        runWorker(ctx, { ...dispatcherRole(ctx, [b], { dispatcherId: idB, targets: ['msg', `tx:${txTopic}`], maxBatches: 10 }), unlocked: true, signal: stop.signal }),
+        runWorker(ctx, {
+          ...dispatcherRole(ctx, [a], { dispatcherId: idA, targets: ['msg', `tx:${txTopic}`], maxBatches: 10 }),
+          unlocked: true,
+          signal: stop.signal,
+        }),
+        runWorker(ctx, {
+          ...dispatcherRole(ctx, [b], { dispatcherId: idB, targets: ['msg', `tx:${txTopic}`], maxBatches: 10 }),
+          unlocked: true,
+          signal: stop.signal,
+        }),
       ];
       try {
         // Enqueue while both run, in several transactions.
@@ -245,15 +264,11 @@ describe('delivery to Kafka', () => {
     );
     // A child process claims and publishes the batch to Kafka, then freezes before it can mark it,
     // and is killed there.
-    const child = spawn(
-      process.execPath,
-      ['--import', 'tsx', '--input-type=module', '-e', CHILD_SCRIPT],
-      {
-        cwd: process.cwd(),
-        env: { ...process.env, CHILD_PG_URL: pg.url, CHILD_BROKERS: kafkaBrokers.join(','), CHILD_TOPIC: topicMsg },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      },
-    );
+    const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', CHILD_SCRIPT], {
+      cwd: process.cwd(),
+      env: { ...process.env, CHILD_PG_URL: pg.url, CHILD_BROKERS: kafkaBrokers.join(','), CHILD_TOPIC: topicMsg },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let out = '';
     let err = '';
     child.stdout.on('data', (d) => (out += d));
@@ -272,10 +287,13 @@ describe('delivery to Kafka', () => {
       const early = await dispatchOnce(ctx, [kafka], { targets: ['msg'] });
       expect(early.targets[0]!.skipped).toBe('leased');
       // … after it, the batch is delivered again with the same event ids.
-      await waitFor(async () => {
-        await dispatchOnce(ctx, [kafka], { targets: ['msg'] });
-        return (await openCount('msg')) === 0;
-      }, { timeoutMs: 15_000, what: 'redelivery after lease expiry' });
+      await waitFor(
+        async () => {
+          await dispatchOnce(ctx, [kafka], { targets: ['msg'] });
+          return (await openCount('msg')) === 0;
+        },
+        { timeoutMs: 15_000, what: 'redelivery after lease expiry' },
+      );
     } finally {
       await kafka.close();
     }
@@ -328,10 +346,15 @@ describe('the 20,000-event run with a broker outage in the middle', () => {
         if (v === 15) current = down; // the broker "goes away" …
         if (v === 30) {
           // … for as long as it takes to fail a few attempts, then comes back.
-          await waitFor(async () => {
-            const r = await pg.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM event_delivery WHERE outcome = 'failed' AND tries >= 2`);
-            return r.rows[0]!.n > 0;
-          }, { timeoutMs: 20_000, what: 'failures during the outage' });
+          await waitFor(
+            async () => {
+              const r = await pg.db.query<{ n: number }>(
+                `SELECT count(*)::int AS n FROM event_delivery WHERE outcome = 'failed' AND tries >= 2`,
+              );
+              return r.rows[0]!.n > 0;
+            },
+            { timeoutMs: 20_000, what: 'failures during the outage' },
+          );
           current = up;
         }
       }
@@ -407,15 +430,21 @@ describe('webhooks', () => {
         { target: 'tx:hooks', key: 'k', type: 'T2', value: null },
       ]);
       await dispatchOnce(ctx, [hook], { targets: ['tx:hooks'] });
-      const r = await pg.db.query<{ attempts: number; last_error: string }>(`SELECT attempts, last_error FROM msg_event WHERE event_id = $1`, [ids[0]]);
+      const r = await pg.db.query<{ attempts: number; last_error: string }>(
+        `SELECT attempts, last_error FROM msg_event WHERE event_id = $1`,
+        [ids[0]],
+      );
       expect(r.rows[0]!.attempts).toBe(1); // any non-2xx answer spends an attempt (docs/outbox.md); the target waits its backoff
       expect(r.rows[0]!.last_error).toMatch(/HTTP 503/);
 
       healthy = true;
-      await waitFor(async () => {
-        await dispatchOnce(ctx, [hook], { targets: ['tx:hooks'] });
-        return (await openCount('tx:hooks')) === 0;
-      }, { what: 'webhook delivery' });
+      await waitFor(
+        async () => {
+          await dispatchOnce(ctx, [hook], { targets: ['tx:hooks'] });
+          return (await openCount('tx:hooks')) === 0;
+        },
+        { what: 'webhook delivery' },
+      );
       expect(received.map((x) => x.id)).toEqual(ids.map(String));
       for (const x of received) expect(verifySignature('s3cret', x.body, x.sig)).toMatchObject({ ok: true });
       expect(JSON.parse(received[0]!.body)).toEqual({
@@ -444,7 +473,10 @@ describe('webhooks', () => {
       const t = Date.now();
       await dispatchOnce(ctx, [hook], { targets: ['tx:slow'] });
       expect(Date.now() - t).toBeLessThan(3000);
-      const r = await pg.db.query<{ attempts: number; last_error: string }>(`SELECT attempts, last_error FROM msg_event WHERE event_id = $1`, [id]);
+      const r = await pg.db.query<{ attempts: number; last_error: string }>(
+        `SELECT attempts, last_error FROM msg_event WHERE event_id = $1`,
+        [id],
+      );
       expect(r.rows[0]!.attempts).toBe(0); // no answer in time: an outage, no attempt spent
       expect(r.rows[0]!.last_error).toMatch(/timeout/);
     } finally {

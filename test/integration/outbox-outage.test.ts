@@ -71,15 +71,26 @@ describe('the broker stops and comes back', () => {
     const stop = new AbortController();
     const loop = runWorker(ctx, { ...dispatcherRole(ctx, [kafka], { targets: [target] }), unlocked: true, signal: stop.signal });
     const open = async () =>
-      (await pg.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM msg_event WHERE target = $1 AND status IN ('PENDING', 'DELIVERING')`, [target])).rows[0]!.n;
+      (
+        await pg.db.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM msg_event WHERE target = $1 AND status IN ('PENDING', 'DELIVERING')`,
+          [target],
+        )
+      ).rows[0]!.n;
     const value = (i: number) => JSON.stringify({ i });
     try {
       // Up: the first ten go through (the producer is connected, the topic list cached).
-      await enqueueEvents(pg.db, Array.from({ length: 10 }, (_, i) => ({ target, key: `K${i % 3}`, type: 'T', value: value(i) })));
+      await enqueueEvents(
+        pg.db,
+        Array.from({ length: 10 }, (_, i) => ({ target, key: `K${i % 3}`, type: 'T', value: value(i) })),
+      );
       await waitFor(async () => (await open()) === 0, { timeoutMs: 30_000, what: 'the first ten delivered' });
 
       await stopKafka(inst);
-      await enqueueEvents(pg.db, Array.from({ length: 20 }, (_, i) => ({ target, key: `K${(i + 10) % 3}`, type: 'T', value: value(i + 10) })));
+      await enqueueEvents(
+        pg.db,
+        Array.from({ length: 20 }, (_, i) => ({ target, key: `K${(i + 10) % 3}`, type: 'T', value: value(i + 10) })),
+      );
       const stalled = await waitFor(
         async () => {
           const [b] = await pendingByTarget(pg.db, new Date());
@@ -90,7 +101,9 @@ describe('the broker stops and comes back', () => {
         { timeoutMs: 60_000, what: 'the target shown stalled' },
       );
       expect(stalled.headLastError).toMatch(/ECONNREFUSED|unreachable|does not answer/i);
-      const charged = await pg.db.query(`SELECT event_id, attempts, last_error FROM msg_event WHERE target = $1 AND attempts > 0`, [target]);
+      const charged = await pg.db.query(`SELECT event_id, attempts, last_error FROM msg_event WHERE target = $1 AND attempts > 0`, [
+        target,
+      ]);
       expect(charged.rows).toEqual([]);
       const dead = await pg.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM msg_event WHERE status = 'DEAD'`);
       expect(dead.rows[0]!.n).toBe(0);
@@ -99,7 +112,13 @@ describe('the broker stops and comes back', () => {
       const backlog = await pendingByTarget(pg.db, new Date());
       const problems = await deliveryProblems({ config, db: pg.db }, backlog);
       expect(problems.staleTargets[0]).toMatchObject({ target, headAttempts: 0 });
-      const text = renderStatus({ at: '', paused: false, pipeline: { backlog: 0, head: null, byStatus: {}, deadByClass: {} }, events: backlog, ...problems } as never);
+      const text = renderStatus({
+        at: '',
+        paused: false,
+        pipeline: { backlog: 0, head: null, byStatus: {}, deadByClass: {} },
+        events: backlog,
+        ...problems,
+      } as never);
       expect(text).toMatch(new RegExp(`${target.replaceAll('.', '\\.')}.*STALLED \\d+s`));
 
       await startKafka(inst);

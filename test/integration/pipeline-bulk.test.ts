@@ -61,7 +61,8 @@ describe('1,000 mixed mailbox rows', () => {
       `SELECT msg_id, status, error_class FROM proc_state ORDER BY msg_id`,
     );
     expect(rows.rowCount).toBe(1000);
-    for (const r of rows.rows) expect({ id: r.msg_id, status: r.status, cls: r.error_class }).toEqual({ id: r.msg_id, ...expected.get(r.msg_id) });
+    for (const r of rows.rows)
+      expect({ id: r.msg_id, status: r.status, cls: r.error_class }).toEqual({ id: r.msg_id, ...expected.get(r.msg_id) });
     const effects = await pg.db.query<{ msg_id: number }>(`SELECT msg_id FROM test_effect ORDER BY ctid`);
     const succeeded = rows.rows.filter((r) => r.status === 'SUCCEEDED').map((r) => r.msg_id);
     expect(effects.rows.map((r) => r.msg_id)).toEqual(succeeded);

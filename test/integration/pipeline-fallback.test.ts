@@ -33,15 +33,22 @@ describe('a deferred write that fails at the end of a group', () => {
     await pg.db.query(`CREATE TRIGGER refuse_b2 BEFORE UPDATE ON flight_schd FOR EACH ROW EXECUTE FUNCTION refuse_b2()`);
     const ids = [];
     for (const [i, f] of ['A1', 'B2', 'C3'].entries())
-      ids.push(await mailbox.insertInbound(flop('ETOT', { seqn: 10 + i, dttm: '20261129010000' }, flight({ FLID: f, ETOT: '20261129101500' }))));
+      ids.push(
+        await mailbox.insertInbound(flop('ETOT', { seqn: 10 + i, dttm: '20261129010000' }, flight({ FLID: f, ETOT: '20261129101500' }))),
+      );
     await drainPoller(ctx);
 
     const step = await pumpOnce(ctx);
     expect(step).toMatchObject({ kind: 'processed', count: 2, stopped: true });
-    const rows = await pg.db.query<{ msg_id: number; status: string; error_class: string | null; error_detail: string | null; identity_key: string | null }>(
-      `SELECT msg_id, status, error_class, error_detail, identity_key FROM proc_state WHERE msg_id = ANY($1::bigint[]) ORDER BY msg_id`,
-      [ids],
-    );
+    const rows = await pg.db.query<{
+      msg_id: number;
+      status: string;
+      error_class: string | null;
+      error_detail: string | null;
+      identity_key: string | null;
+    }>(`SELECT msg_id, status, error_class, error_detail, identity_key FROM proc_state WHERE msg_id = ANY($1::bigint[]) ORDER BY msg_id`, [
+      ids,
+    ]);
     expect(rows.rows.map((r) => [r.status, r.error_class])).toEqual([
       ['SUCCEEDED', null],
       ['FAILED', 'INFRA'],
@@ -49,7 +56,9 @@ describe('a deferred write that fails at the end of a group', () => {
     ]);
     expect(rows.rows[1]!.error_detail).toMatch(/flight B2 is locked for maintenance/);
     expect(rows.rows[1]!.identity_key).toBe('FIMS|FLOP|ETOT|11');
-    const versions = await pg.db.query<{ flid: string; state_version: number }>(`SELECT flid, state_version FROM flight_schd ORDER BY flid`);
+    const versions = await pg.db.query<{ flid: string; state_version: number }>(
+      `SELECT flid, state_version FROM flight_schd ORDER BY flid`,
+    );
     expect(versions.rows).toEqual([
       { flid: 'A1', state_version: 2 },
       { flid: 'B2', state_version: 1 },

@@ -53,7 +53,8 @@ describe.each(['mysql', 'pg'] as const)('inbox pipeline (mailbox in %s)', (mailb
         `SELECT msg_id, status, error_class, note, attempts FROM proc_state ORDER BY msg_id`,
       )
     ).rows;
-  const effects = async () => (await pg.db.query<{ msg_id: number }>(`SELECT msg_id FROM test_effect ORDER BY applied_at, msg_id`)).rows.map((r) => r.msg_id);
+  const effects = async () =>
+    (await pg.db.query<{ msg_id: number }>(`SELECT msg_id FROM test_effect ORDER BY applied_at, msg_id`)).rows.map((r) => r.msg_id);
 
   it('processes in ID order with the right terminal state for each kind of message', async () => {
     const ids = [
@@ -192,7 +193,8 @@ describe.each(['mysql', 'pg'] as const)('inbox pipeline (mailbox in %s)', (mailb
 
   it('a failing message in a group rolls back alone: earlier ones commit, later ones wait', async () => {
     const ids = [];
-    for (let i = 0; i < 5; i++) ids.push(await post(wire({ TYPE: 'TEST', SEQN: 60 + i }, i === 2 ? '<TEST><FAIL>INFRA</FAIL></TEST>' : '')));
+    for (let i = 0; i < 5; i++)
+      ids.push(await post(wire({ TYPE: 'TEST', SEQN: 60 + i }, i === 2 ? '<TEST><FAIL>INFRA</FAIL></TEST>' : '')));
     await drainPoller(ctx);
     const step = await pumpOnce(ctx);
     expect(step).toMatchObject({ kind: 'processed', count: 3, stopped: true });
@@ -203,7 +205,9 @@ describe.each(['mysql', 'pg'] as const)('inbox pipeline (mailbox in %s)', (mailb
   it('a transaction that fails at commit is charged to the message that caused it, not to an innocent head', async () => {
     // A deferred constraint fails only at COMMIT, where no savepoint can single a message out:
     // the pump falls back to the head alone, which commits, and the culprit then fails on its own.
-    await pg.db.query(`CREATE TABLE IF NOT EXISTS test_deferred (id int PRIMARY KEY, ref int REFERENCES test_deferred(id) DEFERRABLE INITIALLY DEFERRED)`);
+    await pg.db.query(
+      `CREATE TABLE IF NOT EXISTS test_deferred (id int PRIMARY KEY, ref int REFERENCES test_deferred(id) DEFERRABLE INITIALLY DEFERRED)`,
+    );
     const registry = testRegistry().register('BOOM', async ({ tx }) => {
       await tx.query(`INSERT INTO test_deferred (id, ref) VALUES (1, 999)`);
       return { status: 'SUCCEEDED' };

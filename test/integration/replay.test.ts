@@ -31,13 +31,20 @@ describe('replay of dead and failed messages', () => {
   afterAll(() => pg.drop());
 
   const status = async (id: number) =>
-    (await pg.db.query<{ status: string; error_class: string | null; attempts: number; identity_key: string | null }>(
-      `SELECT status, error_class, attempts, identity_key FROM proc_state WHERE msg_id = $1`,
-      [id],
-    )).rows[0]!;
+    (
+      await pg.db.query<{ status: string; error_class: string | null; attempts: number; identity_key: string | null }>(
+        `SELECT status, error_class, attempts, identity_key FROM proc_state WHERE msg_id = $1`,
+        [id],
+      )
+    ).rows[0]!;
 
   it('a dry run lists what would move, refuses non-replayable classes with a reason, and warns about order', async () => {
-    const r = await replayMessages(pg.db, { ids: [ids.exhausted!, ids.protocol!, ids.malformed!, ids.ok!, 999999], dryRun: true }, 'tester', clock.now());
+    const r = await replayMessages(
+      pg.db,
+      { ids: [ids.exhausted!, ids.protocol!, ids.malformed!, ids.ok!, 999999], dryRun: true },
+      'tester',
+      clock.now(),
+    );
     expect(r.moved).toEqual([{ msgId: ids.exhausted, status: 'DEAD', errorClass: 'EXHAUSTED' }]);
     expect(r.refused).toEqual([
       { msgId: ids.protocol, reason: 'PROTOCOL is not replayable (fix the message instead)' },
@@ -75,7 +82,12 @@ describe('replay of dead and failed messages', () => {
     const mailbox = new PgMailbox(pg.db);
     const ctx = makeContext({ db: pg.db, mailbox, clock, registry, env: { MSGX_MAX_ATTEMPTS: '1' } });
     const mailboxRow = async (id: number) =>
-      (await pg.db.query<{ PROC_STATUS: string; PROC_NOTE: string | null }>(`SELECT "PROC_STATUS", "PROC_NOTE" FROM "CMINMSGS" WHERE "ID" = $1`, [id])).rows[0]!;
+      (
+        await pg.db.query<{ PROC_STATUS: string; PROC_NOTE: string | null }>(
+          `SELECT "PROC_STATUS", "PROC_NOTE" FROM "CMINMSGS" WHERE "ID" = $1`,
+          [id],
+        )
+      ).rows[0]!;
     const flaky = await mailbox.insertInbound(wire({ TYPE: 'FLAKY', SEQN: 20 }));
     const dies = await mailbox.insertInbound(wire({ TYPE: 'TEST', SEQN: 21 }, '<TEST><FAIL>PROTOCOL</FAIL></TEST>'));
     const corrected = await mailbox.insertInbound(wire({ TYPE: 'TEST', SEQN: 21 }));
@@ -94,7 +106,9 @@ describe('replay of dead and failed messages', () => {
     await drainPump(ctx);
     expect(await status(flaky)).toMatchObject({ status: 'SUCCEEDED' });
     expect(await mailboxRow(flaky)).toEqual({ PROC_STATUS: 'SUCCEEDED', PROC_NOTE: null });
-    const skipped = await pg.db.query<{ status: string; note: string }>(`SELECT status, note FROM proc_state WHERE msg_id = $1`, [exhausted]);
+    const skipped = await pg.db.query<{ status: string; note: string }>(`SELECT status, note FROM proc_state WHERE msg_id = $1`, [
+      exhausted,
+    ]);
     expect(skipped.rows[0]).toEqual({ status: 'SKIPPED', note: `duplicate-of:${retaken}` });
     expect((await mailboxRow(exhausted)).PROC_STATUS).toBe('SKIPPED');
   });

@@ -26,13 +26,27 @@ beforeEach(async () => {
 });
 
 const reqRows = async () =>
-  (await pg.db.query<{ id: number; status: ReqStatus; close_reason: string | null; scope: string }>(`SELECT id, status, close_reason, scope FROM req_track ORDER BY id`)).rows;
-const outbound = async () => (await pg.db.query<{ ID: number; MSG_TEXT: string }>(`SELECT "ID", "MSG_TEXT" FROM "COUTMSGS" ORDER BY "ID"`)).rows;
+  (
+    await pg.db.query<{ id: number; status: ReqStatus; close_reason: string | null; scope: string }>(
+      `SELECT id, status, close_reason, scope FROM req_track ORDER BY id`,
+    )
+  ).rows;
+const outbound = async () =>
+  (await pg.db.query<{ ID: number; MSG_TEXT: string }>(`SELECT "ID", "MSG_TEXT" FROM "COUTMSGS" ORDER BY "ID"`)).rows;
 /** The COUTMSGS rows carrying request `id`'s own marker (its SEQN), read from the mailbox table. */
 const rowsOf = async (id: number) =>
-  (await pg.db.query<{ ID: number }>(`SELECT "ID" FROM "COUTMSGS" WHERE "MSG_TEXT" LIKE $1 AND "MSG_TEXT" LIKE '%<TYPE>RQFD</TYPE>%' ORDER BY "ID"`, [`%<SEQN>${id}</SEQN>%`])).rows;
+  (
+    await pg.db.query<{ ID: number }>(
+      `SELECT "ID" FROM "COUTMSGS" WHERE "MSG_TEXT" LIKE $1 AND "MSG_TEXT" LIKE '%<TYPE>RQFD</TYPE>%' ORDER BY "ID"`,
+      [`%<SEQN>${id}</SEQN>%`],
+    )
+  ).rows;
 const adminGet = (path: string): HttpRequest => ({ method: 'GET', path, headers: {}, query: {}, body: '', params: {}, isAdmin: true });
-const view = async (id: number) => (await new Router(requestRoutes).handle(adminGet(`/admin/requests/${id}`), p.ctx)).body as { status: string; audit: Record<string, unknown>[] };
+const view = async (id: number) =>
+  (await new Router(requestRoutes).handle(adminGet(`/admin/requests/${id}`), p.ctx)).body as {
+    status: string;
+    audit: Record<string, unknown>[];
+  };
 /** A mailbox whose outbound write is lost on the way back: the row is written, the caller gets an error. */
 const answerLost = () =>
   mailboxWith(p.mailbox, {
@@ -77,7 +91,15 @@ describe('RQFD request lifecycle', () => {
   });
 
   it('a write whose outcome is unknown and cannot be checked leaves the request REGISTERED', async () => {
-    const ctx = { ...p.ctx, mailbox: mailboxWith(p.mailbox, { outboundExists: async () => false, findOutbound: async () => { throw new Error('mailbox gone'); } }) };
+    const ctx = {
+      ...p.ctx,
+      mailbox: mailboxWith(p.mailbox, {
+        outboundExists: async () => false,
+        findOutbound: async () => {
+          throw new Error('mailbox gone');
+        },
+      }),
+    };
     await expect(requestDay(ctx, '20261130')).rejects.toThrow(/not confirmed; left REGISTERED/);
     expect((await reqRows()).map((r) => r.status)).toEqual(['REGISTERED']);
   });
@@ -85,7 +107,10 @@ describe('RQFD request lifecycle', () => {
   it('a new request expires the open one (one open request per kind)', async () => {
     await requestDay(p.ctx, '20261130');
     await requestDay(p.ctx, '20261201');
-    expect((await reqRows()).map((r) => `${r.scope}:${r.status}:${r.close_reason ?? ''}`)).toEqual(['20261130:EXPIRED:superseded', '20261201:SENT:']);
+    expect((await reqRows()).map((r) => `${r.scope}:${r.status}:${r.close_reason ?? ''}`)).toEqual([
+      '20261130:EXPIRED:superseded',
+      '20261201:SENT:',
+    ]);
   });
 
   it('shadow mode never writes the mailbox', async () => {
@@ -173,7 +198,10 @@ describe('compensation (docs/flights.md "Requests"): reconcile against COUTMSGS 
 
     expect(await reconcileRequests(p.ctx)).toEqual({ confirmed: 1, resent: 0 });
     expect(await rowsOf(req!.id)).toHaveLength(1); // never written twice
-    expect(await view(req!.id)).toMatchObject({ status: 'SENT', audit: [expect.objectContaining({ what: 'reconciled', outboundId: (await rowsOf(req!.id))[0]!.ID })] });
+    expect(await view(req!.id)).toMatchObject({
+      status: 'SENT',
+      audit: [expect.objectContaining({ what: 'reconciled', outboundId: (await rowsOf(req!.id))[0]!.ID })],
+    });
 
     p.clock.advance(p.ctx.config.pipeline.backoffMaxMs);
     await p.drain();
@@ -181,7 +209,12 @@ describe('compensation (docs/flights.md "Requests"): reconcile against COUTMSGS 
     const v = await view(req!.id);
     expect(v.status).toBe('DONE');
     // Matched without an echo: the fallback, recorded as such.
-    expect(v.audit.at(-1)).toMatchObject({ what: 'answer-matched', method: 'fallback', rule: 'same kind, open, DTTM >= sentAt', msgId: id });
+    expect(v.audit.at(-1)).toMatchObject({
+      what: 'answer-matched',
+      method: 'fallback',
+      rule: 'same kind, open, DTTM >= sentAt',
+      msgId: id,
+    });
   });
 
   it('never written: the sweep finds no row, and only then writes it again, once, with the same SEQN', async () => {
@@ -220,7 +253,10 @@ describe('compensation (docs/flights.md "Requests"): reconcile against COUTMSGS 
     expect(await p.status(a!)).toMatchObject({ status: 'SUCCEEDED' });
     const v = await view(req!.id);
     expect(v.status).toBe('DONE');
-    expect(v.audit.map((x) => [x.what, x.method ?? null])).toEqual([['confirmed-by-answer', null], ['answer-matched', 'echo']]);
+    expect(v.audit.map((x) => [x.what, x.method ?? null])).toEqual([
+      ['confirmed-by-answer', null],
+      ['answer-matched', 'echo'],
+    ]);
     expect(await rowsOf(req!.id)).toHaveLength(1);
 
     // An echo of a closed (or unknown) request is never applied to the open one.
@@ -234,24 +270,28 @@ describe('compensation (docs/flights.md "Requests"): reconcile against COUTMSGS 
 });
 
 describe('finding a request row by its marker, on both mailboxes', () => {
-  it.each(['pg', 'mysql'] as const)('%s: the earliest row with every fragment, among the newest rows; wildcards are literal', async (kind) => {
-    const my = kind === 'mysql' ? await freshMysql() : undefined;
-    const box = my?.mailbox ?? p.mailbox;
-    try {
-      const enc = (id: number, type: string) => `<MSG><META><SNDR>MSGX</SNDR><RCVR>FIMS</RCVR><SEQN>${id}</SEQN><TYPE>${type}</TYPE></META></MSG>`;
-      await box.insertOutbound(enc(900042, 'RQRF'));
-      await box.insertOutbound(enc(9000421, 'RQFD'));
-      const ours = await box.insertOutbound(enc(900042, 'RQFD'));
-      await box.insertOutbound(enc(900042, 'RQFD')); // a duplicate: the first one is the answer
-      await box.insertOutbound('text with aXbYc');
-      expect(await box.findOutbound(['<SNDR>MSGX</SNDR>', '<SEQN>900042</SEQN>', '<TYPE>RQFD</TYPE>'], 100)).toBe(ours);
-      expect(await box.findOutbound(['<SEQN>900043</SEQN>'], 100)).toBeUndefined();
-      expect(await box.findOutbound(['a_b%c'], 100)).toBeUndefined();
-      expect(await box.findOutbound(['<SEQN>900042</SEQN>', '<TYPE>RQFD</TYPE>'], 2)).toBe(ours + 1); // only the newest 2 rows are looked at
-    } finally {
-      await my?.drop();
-    }
-  });
+  it.each(['pg', 'mysql'] as const)(
+    '%s: the earliest row with every fragment, among the newest rows; wildcards are literal',
+    async (kind) => {
+      const my = kind === 'mysql' ? await freshMysql() : undefined;
+      const box = my?.mailbox ?? p.mailbox;
+      try {
+        const enc = (id: number, type: string) =>
+          `<MSG><META><SNDR>MSGX</SNDR><RCVR>FIMS</RCVR><SEQN>${id}</SEQN><TYPE>${type}</TYPE></META></MSG>`;
+        await box.insertOutbound(enc(900042, 'RQRF'));
+        await box.insertOutbound(enc(9000421, 'RQFD'));
+        const ours = await box.insertOutbound(enc(900042, 'RQFD'));
+        await box.insertOutbound(enc(900042, 'RQFD')); // a duplicate: the first one is the answer
+        await box.insertOutbound('text with aXbYc');
+        expect(await box.findOutbound(['<SNDR>MSGX</SNDR>', '<SEQN>900042</SEQN>', '<TYPE>RQFD</TYPE>'], 100)).toBe(ours);
+        expect(await box.findOutbound(['<SEQN>900043</SEQN>'], 100)).toBeUndefined();
+        expect(await box.findOutbound(['a_b%c'], 100)).toBeUndefined();
+        expect(await box.findOutbound(['<SEQN>900042</SEQN>', '<TYPE>RQFD</TYPE>'], 2)).toBe(ours + 1); // only the newest 2 rows are looked at
+      } finally {
+        await my?.drop();
+      }
+    },
+  );
 });
 
 describe('admin route and reference data', () => {
@@ -282,20 +322,32 @@ describe('admin route and reference data', () => {
     expect(await p.status(id!)).toMatchObject({ status: 'SUCCEEDED' });
     const v = await view(req!.id);
     expect(v.status).toBe('DONE');
-    expect(v.audit.map((a) => [a.what, a.method ?? null])).toEqual([['confirmed-by-answer', null], ['answer-matched', 'fallback']]);
+    expect(v.audit.map((a) => [a.what, a.method ?? null])).toEqual([
+      ['confirmed-by-answer', null],
+      ['answer-matched', 'fallback'],
+    ]);
     expect(await reconcileRequests(p.ctx)).toEqual({ confirmed: 0, resent: 0 }); // nothing left to reconcile, nothing resent
   });
 
   it('a REFD answer replaces the whole set of its rtype', async () => {
     const [a, b] = await p.post(
-      refd({ seqn: seq++ }, 'AIRLINE', [{ RKEY: 'CZ', NAME: 'China Southern' }, { RKEY: 'MU', NAME: 'China Eastern' }]),
-      refd({ seqn: seq++ }, 'AIRLINE', [{ RKEY: 'CZ', NAME: 'China Southern Airlines' }, { RKEY: 'HU', NAME: 'Hainan' }]),
+      refd({ seqn: seq++ }, 'AIRLINE', [
+        { RKEY: 'CZ', NAME: 'China Southern' },
+        { RKEY: 'MU', NAME: 'China Eastern' },
+      ]),
+      refd({ seqn: seq++ }, 'AIRLINE', [
+        { RKEY: 'CZ', NAME: 'China Southern Airlines' },
+        { RKEY: 'HU', NAME: 'Hainan' },
+      ]),
     );
     await p.drain();
     expect((await p.status(a!))?.status).toBe('SUCCEEDED');
     expect((await p.status(b!))?.status).toBe('SUCCEEDED');
     const set = await readRefSet(pg.db, 'AIRLINE');
     expect(set.map((r) => `${r.rkey}:v${r.version}`)).toEqual(['CZ:v2', 'HU:v1']);
-    expect(set[0]!.payload).toEqual([['RKEY', 'CZ'], ['NAME', 'China Southern Airlines']]);
+    expect(set[0]!.payload).toEqual([
+      ['RKEY', 'CZ'],
+      ['NAME', 'China Southern Airlines'],
+    ]);
   });
 });

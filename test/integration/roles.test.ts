@@ -49,7 +49,13 @@ describe('role locks and killed workers', () => {
   }
 
   it('two pumps at once: the second exits at once, the head is processed once', async () => {
-    const ctx = makeContext({ db: pg.db, mailbox: my.mailbox, clock: systemClock, registry: testRegistry(), env: { MSGX_POLL_INTERVAL_MS: '20' } });
+    const ctx = makeContext({
+      db: pg.db,
+      mailbox: my.mailbox,
+      clock: systemClock,
+      registry: testRegistry(),
+      env: { MSGX_POLL_INTERVAL_MS: '20' },
+    });
     const id = await my.mailbox.insertInbound(wire({ TYPE: 'TEST', SEQN: 1 }));
     await drainPoller(ctx);
     const [a, b] = await Promise.all([
@@ -108,9 +114,7 @@ describe('role locks and killed workers', () => {
       },
       { what: 'backfill of every row' },
     );
-    const idle = await pg.db.query(
-      `SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND state = 'idle in transaction'`,
-    );
+    const idle = await pg.db.query(`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND state = 'idle in transaction'`);
     expect(idle.rowCount).toBe(0);
   });
 

@@ -1,6 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { extensionReader, lambdaSecretReader, resolveSecretEnv, secretsManagerReader, urlSources } from '../../lib/config/secrets.ts';
-import { fakeSecretsExtension, fakeSecretsManager, type FakeExtension, type FakeSecretsManager, type SecretStore } from '../helpers/fakeAws.ts';
+import {
+  fakeSecretsExtension,
+  fakeSecretsManager,
+  type FakeExtension,
+  type FakeSecretsManager,
+  type SecretStore,
+} from '../helpers/fakeAws.ts';
 
 /**
  * How a function reads its secrets (lib/config/secrets.ts), against local servers that speak the
@@ -83,6 +89,8 @@ describe('secrets through the Lambda extension, Secrets Manager behind it', () =
   it('when both fail, the error names both causes', async () => {
     reset({});
     const read = lambdaSecretReader(env(), { sdk: secretsManagerReader(sm.sdkConfig) });
-    await expect(read(PG)).rejects.toThrow(/secrets extension failed \(.*ResourceNotFoundException.*\) and so did Secrets Manager: .*can't find the specified secret/);
+    await expect(read(PG)).rejects.toThrow(
+      /secrets extension failed \(.*ResourceNotFoundException.*\) and so did Secrets Manager: .*can't find the specified secret/,
+    );
   });
 });

@@ -23,10 +23,18 @@ describe('shadow mode', () => {
   });
 
   it('processes every message but never writes the mailbox, and targets .shadow topics', async () => {
-    const ctx = makeContext({ db: pg.db, mailbox: my.mailbox, clock: new FakeClock(), registry: defaultRegistry(), env: { MSGX_SHADOW: '1' } });
+    const ctx = makeContext({
+      db: pg.db,
+      mailbox: my.mailbox,
+      clock: new FakeClock(),
+      registry: defaultRegistry(),
+      env: { MSGX_SHADOW: '1' },
+    });
     expect([ctx.config.outbox.topicMsg, ctx.config.outbox.topicSchd]).toEqual(['msgx.msg.shadow', 'msgx.schd.shadow']);
     const ids = [
-      await my.mailbox.insertInbound(schd('DNLD', { seqn: 1, dttm: '20261129000000', opdy: '20261129', flights: [flight({ FLID: 'S1', OPDY: '20261129' })] })),
+      await my.mailbox.insertInbound(
+        schd('DNLD', { seqn: 1, dttm: '20261129000000', opdy: '20261129', flights: [flight({ FLID: 'S1', OPDY: '20261129' })] }),
+      ),
       await my.mailbox.insertInbound(flop('ETOT', { seqn: 2, dttm: '20261129010000' }, flight({ FLID: 'S1', ETOT: '20261129101500' }))),
       await my.mailbox.insertInbound('<MSG>broken'),
     ];

@@ -96,8 +96,12 @@ describe('trace of an inbound message, throughput, console routes', () => {
         '<FLOP><FLIGHT><FLID>1001</FLID><GATE><ITEM><CODE>B14</CODE><BEG>20261129093000</BEG><END>20261129101500</END></ITEM></GATE></FLIGHT></FLOP>',
       ),
     );
-    ids.unsupported = await mailbox.insertInbound(wire({ TYPE: 'FLOP', STYP: 'WXYZ', SEQN: 3 }, '<FLOP><FLIGHT><FLID>1001</FLID></FLIGHT></FLOP>'));
-    ids.unknownFlight = await mailbox.insertInbound(wire({ TYPE: 'FLOP', STYP: 'ETOT', SEQN: 4 }, '<FLOP><FLIGHT><FLID>9999</FLID><ETOT>20261129100000</ETOT></FLIGHT></FLOP>'));
+    ids.unsupported = await mailbox.insertInbound(
+      wire({ TYPE: 'FLOP', STYP: 'WXYZ', SEQN: 3 }, '<FLOP><FLIGHT><FLID>1001</FLID></FLIGHT></FLOP>'),
+    );
+    ids.unknownFlight = await mailbox.insertInbound(
+      wire({ TYPE: 'FLOP', STYP: 'ETOT', SEQN: 4 }, '<FLOP><FLIGHT><FLID>9999</FLID><ETOT>20261129100000</ETOT></FLIGHT></FLOP>'),
+    );
     await drainPoller(ctx);
     clock.advance(1500); // every message waited 1.5 s in proc_state before the pump took it
     await drainPump(ctx);
@@ -108,7 +112,15 @@ describe('trace of an inbound message, throughput, console routes', () => {
 
   it('a flight change: attempts, versions, events with partition/offset per publisher, backfill, timeline', async () => {
     const t = await trace(ids.gate!);
-    expect(t.message).toMatchObject({ msgId: ids.gate, status: 'SUCCEEDED', identity: 'FIMS|FLOP|GATE|2', type: 'FLOP', subtype: 'GATE', attempts: 1, latencyMs: 1500 });
+    expect(t.message).toMatchObject({
+      msgId: ids.gate,
+      status: 'SUCCEEDED',
+      identity: 'FIMS|FLOP|GATE|2',
+      type: 'FLOP',
+      subtype: 'GATE',
+      attempts: 1,
+      latencyMs: 1500,
+    });
     expect(t.attempts).toEqual([expect.objectContaining({ attempt: 1, outcome: 'SUCCEEDED', errorClass: null })]);
     expect(t.flightChanges).toEqual([
       expect.objectContaining({ flid: '1001', opdy: '20261129', change: 'updated', fromVersion: 1, toVersion: 2, fields: ['GATE'] }),
@@ -132,7 +144,8 @@ describe('trace of an inbound message, throughput, console routes', () => {
     expect(kinds).toContain('sent');
     expect(kinds).toContain('backfill');
     expect(t.timeline.map((e) => e.seq)).toEqual(t.timeline.map((_, i) => i + 1));
-    for (let i = 1; i < t.timeline.length; i++) expect(Date.parse(t.timeline[i]!.at)).toBeGreaterThanOrEqual(Date.parse(t.timeline[i - 1]!.at));
+    for (let i = 1; i < t.timeline.length; i++)
+      expect(Date.parse(t.timeline[i]!.at)).toBeGreaterThanOrEqual(Date.parse(t.timeline[i - 1]!.at));
   });
 
   it('a failed publisher attempt is kept with its error until the retry replaces it, and the plan shows its snapshot', async () => {
@@ -162,7 +175,15 @@ describe('trace of an inbound message, throughput, console routes', () => {
     expect(t.backfill.procNote).toMatch(/^EXHAUSTED: UNSUPPORTED/);
 
     const replay = await router.handle(
-      { method: 'POST', path: '/admin/replay', headers: { 'content-type': 'application/json', 'x-msgx-actor': 'console' }, query: {}, params: {}, isAdmin: true, body: JSON.stringify({ kind: 'proc', ids: [ids.unsupported] }) },
+      {
+        method: 'POST',
+        path: '/admin/replay',
+        headers: { 'content-type': 'application/json', 'x-msgx-actor': 'console' },
+        query: {},
+        params: {},
+        isAdmin: true,
+        body: JSON.stringify({ kind: 'proc', ids: [ids.unsupported] }),
+      },
       ctx,
     );
     expect(replay.status).toBe(200);
@@ -235,7 +256,13 @@ describe('trace of an inbound message, throughput, console routes', () => {
     const server = await startHttpServer(ctx, router, { port: 0 });
     try {
       const port = (server.address() as AddressInfo).port;
-      for (const probe of ['/console/../package.json', '/console/%2e%2e/package.json', '/console/..%2fpackage.json', '/console/%2e%2e%2f%2e%2e%2fpackage.json', '/console/....//package.json']) {
+      for (const probe of [
+        '/console/../package.json',
+        '/console/%2e%2e/package.json',
+        '/console/..%2fpackage.json',
+        '/console/%2e%2e%2f%2e%2e%2fpackage.json',
+        '/console/....//package.json',
+      ]) {
         const res = await rawGet(port, probe);
         expect([400, 403, 404], `${probe} → ${res.status}`).toContain(res.status);
         expect(res.body, probe).not.toContain('devDependencies');

@@ -23,8 +23,14 @@ let seqn = 1;
 
 const gate = (code: string) => [{ CODE: code, BEG: `${DAY}093000`, END: `${DAY}101500` }];
 const dayPlan = () =>
-  schd('DNLD', { seqn: seqn++, dttm: `${DAY}080000`, opdy: DAY, flights: FLIGHTS.map((f) => flight({ FLID: f, OPDY: DAY, AWCD: 'CZ', FLNO: f, GATE: gate('A0') })) });
-const gateChange = (flid: string, code: string) => flop('GATE', { seqn: seqn++, dttm: `${DAY}090000` }, flight({ FLID: flid, GATE: gate(code) }));
+  schd('DNLD', {
+    seqn: seqn++,
+    dttm: `${DAY}080000`,
+    opdy: DAY,
+    flights: FLIGHTS.map((f) => flight({ FLID: f, OPDY: DAY, AWCD: 'CZ', FLNO: f, GATE: gate('A0') })),
+  });
+const gateChange = (flid: string, code: string) =>
+  flop('GATE', { seqn: seqn++, dttm: `${DAY}090000` }, flight({ FLID: flid, GATE: gate(code) }));
 
 async function post(base: string, xml: string): Promise<number> {
   const r = await fetch(`${base}/cminmsgs/send`, { method: 'POST', headers: { 'content-type': 'application/xml' }, body: xml });
@@ -71,7 +77,11 @@ async function waitForGates(base: string, want: Record<string, string>, what: st
 function sink(dir: string, topic: string): { key: string; value: string }[] {
   const file = join(dir, '.msgx', 'events', `${topic}.jsonl`);
   if (!existsSync(file)) return [];
-  return readFileSync(file, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l));
+  return readFileSync(file, 'utf8')
+    .trim()
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l));
 }
 
 const sinkPayloads = (dir: string, topic: string) => sink(dir, topic).map((l) => JSON.parse(l.value) as { n: number });
@@ -139,7 +149,11 @@ describe('the embedded twin across restarts', () => {
           const code = `K${round}${j}`;
           inFlight[f] = code;
           try {
-            const r = await fetch(`${victim.base}/cminmsgs/send`, { method: 'POST', headers: { 'content-type': 'application/xml' }, body: gateChange(f, code) });
+            const r = await fetch(`${victim.base}/cminmsgs/send`, {
+              method: 'POST',
+              headers: { 'content-type': 'application/xml' },
+              body: gateChange(f, code),
+            });
             if (r.status !== 200) return;
             acked[f] = code;
             inFlight[f] = undefined;
@@ -169,7 +183,10 @@ describe('the embedded twin across restarts', () => {
         }
       })();
       const txBefore = txAcked.length;
-      await waitFor(() => ackedNow >= killAfter && txAcked.length >= txBefore + 2, { timeoutMs: 60_000, what: `${killAfter} acknowledged changes and 2 tx-messages` });
+      await waitFor(() => ackedNow >= killAfter && txAcked.length >= txBefore + 2, {
+        timeoutMs: 60_000,
+        what: `${killAfter} acknowledged changes and 2 tx-messages`,
+      });
       killed = true;
       expect(await victim.stop('SIGKILL')).toBe(null);
       await Promise.all([...writers, txWriter]);
@@ -200,7 +217,9 @@ describe('the embedded twin across restarts', () => {
     const dir = mkdtempSync(join(tmpdir(), 'msgx-restart-'));
     // The older version: the same code with only the first three migrations shipped.
     const older = join(dir, 'older-migrations');
-    const all = readdirSync(join(ROOT, 'migrations')).filter((f) => /^\d+_.+\.sql$/.test(f)).sort();
+    const all = readdirSync(join(ROOT, 'migrations'))
+      .filter((f) => /^\d+_.+\.sql$/.test(f))
+      .sort();
     expect(all.length).toBeGreaterThan(3);
     mkdirSync(older);
     for (const f of all.slice(0, 3)) cpSync(join(ROOT, 'migrations', f), join(older, f));
@@ -219,27 +238,34 @@ describe('the embedded twin across restarts', () => {
     await waitForGates(twin.base, want, 'what the older version accepted');
     // Work that needs the newer tables (transactional messages came later) flows.
     await postTx(twin.base, 'restart.upgrade', { n: 7 });
-    await waitFor(() => sinkPayloads(dir, 'restart.upgrade').some((p) => p.n === 7), { timeoutMs: 30_000, what: 'the tx-message in the file sink' });
+    await waitFor(() => sinkPayloads(dir, 'restart.upgrade').some((p) => p.n === 7), {
+      timeoutMs: 30_000,
+      what: 'the tx-message in the file sink',
+    });
     expect(await twin.stop('SIGTERM')).toBe(0);
   });
 
-  it('two twins on one data directory: the second refuses in one line; a killed one leaves no lock behind', { timeout: 400_000 }, async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'msgx-restart-'));
-    const first = await startTwin(ENV, dir);
-    await post(first.base, dayPlan());
-    const second = spawnTwin(ENV, dir);
-    expect(await second.exited).not.toBe(0);
-    const line = oneLineRefusal(second.output());
-    expect(line).toMatch(new RegExp(`in use by another msgx twin \\(pid ${first.child.pid}\\)`));
-    // The first is unharmed.
-    await post(first.base, gateChange(FLIGHTS[2]!, 'L1'));
-    await waitForGates(first.base, { [FLIGHTS[2]!]: 'L1' }, 'the first twin still working');
+  it(
+    'two twins on one data directory: the second refuses in one line; a killed one leaves no lock behind',
+    { timeout: 400_000 },
+    async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'msgx-restart-'));
+      const first = await startTwin(ENV, dir);
+      await post(first.base, dayPlan());
+      const second = spawnTwin(ENV, dir);
+      expect(await second.exited).not.toBe(0);
+      const line = oneLineRefusal(second.output());
+      expect(line).toMatch(new RegExp(`in use by another msgx twin \\(pid ${first.child.pid}\\)`));
+      // The first is unharmed.
+      await post(first.base, gateChange(FLIGHTS[2]!, 'L1'));
+      await waitForGates(first.base, { [FLIGHTS[2]!]: 'L1' }, 'the first twin still working');
 
-    expect(await first.stop('SIGKILL')).toBe(null);
-    const third = await startTwin(ENV, dir);
-    await waitForGates(third.base, { [FLIGHTS[2]!]: 'L1', [FLIGHTS[3]!]: 'A0' }, 'state after the stale lock');
-    expect(await third.stop('SIGTERM')).toBe(0);
-  });
+      expect(await first.stop('SIGKILL')).toBe(null);
+      const third = await startTwin(ENV, dir);
+      await waitForGates(third.base, { [FLIGHTS[2]!]: 'L1', [FLIGHTS[3]!]: 'A0' }, 'state after the stale lock');
+      expect(await third.stop('SIGTERM')).toBe(0);
+    },
+  );
 
   it('a data directory left unreadable: one line saying what to do, exit non-zero, nothing touched', { timeout: 300_000 }, async () => {
     const dir = mkdtempSync(join(tmpdir(), 'msgx-restart-'));
@@ -250,7 +276,9 @@ describe('the embedded twin across restarts', () => {
     const broken = spawnTwin(ENV, dir);
     expect(await broken.exited).toBe(1);
     const line = oneLineRefusal(broken.output());
-    expect(line).toMatch(/^msgx: the embedded database in \.msgx\/pg cannot be opened \(.*pg_control.*\).*mv \.msgx\/pg \.msgx\/pg\.broken/);
+    expect(line).toMatch(
+      /^msgx: the embedded database in \.msgx\/pg cannot be opened \(.*pg_control.*\).*mv \.msgx\/pg \.msgx\/pg\.broken/,
+    );
     expect(existsSync(join(dir, '.msgx', 'pg', 'PG_VERSION'))).toBe(true);
     expect(existsSync(join(dir, '.msgx', 'pg.lock')), 'the refused start left no lock').toBe(false);
     writeFileSync(join(dir, 'unused'), '');

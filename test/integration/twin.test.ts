@@ -22,9 +22,21 @@ const dayPlan = schd('DNLD', {
   seqn: 1,
   dttm: '20261129080000',
   opdy: '20261129',
-  flights: [flight({ FLID: '1001', OPDY: '20261129', AWCD: 'CZ', FLNO: '3101', GATE: [{ CODE: 'B12', BEG: '20261129093000', END: '20261129101500' }] })],
+  flights: [
+    flight({
+      FLID: '1001',
+      OPDY: '20261129',
+      AWCD: 'CZ',
+      FLNO: '3101',
+      GATE: [{ CODE: 'B12', BEG: '20261129093000', END: '20261129101500' }],
+    }),
+  ],
 });
-const gateChange = flop('GATE', { seqn: 2, dttm: '20261129090000' }, flight({ FLID: '1001', GATE: [{ CODE: 'B14', BEG: '20261129093000', END: '20261129101500' }] }));
+const gateChange = flop(
+  'GATE',
+  { seqn: 2, dttm: '20261129090000' },
+  flight({ FLID: '1001', GATE: [{ CODE: 'B14', BEG: '20261129093000', END: '20261129101500' }] }),
+);
 
 describe('the twin (npm start)', () => {
   it('on embedded defaults: answers /health and processes a posted FLOP end to end to the file sink', { timeout: 300_000 }, async () => {
@@ -37,11 +49,17 @@ describe('the twin (npm start)', () => {
     expect(id).toBeGreaterThan(1);
 
     const file = join(dir, '.msgx', 'events', 'msgx.msg.jsonl');
-    const lines = await waitFor(() => {
-      if (!existsSync(file)) return null;
-      const l = readFileSync(file, 'utf8').trim().split('\n').map((x) => JSON.parse(x));
-      return l.length >= 2 ? l : null;
-    }, { timeoutMs: 20_000, what: 'two msgx.msg events in the file sink' });
+    const lines = await waitFor(
+      () => {
+        if (!existsSync(file)) return null;
+        const l = readFileSync(file, 'utf8')
+          .trim()
+          .split('\n')
+          .map((x) => JSON.parse(x));
+        return l.length >= 2 ? l : null;
+      },
+      { timeoutMs: 20_000, what: 'two msgx.msg events in the file sink' },
+    );
     expect(lines[1]).toMatchObject({ topic: 'msgx.msg', key: '1001', headers: { 'msgx-event-type': 'FLIGHT_UPDATED' } });
     const value = JSON.parse(lines[1].value);
     expect(value).toMatchObject({ v: 1, stateVersion: 2, flight: { GATE: [{ CODE: 'B14' }] }, source: { msgId: id } });
@@ -64,7 +82,14 @@ describe('the twin (npm start)', () => {
     try {
       const dir = mkdtempSync(join(tmpdir(), 'msgx-twin-'));
       const twin = await startTwin(
-        { MSGX_PG_URL: pg.url, MSGX_MAILBOX_URL: my.url, MSGX_KAFKA_BROKERS: kafkaBrokers.join(','), MSGX_TOPIC_MSG: topicMsg, MSGX_TOPIC_SCHD: topicSchd, MSGX_TOPIC_PARTITIONS: '2' },
+        {
+          MSGX_PG_URL: pg.url,
+          MSGX_MAILBOX_URL: my.url,
+          MSGX_KAFKA_BROKERS: kafkaBrokers.join(','),
+          MSGX_TOPIC_MSG: topicMsg,
+          MSGX_TOPIC_SCHD: topicSchd,
+          MSGX_TOPIC_PARTITIONS: '2',
+        },
         dir,
       );
       const health = (await (await fetch(`${twin.base}/health`)).json()) as { checks: Record<string, string> };
@@ -78,9 +103,12 @@ describe('the twin (npm start)', () => {
       const schdRecords = await readTopic(kafkaBrokers, topicSchd, 1, { timeoutMs: 30_000 });
       expect(JSON.parse(schdRecords.at(-1)!.value!)).toMatchObject({ FLID: '1001' });
       // The mailbox row is back-filled in MariaDB.
-      await waitFor(async () => (await my.query<{ n: number }[]>('SELECT COUNT(*) AS n FROM CMINMSGS WHERE DATE_PROCESSED IS NULL'))[0]!.n === 0, {
-        what: 'mailbox backfill',
-      });
+      await waitFor(
+        async () => (await my.query<{ n: number }[]>('SELECT COUNT(*) AS n FROM CMINMSGS WHERE DATE_PROCESSED IS NULL'))[0]!.n === 0,
+        {
+          what: 'mailbox backfill',
+        },
+      );
       twin.child.kill('SIGTERM');
       const [code] = await once(twin.child, 'exit');
       expect(code).toBe(0);

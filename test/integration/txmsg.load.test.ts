@@ -94,12 +94,14 @@ async function roundAll(w: World, consumer: (r: ConsumedRecord & { key: string |
 async function mapLimit<T, R>(items: T[], limit: number, fn: (t: T, i: number) => Promise<R>): Promise<R[]> {
   const out: R[] = new Array(items.length);
   let next = 0;
-  await Promise.all(Array.from({ length: limit }, async () => {
-    while (next < items.length) {
-      const i = next++;
-      out[i] = await fn(items[i]!, i);
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: limit }, async () => {
+      while (next < items.length) {
+        const i = next++;
+        out[i] = await fn(items[i]!, i);
+      }
+    }),
+  );
   return out;
 }
 
@@ -114,7 +116,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  for (const s of servers) s.closeAllConnections?.(), s.close();
+  for (const s of servers) (s.closeAllConnections?.(), s.close());
   await pool?.end();
   await pgdb?.drop();
 });
@@ -124,7 +126,16 @@ describe('1,000 half messages through the dispatcher', () => {
     const w = await world({});
     const points = new PointsService({ pool, msgx: w.msgx });
     // Consumers that never ack: they process but their acks are lost.
-    const mute = new PointsService({ pool, msgx: new TxMessageClient({ baseUrl: w.msgxUrl, retries: 0, fetch: async () => { throw new TypeError('ack lost'); } }) });
+    const mute = new PointsService({
+      pool,
+      msgx: new TxMessageClient({
+        baseUrl: w.msgxUrl,
+        retries: 0,
+        fetch: async () => {
+          throw new TypeError('ack lost');
+        },
+      }),
+    });
     const flakySeen = new Set<string>();
     const forgiven = new Set<string>();
     const consumer = async (r: ConsumedRecord & { key: string | null }) => {
@@ -142,20 +153,36 @@ describe('1,000 half messages through the dispatcher', () => {
     const N = 1000;
     const kind = (i: number) => (['commit', 'rollback', 'abandon'] as const)[i % 3]!;
     const user = (i: number) => (i % 30 === 0 ? `mute-${i}` : i % 30 === 3 ? `flaky-${i}` : `u-${i}`);
-    const outcome = await mapLimit(Array.from({ length: N }, (_, i) => i), 16, async (i) => {
-      if (kind(i) === 'commit') return { i, kind: 'commit', id: (await w.orders.placeOrder(user(i), i + 1)).txId, expectDelivered: true };
-      if (kind(i) === 'rollback') {
-        const err = await w.orders.placeOrder(user(i), -1).catch((e: Error) => e); // the local transaction fails
-        expect(err).toBeInstanceOf(Error);
-        const { rows } = await pgdb.db.query<{ id: string }>(`SELECT id FROM tx_message WHERE msg_key = $1`, [user(i)]);
-        return { i, kind: 'rollback', id: rows[0]!.id, expectDelivered: false };
-      }
-      // Abandoned: the producer crashed after prepare. Half of them had committed their order.
-      const msg = await w.msgx.prepare({ topic: 'points', key: user(i), payload: { version: 1, orderRef: `ab-${i}`, userId: user(i), points: i + 1 }, checkUrl: `${w.orderUrl}/tx-check`, checkAfterMs: 30_000 });
-      const committed = i % 2 === 0;
-      if (committed) await pool.query(`INSERT INTO ex_orders (order_ref, user_id, amount, txmsg_id) VALUES ($1, $2, $3, $4)`, [`ab-${i}`, user(i), i + 1, msg.id]);
-      return { i, kind: 'abandon', id: msg.id, expectDelivered: committed };
-    });
+    const outcome = await mapLimit(
+      Array.from({ length: N }, (_, i) => i),
+      16,
+      async (i) => {
+        if (kind(i) === 'commit') return { i, kind: 'commit', id: (await w.orders.placeOrder(user(i), i + 1)).txId, expectDelivered: true };
+        if (kind(i) === 'rollback') {
+          const err = await w.orders.placeOrder(user(i), -1).catch((e: Error) => e); // the local transaction fails
+          expect(err).toBeInstanceOf(Error);
+          const { rows } = await pgdb.db.query<{ id: string }>(`SELECT id FROM tx_message WHERE msg_key = $1`, [user(i)]);
+          return { i, kind: 'rollback', id: rows[0]!.id, expectDelivered: false };
+        }
+        // Abandoned: the producer crashed after prepare. Half of them had committed their order.
+        const msg = await w.msgx.prepare({
+          topic: 'points',
+          key: user(i),
+          payload: { version: 1, orderRef: `ab-${i}`, userId: user(i), points: i + 1 },
+          checkUrl: `${w.orderUrl}/tx-check`,
+          checkAfterMs: 30_000,
+        });
+        const committed = i % 2 === 0;
+        if (committed)
+          await pool.query(`INSERT INTO ex_orders (order_ref, user_id, amount, txmsg_id) VALUES ($1, $2, $3, $4)`, [
+            `ab-${i}`,
+            user(i),
+            i + 1,
+            msg.id,
+          ]);
+        return { i, kind: 'abandon', id: msg.id, expectDelivered: committed };
+      },
+    );
     expect(new Set(outcome.map((o) => o.id)).size).toBe(N);
     const st0 = new Map((await statusOf(outcome.map((o) => o.id))).map((r) => [r.id, r.status]));
     expect(outcome.filter((o) => o.kind === 'commit').every((o) => st0.get(o.id) === 'COMMITTED')).toBe(true);
@@ -187,7 +214,9 @@ describe('1,000 half messages through the dispatcher', () => {
     }
     // Every record went to the producer's topic with its key; the points landed exactly once.
     expect(w.topic.log.every((r) => r.topic === 'points' && r.headers['msgx-event-type'] === 'TX_MESSAGE')).toBe(true);
-    const credited = await pool.query<{ n: number; total: number }>(`SELECT count(*)::int AS n, coalesce(sum(points), 0)::int AS total FROM ex_points`);
+    const credited = await pool.query<{ n: number; total: number }>(
+      `SELECT count(*)::int AS n, coalesce(sum(points), 0)::int AS total FROM ex_points`,
+    );
     const shouldCredit = outcome.filter((o) => o.expectDelivered);
     expect(credited.rows[0]).toEqual({ n: shouldCredit.length, total: shouldCredit.reduce((s, o) => s + o.i + 1, 0) });
 
@@ -195,7 +224,9 @@ describe('1,000 half messages through the dispatcher', () => {
     const mutes = outcome.filter((o) => o.expectDelivered && isMute(o));
     expect(mutes.length).toBeGreaterThan(10);
     for (const o of mutes) {
-      const trace = (await pgdb.db.query<{ kind: string; at: Date }>(`SELECT kind, at FROM tx_message_log WHERE tx_id = $1 ORDER BY seq`, [o.id])).rows;
+      const trace = (
+        await pgdb.db.query<{ kind: string; at: Date }>(`SELECT kind, at FROM tx_message_log WHERE tx_id = $1 ORDER BY seq`, [o.id])
+      ).rows;
       const at = (k: string) => trace.filter((e) => e.kind === k).map((e) => e.at.getTime());
       const [sent, enq] = [at('sent'), at('enqueue')];
       expect(enq[1]! - sent[0]!).toBeGreaterThanOrEqual(60_000);
@@ -219,7 +250,10 @@ describe('1,000 half messages through the dispatcher', () => {
   }, 240_000); // a load test: 1,000 messages, bounded by work on a shared 2-core machine, not by a target
 
   it('a broker outage the dispatcher gives up on makes the message DEAD with the relay error; resend delivers it', async () => {
-    const w = await world({ MSGX_DELIVERY_MAX_RETRY_COUNT: '2', MSGX_DELIVERY_INITIAL_BACKOFF: '1s', MSGX_DELIVERY_MAX_BACKOFF: '2s' }, 'points-outage');
+    const w = await world(
+      { MSGX_DELIVERY_MAX_RETRY_COUNT: '2', MSGX_DELIVERY_INITIAL_BACKOFF: '1s', MSGX_DELIVERY_MAX_BACKOFF: '2s' },
+      'points-outage',
+    );
     const points = new PointsService({ pool, msgx: w.msgx });
     const offset = { n: 0 };
     const { txId } = await w.orders.placeOrder('outage', 7);

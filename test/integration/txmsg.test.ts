@@ -55,8 +55,13 @@ function msgxServer(context: AppContext): http.Server {
     const headers = Object.fromEntries(Object.entries(req.headers).map(([k, v]) => [k, Array.isArray(v) ? v.join(',') : (v ?? '')]));
     const r = await router.handle(
       {
-        method: req.method ?? 'GET', path: u.pathname, headers, query: Object.fromEntries(u.searchParams),
-        body: Buffer.concat(chunks).toString('utf8'), params: {}, isAdmin: headers['x-test-admin'] === 'yes',
+        method: req.method ?? 'GET',
+        path: u.pathname,
+        headers,
+        query: Object.fromEntries(u.searchParams),
+        body: Buffer.concat(chunks).toString('utf8'),
+        params: {},
+        isAdmin: headers['x-test-admin'] === 'yes',
       },
       context,
     );
@@ -92,7 +97,10 @@ function faultyFetch(rule: (method: string, url: string) => Fault | undefined): 
   };
 }
 
-function client(rule?: (method: string, url: string) => Fault | undefined, extra: Partial<ConstructorParameters<typeof TxMessageClient>[0]> = {}) {
+function client(
+  rule?: (method: string, url: string) => Fault | undefined,
+  extra: Partial<ConstructorParameters<typeof TxMessageClient>[0]> = {},
+) {
   return new TxMessageClient({ baseUrl: msgxUrl, retries: 0, retryDelayMs: 5, fetch: rule ? faultyFetch(rule) : undefined, ...extra });
 }
 
@@ -106,22 +114,35 @@ function orderService(msgx: TxMessageClient): OrderService {
  * pending (a broker outage); `giveUp` marks them DEAD and calls the dead hook.
  */
 async function relayOnce(mode: 'ok' | 'fail' | 'giveUp' = 'ok', lose?: (eventId: number) => boolean): Promise<number> {
-  const r = await pgdb.db.query<{ event_id: number; value: string; headers: Record<string, string>; source_kind: string; source_id: string }>(
+  const r = await pgdb.db.query<{
+    event_id: number;
+    value: string;
+    headers: Record<string, string>;
+    source_kind: string;
+    source_id: string;
+  }>(
     `SELECT event_id, value, headers, source_kind, source_id FROM msg_event WHERE status = 'PENDING' AND target LIKE 'tx:%' ORDER BY event_id`,
   );
   if (mode === 'fail' || r.rows.length === 0) return 0;
   const now = ctx.clock.now();
-  const settled = r.rows.map((e) => ({ eventId: e.event_id, sourceKind: e.source_kind, sourceId: e.source_id, error: 'broker unreachable' }));
+  const settled = r.rows.map((e) => ({
+    eventId: e.event_id,
+    sourceKind: e.source_kind,
+    sourceId: e.source_id,
+    error: 'broker unreachable',
+  }));
   await pgdb.db.tx(async (tx) => {
     const status = mode === 'ok' ? 'SENT' : 'DEAD';
-    await tx.query(`UPDATE msg_event SET status = $2::text, sent_at = CASE WHEN $2 = 'SENT' THEN $3::timestamptz END,
-                     dead_at = CASE WHEN $2 = 'DEAD' THEN $3::timestamptz END, last_error = $4 WHERE event_id = ANY($1::bigint[])`, [
-      r.rows.map((e) => e.event_id), status, now, mode === 'ok' ? null : 'broker unreachable',
-    ]);
+    await tx.query(
+      `UPDATE msg_event SET status = $2::text, sent_at = CASE WHEN $2 = 'SENT' THEN $3::timestamptz END,
+                     dead_at = CASE WHEN $2 = 'DEAD' THEN $3::timestamptz END, last_error = $4 WHERE event_id = ANY($1::bigint[])`,
+      [r.rows.map((e) => e.event_id), status, now, mode === 'ok' ? null : 'broker unreachable'],
+    );
     if (mode === 'ok') await txmsgSentHook(tx, settled, now);
     else await txmsgDeadHook(tx, settled, now);
   });
-  if (mode === 'ok') for (const e of r.rows) if (!lose?.(e.event_id)) topicLog.push({ eventId: e.event_id, value: e.value, headers: e.headers });
+  if (mode === 'ok')
+    for (const e of r.rows) if (!lose?.(e.event_id)) topicLog.push({ eventId: e.event_id, value: e.value, headers: e.headers });
   return r.rows.length;
 }
 
@@ -133,21 +154,33 @@ async function consumeAll(handle: (r: ConsumedRecord) => Promise<unknown>): Prom
   }
 }
 
-const status = async (id: string) => (await pgdb.db.query<{ status: string }>(`SELECT status FROM tx_message WHERE id = $1`, [id])).rows[0]?.status;
+const status = async (id: string) =>
+  (await pgdb.db.query<{ status: string }>(`SELECT status FROM tx_message WHERE id = $1`, [id])).rows[0]?.status;
 const row = async (id: string) => (await pgdb.db.query<Record<string, any>>(`SELECT * FROM tx_message WHERE id = $1`, [id])).rows[0]!;
 const eventsOf = async (id: string) =>
-  (await pgdb.db.query<Record<string, any>>(`SELECT * FROM msg_event WHERE source_kind = 'txmsg' AND source_id = $1 ORDER BY event_id`, [id])).rows;
+  (
+    await pgdb.db.query<Record<string, any>>(`SELECT * FROM msg_event WHERE source_kind = 'txmsg' AND source_id = $1 ORDER BY event_id`, [
+      id,
+    ])
+  ).rows;
 const txCount = async () => (await pgdb.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM tx_message`)).rows[0]!.n;
 
 async function api(method: string, path: string, body?: unknown, headers: Record<string, string> = {}) {
   const res = await fetch(msgxUrl + path, {
-    method, headers: { 'content-type': 'application/json', ...headers }, body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+    method,
+    headers: { 'content-type': 'application/json', ...headers },
+    body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
   });
   return { status: res.status, body: (await res.json()) as any };
 }
 
 const prepareBody = (extra: Record<string, unknown> = {}) => ({
-  topic: 'points', key: 'u1', payload: { version: 1, orderRef: 'r1', userId: 'u1', points: 5 }, checkUrl: `${orderUrl}/tx-check`, checkAfterMs: 30_000, ...extra,
+  topic: 'points',
+  key: 'u1',
+  payload: { version: 1, orderRef: 'r1', userId: 'u1', points: 5 },
+  checkUrl: `${orderUrl}/tx-check`,
+  checkAfterMs: 30_000,
+  ...extra,
 });
 
 beforeAll(async () => {
@@ -168,7 +201,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  for (const s of servers) s.closeAllConnections?.(), s.close();
+  for (const s of servers) (s.closeAllConnections?.(), s.close());
   await pool?.end();
   await pgdb?.drop();
 });
@@ -204,8 +237,14 @@ describe('HTTP contract', () => {
     const g = await api('GET', `/v1/tx-messages/${r.body.id}`);
     expect(g.status).toBe(200);
     expect(g.body).toMatchObject({
-      id: r.body.id, topic: 'points', key: null, status: 'PREPARED', attempts: 0, checks: 0,
-      createdAt: clock.now().toISOString(), headers: { 'x-trace': 't1' },
+      id: r.body.id,
+      topic: 'points',
+      key: null,
+      status: 'PREPARED',
+      attempts: 0,
+      checks: 0,
+      createdAt: clock.now().toISOString(),
+      headers: { 'x-trace': 't1' },
       nextCheckAt: new Date(clock.now().getTime() + 30_000).toISOString(),
     });
     expect(await eventsOf(r.body.id)).toEqual([]); // invisible to consumers until committed
@@ -215,7 +254,12 @@ describe('HTTP contract', () => {
     const r = await api('POST', '/v1/tx-messages', prepareBody({ bizName: 'order-points', createdBy: 'u-1001', checkAfterMs: 0 }));
     expect(r.status).toBe(201);
     const id = r.body.id as string;
-    expect((await api('GET', `/v1/tx-messages/${id}`)).body).toMatchObject({ bizName: 'order-points', createdBy: 'u-1001', resentBy: null, resentAt: null });
+    expect((await api('GET', `/v1/tx-messages/${id}`)).body).toMatchObject({
+      bizName: 'order-points',
+      createdBy: 'u-1001',
+      resentBy: null,
+      resentAt: null,
+    });
     // The producer cannot answer: DEAD unconfirmed after MSGX_TX_CHECK_MAX=3 check-backs.
     checkOverride = (_req, res) => (res.writeHead(503).end(), true);
     for (let i = 0; i < 3; i++) {
@@ -226,10 +270,20 @@ describe('HTTP contract', () => {
       { method: 'GET', path: '/admin/dead', headers: {}, query: { kind: 'txmsg' }, body: '', params: {}, isAdmin: true },
       ctx,
     );
-    expect((dead.body as any).items).toEqual([expect.objectContaining({ id, status: 'DEAD', bizName: 'order-points', createdBy: 'u-1001', resentBy: null })]);
+    expect((dead.body as any).items).toEqual([
+      expect.objectContaining({ id, status: 'DEAD', bizName: 'order-points', createdBy: 'u-1001', resentBy: null }),
+    ]);
     const at = clock.now().toISOString();
-    expect((await api('POST', `/admin/tx-messages/${id}/resend`, undefined, { 'x-test-admin': 'yes', 'x-msgx-actor': 'bob' })).status).toBe(200);
-    expect((await api('GET', `/v1/tx-messages/${id}`)).body).toMatchObject({ status: 'PREPARED', bizName: 'order-points', createdBy: 'u-1001', resentBy: 'bob', resentAt: at });
+    expect((await api('POST', `/admin/tx-messages/${id}/resend`, undefined, { 'x-test-admin': 'yes', 'x-msgx-actor': 'bob' })).status).toBe(
+      200,
+    );
+    expect((await api('GET', `/v1/tx-messages/${id}`)).body).toMatchObject({
+      status: 'PREPARED',
+      bizName: 'order-points',
+      createdBy: 'u-1001',
+      resentBy: 'bob',
+      resentAt: at,
+    });
   });
 
   it.each([
@@ -254,7 +308,9 @@ describe('HTTP contract', () => {
   });
 
   it('concurrent prepares with one Idempotency-Key create one message', async () => {
-    const all = await Promise.all(Array.from({ length: 8 }, () => api('POST', '/v1/tx-messages', prepareBody(), { 'idempotency-key': 'k-race' })));
+    const all = await Promise.all(
+      Array.from({ length: 8 }, () => api('POST', '/v1/tx-messages', prepareBody(), { 'idempotency-key': 'k-race' })),
+    );
     expect(new Set(all.map((r) => r.body.id)).size).toBe(1);
     expect(all.filter((r) => r.status === 201)).toHaveLength(1);
     expect(await txCount()).toBe(1);
@@ -299,8 +355,12 @@ describe('HTTP contract', () => {
     const events = await eventsOf(body.id);
     expect(events).toHaveLength(1); // the repeated commit was a no-op
     expect(events[0]).toMatchObject({
-      target: 'tx:points', partition_key: 'u1', event_type: 'TX_MESSAGE', status: 'PENDING',
-      value: JSON.stringify(prepareBody().payload), headers: { 'x-trace': 't1', 'msgx-txmsg-id': body.id },
+      target: 'tx:points',
+      partition_key: 'u1',
+      event_type: 'TX_MESSAGE',
+      status: 'PENDING',
+      value: JSON.stringify(prepareBody().payload),
+      headers: { 'x-trace': 't1', 'msgx-txmsg-id': body.id },
     });
   });
 
@@ -347,17 +407,25 @@ describe('actions on every state', () => {
     const id = (await api('POST', '/v1/tx-messages', prepareBody({ checkAfterMs: 0 }))).body.id as string;
     const kill = async () => {
       checkOverride = (_req, res) => (res.writeHead(200).end('{"status":"UNKNOWN"}'), true);
-      for (let i = 0; i < 3; i++) await checkBackOnce(ctx), clock.advance(60_000);
+      for (let i = 0; i < 3; i++) (await checkBackOnce(ctx), clock.advance(60_000));
       checkOverride = undefined;
     };
     switch (state) {
-      case 'PREPARED': return id;
-      case 'ROLLED_BACK': await api('POST', `/v1/tx-messages/${id}/rollback`); break;
-      case 'DEAD(check)': await kill(); break;
+      case 'PREPARED':
+        return id;
+      case 'ROLLED_BACK':
+        await api('POST', `/v1/tx-messages/${id}/rollback`);
+        break;
+      case 'DEAD(check)':
+        await kill();
+        break;
       default: {
         await api('POST', `/v1/tx-messages/${id}/commit`);
         if (state === 'COMMITTED') break;
-        if (state === 'DEAD(delivery)') { await relayOnce('giveUp'); break; }
+        if (state === 'DEAD(delivery)') {
+          await relayOnce('giveUp');
+          break;
+        }
         await relayOnce();
         if (state === 'CONSUMED') await api('POST', `/v1/tx-messages/${id}/ack`);
       }
@@ -385,7 +453,8 @@ describe('actions on every state', () => {
         const path = action === 'resend' ? `/admin/tx-messages/${id}/resend` : `/v1/tx-messages/${id}/${action}`;
         const r = await api('POST', path, undefined, { 'x-test-admin': 'yes' });
         expect(r.status).toBe(code);
-        if (code === 409) expect(r.body).toMatchObject({ error: 'illegal_transition', state: state.replace(/\(.*/, ''), detail: expect.any(String) });
+        if (code === 409)
+          expect(r.body).toMatchObject({ error: 'illegal_transition', state: state.replace(/\(.*/, ''), detail: expect.any(String) });
         else expect(r.body).toMatchObject({ id, status: after });
         expect(await status(id)).toBe(after);
       });
@@ -454,7 +523,9 @@ describe('failure points, producer side', () => {
 
   it('4b: the local transaction fails and the rollback is lost too → check-back rolls it back', async () => {
     const settleErrors: string[] = [];
-    const svc = orderService(client((m, u) => (isCall('rollback')(m, u) ? 'drop-request' : undefined), { onSettleError: (_e, op) => settleErrors.push(op) }));
+    const svc = orderService(
+      client((m, u) => (isCall('rollback')(m, u) ? 'drop-request' : undefined), { onSettleError: (_e, op) => settleErrors.push(op) }),
+    );
     await expect(svc.placeOrder('u1', 0)).rejects.toThrow(/check constraint/); // the caller sees its own error, not msgx's
     expect(settleErrors).toEqual(['rollback']);
     const [{ id }] = (await pgdb.db.query<{ id: string }>(`SELECT id FROM tx_message`)).rows as [{ id: string }];
@@ -467,7 +538,9 @@ describe('failure points, producer side', () => {
 
   it('5: the local transaction committed but the commit never reaches msgx → the order stands; check-back commits and it is delivered', async () => {
     const settleErrors: string[] = [];
-    const svc = orderService(client((m, u) => (isCall('commit')(m, u) ? 'drop-request' : undefined), { onSettleError: (_e, op) => settleErrors.push(op) }));
+    const svc = orderService(
+      client((m, u) => (isCall('commit')(m, u) ? 'drop-request' : undefined), { onSettleError: (_e, op) => settleErrors.push(op) }),
+    );
     const { txId } = await svc.placeOrder('u1', 10); // does not fail the caller
     expect(settleErrors).toEqual(['commit']);
     expect(await orderCount()).toBe(1);
@@ -483,7 +556,9 @@ describe('failure points, producer side', () => {
 
   it('6: msgx took the commit but its answer was lost → COMMITTED anyway; the repeat is a no-op; delivered once', async () => {
     const settleErrors: string[] = [];
-    const svc = orderService(client((m, u) => (isCall('commit')(m, u) ? 'drop-response' : undefined), { onSettleError: (_e, op) => settleErrors.push(op) }));
+    const svc = orderService(
+      client((m, u) => (isCall('commit')(m, u) ? 'drop-response' : undefined), { onSettleError: (_e, op) => settleErrors.push(op) }),
+    );
     const { txId } = await svc.placeOrder('u1', 10);
     expect(settleErrors).toEqual(['commit']);
     expect(await status(txId)).toBe('COMMITTED');
@@ -495,7 +570,9 @@ describe('failure points, producer side', () => {
   });
 
   it('6b: msgx fails to record the commit (5xx) → still PREPARED; check-back commits it', async () => {
-    await pgdb.db.query(`CREATE FUNCTION fail_commit() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN IF NEW.status = 'COMMITTED' THEN RAISE EXCEPTION 'lost'; END IF; RETURN NEW; END $$`);
+    await pgdb.db.query(
+      `CREATE FUNCTION fail_commit() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN IF NEW.status = 'COMMITTED' THEN RAISE EXCEPTION 'lost'; END IF; RETURN NEW; END $$`,
+    );
     await pgdb.db.query(`CREATE TRIGGER fail_commit BEFORE UPDATE ON tx_message FOR EACH ROW EXECUTE FUNCTION fail_commit()`);
     let txId: string;
     try {
@@ -535,14 +612,18 @@ describe('failure points, producer side', () => {
     expect(r).toMatchObject({ status: 'DEAD', dead_reason: 'check-back exhausted', checks: 3 });
     const trace = (await api('GET', `/admin/tx-messages/${id}/trace`, undefined, { 'x-test-admin': 'yes' })).body.trace as any[];
     expect(trace.filter((t) => t.kind === 'check').map((t) => t.detail.error)).toEqual([
-      'HTTP 302 (redirects are not followed)', 'timed out after 300 ms', 'answer is not JSON',
+      'HTTP 302 (redirects are not followed)',
+      'timed out after 300 ms',
+      'answer is not JSON',
     ]);
     expect((await deadTxMessages(pgdb.db, { phase: 'check' })).map((d) => d.id)).toEqual([id]);
 
     const resent = await api('POST', `/admin/tx-messages/${id}/resend`, undefined, { 'x-test-admin': 'yes', 'x-msgx-actor': 'alice' });
     expect(resent.body).toMatchObject({ id, status: 'PREPARED' });
     const audit = await pgdb.db.query<any>(`SELECT actor, action, detail FROM audit_log`);
-    expect(audit.rows).toEqual([{ actor: 'alice', action: 'txmsg.resend', detail: expect.objectContaining({ id, deadPhase: 'check', to: 'PREPARED' }) }]);
+    expect(audit.rows).toEqual([
+      { actor: 'alice', action: 'txmsg.resend', detail: expect.objectContaining({ id, deadPhase: 'check', to: 'PREPARED' }) },
+    ]);
     mode = 'answer'; // the order service's real answer: no order with this id → ROLLBACK
     await checkBackOnce(ctx);
     expect(await status(id)).toBe('ROLLED_BACK');
@@ -633,7 +714,9 @@ describe('failure points, consumer side', () => {
     await relayOnce();
     expect(await client().ack(id)).toEqual({ id, status: 'CONSUMED' });
     expect(await client().ack(id)).toEqual({ id, status: 'CONSUMED' });
-    const kinds = (await api('GET', `/admin/tx-messages/${id}/trace`, undefined, { 'x-test-admin': 'yes' })).body.trace.map((t: any) => t.kind);
+    const kinds = (await api('GET', `/admin/tx-messages/${id}/trace`, undefined, { 'x-test-admin': 'yes' })).body.trace.map(
+      (t: any) => t.kind,
+    );
     expect(kinds.slice(-2)).toEqual(['ack', 'noop']);
   });
 
@@ -701,11 +784,22 @@ describe('end to end on a compressed schedule (real time)', () => {
     const rt = makeContext(systemClock, { MSGX_TX_REDELIVERY_SCHEDULE: '100ms,200ms,300ms' });
     rt.config.txmsg.checkAllowedOrigins = [orderUrl];
     const rtUrl = await listen(msgxServer(rt));
-    const svc = new OrderService({ pool, msgx: new TxMessageClient({ baseUrl: rtUrl }), checkUrl: `${orderUrl}/tx-check`, signingSecret: 'test-secret' });
+    const svc = new OrderService({
+      pool,
+      msgx: new TxMessageClient({ baseUrl: rtUrl }),
+      checkUrl: `${orderUrl}/tx-check`,
+      signingSecret: 'test-secret',
+    });
     const saved = ctx;
     ctx = rt; // relayOnce stamps with the context's clock
     const { txId } = await svc.placeOrder('u9', 3);
-    const loop = setInterval(() => void redeliverOnce(rt).then(() => relayOnce()).catch(() => {}), 10);
+    const loop = setInterval(
+      () =>
+        void redeliverOnce(rt)
+          .then(() => relayOnce())
+          .catch(() => {}),
+      10,
+    );
     try {
       await waitFor(async () => (await status(txId)) === 'DEAD', { timeoutMs: 5_000, what: 'the message to die' });
     } finally {

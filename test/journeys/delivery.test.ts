@@ -69,10 +69,13 @@ function signatureProblem(raw: Buffer, headers: IncomingHttpHeaders): string | n
   if (!t || !/^\d+$/.test(t) || v1.length === 0) return `malformed header ${header}`;
   if (Math.abs(Date.now() / 1000 - Number(t)) > 300) return `t=${t} is more than 5 minutes away`;
   const want = createHmac('sha256', SECRET).update(`${t}.`).update(raw).digest();
-  if (!v1.some((v) => /^[0-9a-f]{64}$/.test(v) && timingSafeEqual(Buffer.from(v, 'hex'), want))) return `signature mismatch on ${raw.toString('utf8').slice(0, 80)}`;
+  if (!v1.some((v) => /^[0-9a-f]{64}$/.test(v) && timingSafeEqual(Buffer.from(v, 'hex'), want)))
+    return `signature mismatch on ${raw.toString('utf8').slice(0, 80)}`;
   const body = JSON.parse(raw.toString('utf8')) as { eventId: unknown; type: unknown };
-  if (headers['msgx-event-id'] !== String(body.eventId)) return `msgx-event-id ${String(headers['msgx-event-id'])} is not the signed eventId ${String(body.eventId)}`;
-  if (headers['msgx-event-type'] !== body.type) return `msgx-event-type ${String(headers['msgx-event-type'])} is not the signed type ${String(body.type)}`;
+  if (headers['msgx-event-id'] !== String(body.eventId))
+    return `msgx-event-id ${String(headers['msgx-event-id'])} is not the signed eventId ${String(body.eventId)}`;
+  if (headers['msgx-event-type'] !== body.type)
+    return `msgx-event-type ${String(headers['msgx-event-type'])} is not the signed type ${String(body.type)}`;
   return null;
 }
 
@@ -149,7 +152,8 @@ const pad = (n: number) => String(n).padStart(2, '0');
 function nextFlop(i: number, flid: string): { text: string; apply: () => void } {
   const t = `${DAY}${pad(6 + (i % 12))}${pad(i % 60)}00`;
   const kind = i % 3;
-  const fields: Fields = kind === 0 ? { ETOT: t } : kind === 1 ? { XREM: `delivery remark ${i}` } : { STND: [{ CODE: `S${i}`, BEG: t, END: '' }] };
+  const fields: Fields =
+    kind === 0 ? { ETOT: t } : kind === 1 ? { XREM: `delivery remark ${i}` } : { STND: [{ CODE: `S${i}`, BEG: t, END: '' }] };
   const styp = kind === 0 ? 'ETOT' : kind === 1 ? 'UPDT' : 'STND';
   return {
     text: flop(styp, { seqn: `d${i}`, dttm: t }, flight({ FLID: flid, ...fields })),
@@ -245,7 +249,12 @@ const isChange = (r: Delivered) => r.type.startsWith('FLIGHT_');
 
 function judgeBoth(flids: string[]): void {
   const got = receivedOnce();
-  judge('webhook', got.filter(isChange), got.filter((r) => r.type === 'UPSERT'), flids);
+  judge(
+    'webhook',
+    got.filter(isChange),
+    got.filter((r) => r.type === 'UPSERT'),
+    flids,
+  );
   judge('file sink', fileSinkOnce('msgx.msg'), fileSinkOnce('msgx.schd'), flids);
   // Fan-out: an event is sent only when every publisher took it, so both saw the same changes.
   expect(new Set(got.filter(isChange).map((r) => r.eventId)), 'the same change events at both destinations').toEqual(
@@ -271,7 +280,12 @@ async function judgeWhenDelivered(flids: string[]): Promise<void> {
 }
 
 const cli = async (...args: string[]) =>
-  (await run(process.execPath, [join(ROOT, 'bin/msgx.mjs'), ...args], { env: { ...process.env, MSGX_PG_URL: '', MSGX_TWIN_URL: twin.base }, cwd: ROOT })).stdout;
+  (
+    await run(process.execPath, [join(ROOT, 'bin/msgx.mjs'), ...args], {
+      env: { ...process.env, MSGX_PG_URL: '', MSGX_TWIN_URL: twin.base },
+      cwd: ROOT,
+    })
+  ).stdout;
 
 /** The rows of a table the CLI printed (header, dashes, rows; columns aligned). */
 function cliTable(out: string): Record<string, string>[] {
@@ -279,9 +293,9 @@ function cliTable(out: string): Record<string, string>[] {
   if (lines[0]?.trim() === '(none)') return [];
   const header = lines[0]!;
   const starts = [...header.matchAll(/\S+/g)].map((m) => ({ name: m[0], at: m.index }));
-  return lines.slice(2).map((line) =>
-    Object.fromEntries(starts.map((c, i) => [c.name, line.slice(c.at, starts[i + 1]?.at ?? line.length).trim()])),
-  );
+  return lines
+    .slice(2)
+    .map((line) => Object.fromEntries(starts.map((c, i) => [c.name, line.slice(c.at, starts[i + 1]?.at ?? line.length).trim()])));
 }
 
 // ---- Journeys -----------------------------------------------------------------------------------
@@ -324,8 +338,16 @@ describe('delivery journeys: webhook and file sink, outage, dead event and repla
     const taken = during.filter((p) => p.answered === 200);
     const version = (p: Post) => (JSON.parse(p.value!) as { stateVersion: number }).stateVersion;
     for (const p of during.filter((x) => x.answered === 503)) {
-      if (isChange(p)) expect(taken.map((x) => x.eventId), `change event ${p.eventId} after its 503`).toContain(p.eventId);
-      else expect(taken.some((x) => x.type === p.type && x.key === p.key && version(x) >= version(p)), `state of ${p.key} v${version(p)} after its 503`).toBe(true);
+      if (isChange(p))
+        expect(
+          taken.map((x) => x.eventId),
+          `change event ${p.eventId} after its 503`,
+        ).toContain(p.eventId);
+      else
+        expect(
+          taken.some((x) => x.type === p.type && x.key === p.key && version(x) >= version(p)),
+          `state of ${p.key} v${version(p)} after its 503`,
+        ).toBe(true);
     }
     // Nothing overtook a refused event: per flight, the arrival order of every post (refused ones
     // included) never goes back to an older version once a newer one was taken.
@@ -348,8 +370,16 @@ describe('delivery journeys: webhook and file sink, outage, dead event and repla
     await settled([poison, 'JW1']);
 
     // The operator sees the dead letters: the flight's change event and its state event.
-    const deadOverHttp = async () => ((await (await fetch(`${twin.base}/admin/dead?kind=event`)).json()) as { items: { eventId: number; key: string; lastError: string }[] }).items;
-    await waitFor(async () => (await deadOverHttp()).filter((r) => r.key === poison).length === 2, { timeoutMs: 90_000, what: 'both events of the refused flight to die' });
+    const deadOverHttp = async () =>
+      (
+        (await (await fetch(`${twin.base}/admin/dead?kind=event`)).json()) as {
+          items: { eventId: number; key: string; lastError: string }[];
+        }
+      ).items;
+    await waitFor(async () => (await deadOverHttp()).filter((r) => r.key === poison).length === 2, {
+      timeoutMs: 90_000,
+      what: 'both events of the refused flight to die',
+    });
     const dead = cliTable(await cli('dead', '--kind', 'event')).filter((r) => r.key === poison);
     expect(dead.map((r) => r.type).sort()).toEqual(['FLIGHT_CREATED', 'UPSERT']);
     for (const r of dead) expect(Number(r.attempts)).toBe(MAX_ATTEMPTS);
@@ -362,7 +392,10 @@ describe('delivery journeys: webhook and file sink, outage, dead event and repla
     for (const id of deadIds) expect(posts.filter((p) => p.eventId === id).map((p) => p.answered)).toEqual(Array(MAX_ATTEMPTS).fill(400));
     // No overtaking: the change queued behind the refused one was not posted before it died.
     const lastRefused = posts.reduce((last, p, i) => (p.key === poison && isChange(p) ? i : last), -1);
-    const behindFirst = posts.findIndex((p) => p.key === 'JW1' && isChange(p) && (JSON.parse(p.value!) as { stateVersion: number }).stateVersion === model.get('JW1')!.version);
+    const behindFirst = posts.findIndex(
+      (p) =>
+        p.key === 'JW1' && isChange(p) && (JSON.parse(p.value!) as { stateVersion: number }).stateVersion === model.get('JW1')!.version,
+    );
     expect(behindFirst, 'the change behind the refused event').toBeGreaterThan(lastRefused);
 
     // The receiver is fixed; the operator looks first, then replays those two.
@@ -372,12 +405,31 @@ describe('delivery journeys: webhook and file sink, outage, dead event and repla
     expect(posts.filter((p) => deadIds.includes(p.eventId) && p.answered === 200)).toEqual([]);
     const moved = await cli('replay', '--kind', 'event', '--ids', deadIds.join(','));
     expect(moved).toMatch(/^moved 2$/m);
-    expect(cliTable(moved.split(/\n\s*\n/)[0]!.split('\n').slice(1).join('\n')).map((r) => r.eventId).sort()).toEqual([...deadIds].sort());
+    expect(
+      cliTable(
+        moved
+          .split(/\n\s*\n/)[0]!
+          .split('\n')
+          .slice(1)
+          .join('\n'),
+      )
+        .map((r) => r.eventId)
+        .sort(),
+    ).toEqual([...deadIds].sort());
 
     await judgeWhenDelivered([...flids, poison]);
     // Exactly once each, with the event id the dead letter had; and no dead letters are left.
-    for (const id of deadIds) expect(posts.filter((p) => p.eventId === id && p.answered === 200), `event ${id}`).toHaveLength(1);
-    expect(receivedOnce().filter((r) => r.key === poison).map((r) => r.eventId).sort()).toEqual([...deadIds].sort());
+    for (const id of deadIds)
+      expect(
+        posts.filter((p) => p.eventId === id && p.answered === 200),
+        `event ${id}`,
+      ).toHaveLength(1);
+    expect(
+      receivedOnce()
+        .filter((r) => r.key === poison)
+        .map((r) => r.eventId)
+        .sort(),
+    ).toEqual([...deadIds].sort());
     expect(cliTable(await cli('dead', '--kind', 'event'))).toEqual([]);
   });
 });

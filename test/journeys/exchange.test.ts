@@ -50,7 +50,9 @@ beforeAll(async () => {
     const url = new URL(req.url ?? '/', 'http://check');
     // msgx names the message twice: ?id= and the msgx-txmsg-id header; both must agree.
     const id = url.searchParams.get('id');
-    checkCalls.push(`${url.pathname} ${id === req.headers['msgx-txmsg-id'] ? id : `mismatch ${id}/${String(req.headers['msgx-txmsg-id'])}`}`);
+    checkCalls.push(
+      `${url.pathname} ${id === req.headers['msgx-txmsg-id'] ? id : `mismatch ${id}/${String(req.headers['msgx-txmsg-id'])}`}`,
+    );
     const status = url.pathname === '/check/commit' || (url.pathname === '/check/later' && committedLater) ? 'COMMIT' : 'UNKNOWN';
     res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ status }));
   });
@@ -98,7 +100,8 @@ const pad = (n: number) => String(n).padStart(2, '0');
 function nextFlop(i: number, flid: string): { text: string; fields: Fields } {
   const t = `${DAY}${pad(8 + (i % 10))}${pad(i % 60)}00`;
   const kind = i % 3;
-  const fields: Fields = kind === 0 ? { ETOT: t } : kind === 1 ? { XREM: `journey remark ${i}` } : { GATE: [{ CODE: `J${i}`, BEG: t, END: '' }] };
+  const fields: Fields =
+    kind === 0 ? { ETOT: t } : kind === 1 ? { XREM: `journey remark ${i}` } : { GATE: [{ CODE: `J${i}`, BEG: t, END: '' }] };
   const styp = kind === 0 ? 'ETOT' : kind === 1 ? 'UPDT' : 'GATE';
   return { text: flop(styp, { seqn: `j${i}`, dttm: t }, flight({ FLID: flid, ...fields })), fields };
 }
@@ -115,7 +118,14 @@ async function readFlightOverHttp(flid: string): Promise<Record<string, unknown>
  * show it too (or 30 s pass), then asserts once more for a readable failure.
  */
 async function judgeFlights(flids: string[]): Promise<void> {
-  await waitFor(() => checkFlights(flids).then(() => true, () => false), { timeoutMs: 30_000, what: 'the topics to show the modelled flights' }).catch(() => {});
+  await waitFor(
+    () =>
+      checkFlights(flids).then(
+        () => true,
+        () => false,
+      ),
+    { timeoutMs: 30_000, what: 'the topics to show the modelled flights' },
+  ).catch(() => {});
   await checkFlights(flids);
 }
 
@@ -128,12 +138,14 @@ async function checkFlights(flids: string[]): Promise<void> {
   // msgx.msg: per flight, versions 1..n in partition order (duplicates dropped by event id).
   const msg = await readTopicToEnd(brokers, topicMsg, { timeoutMs: 30_000 });
   const versions = perFlid(msg, (v) => (v as { stateVersion: number }).stateVersion);
-  for (const flid of flids) expect(versions.get(flid), `msgx.msg ${flid}`).toEqual(Array.from({ length: model.get(flid)!.version }, (_, i) => i + 1));
+  for (const flid of flids)
+    expect(versions.get(flid), `msgx.msg ${flid}`).toEqual(Array.from({ length: model.get(flid)!.version }, (_, i) => i + 1));
   // msgx.schd: the last record per flight carries the modelled state.
   const schdRecords = await readTopicToEnd(brokers, topicSchd, { timeoutMs: 30_000 });
   const last = new Map<string, Record<string, unknown>>();
   for (const r of schdRecords) if (r.value) last.set(r.key!, JSON.parse(r.value) as Record<string, unknown>);
-  for (const flid of flids) expect(last.get(flid), `msgx.schd ${flid}`).toMatchObject({ ...model.get(flid)!.fields, stateVersion: model.get(flid)!.version });
+  for (const flid of flids)
+    expect(last.get(flid), `msgx.schd ${flid}`).toMatchObject({ ...model.get(flid)!.fields, stateVersion: model.get(flid)!.version });
 }
 
 function perFlid(records: ReadRecord[], pick: (value: unknown) => number): Map<string, number[]> {
@@ -173,7 +185,12 @@ describe('journeys from outside', () => {
   it('inbox pipeline: a day plan and FLOPs INSERTed into the mailbox end up in the read API and on both topics, in order', async () => {
     const c = await mysql.createConnection({ uri: my.url });
     try {
-      const plan = schd('DNLD', { seqn: 'jplan', dttm: `${DAY}050000`, opdy: DAY, flights: [...mailboxFlids, ...httpFlids].map((f) => flight(planned(f))) });
+      const plan = schd('DNLD', {
+        seqn: 'jplan',
+        dttm: `${DAY}050000`,
+        opdy: DAY,
+        flights: [...mailboxFlids, ...httpFlids].map((f) => flight(planned(f))),
+      });
       await c.query('INSERT INTO CMINMSGS (MSG_TEXT) VALUES (?)', [plan]);
       for (const f of [...mailboxFlids, ...httpFlids]) model.set(f, { fields: planned(f), version: 1 });
       for (let i = 0; i < 12; i++) {
@@ -185,17 +202,23 @@ describe('journeys from outside', () => {
       await settled(mailboxFlids);
       await judgeFlights(mailboxFlids);
       // The owner of the mailbox sees every row marked processed, successfully.
-      await waitFor(async () => {
-        const [rows] = await c.query<mysql.RowDataPacket[]>(`SELECT COUNT(*) AS n FROM CMINMSGS WHERE PROC_STATUS = 'SUCCEEDED' AND DATE_PROCESSED IS NOT NULL`);
-        return Number(rows[0]!.n) === 13;
-      }, { timeoutMs: 30_000, what: 'the mailbox back-fill' });
+      await waitFor(
+        async () => {
+          const [rows] = await c.query<mysql.RowDataPacket[]>(
+            `SELECT COUNT(*) AS n FROM CMINMSGS WHERE PROC_STATUS = 'SUCCEEDED' AND DATE_PROCESSED IS NOT NULL`,
+          );
+          return Number(rows[0]!.n) === 13;
+        },
+        { timeoutMs: 30_000, what: 'the mailbox back-fill' },
+      );
     } finally {
       await c.end();
     }
   });
 
   it('ingress over HTTP: accepted FLOPs change their flights; refused input changes nothing and says why', async () => {
-    const post = (body: string, type = 'application/xml') => fetch(`${twin.base}/cminmsgs/send`, { method: 'POST', headers: { 'content-type': type }, body });
+    const post = (body: string, type = 'application/xml') =>
+      fetch(`${twin.base}/cminmsgs/send`, { method: 'POST', headers: { 'content-type': type }, body });
     for (let i = 100; i < 106; i++) {
       const flid = httpFlids[i % httpFlids.length]!;
       const { text, fields } = nextFlop(i, flid);
@@ -234,9 +257,19 @@ describe('journeys from outside', () => {
   });
 
   it('transactional messages: prepared is not delivered, committed is delivered to the consumer, ack makes it CONSUMED, rollback never arrives', async () => {
-    const prepareBody = (n: number) => ({ topic: txTopic, key: `order-${n}`, payload: { order: n }, checkUrl: `${checkOrigin}/check/never`, checkAfterMs: 600_000 });
+    const prepareBody = (n: number) => ({
+      topic: txTopic,
+      key: `order-${n}`,
+      payload: { order: n },
+      checkUrl: `${checkOrigin}/check/never`,
+      checkAfterMs: 600_000,
+    });
     const call = async (method: string, path: string, body?: unknown) => {
-      const res = await fetch(`${twin.base}${path}`, { method, headers: { 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+      const res = await fetch(`${twin.base}${path}`, {
+        method,
+        headers: { 'content-type': 'application/json' },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
       return { status: res.status, body: (await res.json()) as Record<string, unknown> };
     };
     const a = await call('POST', '/v1/tx-messages', prepareBody(1));
@@ -262,15 +295,28 @@ describe('journeys from outside', () => {
   });
 
   const txCall = async (method: string, path: string, body?: unknown) => {
-    const res = await fetch(`${twin.base}${path}`, { method, headers: { 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+    const res = await fetch(`${twin.base}${path}`, {
+      method,
+      headers: { 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
     return { status: res.status, body: (await res.json()) as Record<string, unknown> };
   };
   const statusOf = async (id: unknown) => (await txCall('GET', `/v1/tx-messages/${String(id)}`)).body.status;
 
   it('transactional check-back: a producer that never commits is asked, and its COMMIT answer delivers the message', async () => {
-    const p = await txCall('POST', '/v1/tx-messages', { topic: txTopic2, key: 'points-1', payload: { points: 10 }, checkUrl: `${checkOrigin}/check/commit`, checkAfterMs: 0 });
+    const p = await txCall('POST', '/v1/tx-messages', {
+      topic: txTopic2,
+      key: 'points-1',
+      payload: { points: 10 },
+      checkUrl: `${checkOrigin}/check/commit`,
+      checkAfterMs: 0,
+    });
     expect(p).toMatchObject({ status: 201, body: { status: 'PREPARED' } });
-    await waitFor(async () => (await statusOf(p.body.id)) === 'DELIVERED', { timeoutMs: 30_000, what: 'the checked-back message to be delivered' });
+    await waitFor(async () => (await statusOf(p.body.id)) === 'DELIVERED', {
+      timeoutMs: 30_000,
+      what: 'the checked-back message to be delivered',
+    });
     expect(checkCalls).toContain(`/check/commit ${String(p.body.id)}`);
     const records = await readTopicToEnd(brokers, txTopic2);
     expect(records.map((r) => [r.key, JSON.parse(r.value!)])).toEqual([['points-1', { points: 10 }]]);
@@ -278,15 +324,27 @@ describe('journeys from outside', () => {
   });
 
   it('transactional dead letter: unanswered check-backs make it DEAD, an operator resend after the producer committed delivers it once', async () => {
-    const p = await txCall('POST', '/v1/tx-messages', { topic: txTopic2, key: 'points-2', payload: { points: 20 }, checkUrl: `${checkOrigin}/check/later`, checkAfterMs: 0 });
+    const p = await txCall('POST', '/v1/tx-messages', {
+      topic: txTopic2,
+      key: 'points-2',
+      payload: { points: 20 },
+      checkUrl: `${checkOrigin}/check/later`,
+      checkAfterMs: 0,
+    });
     expect(p.status).toBe(201);
     // MSGX_TX_CHECK_MAX=2 answers of UNKNOWN: nobody knows whether the producer committed.
-    await waitFor(async () => (await statusOf(p.body.id)) === 'DEAD', { timeoutMs: 30_000, what: 'the message to die after its check-backs' });
+    await waitFor(async () => (await statusOf(p.body.id)) === 'DEAD', {
+      timeoutMs: 30_000,
+      what: 'the message to die after its check-backs',
+    });
     expect(checkCalls.filter((c) => c === `/check/later ${String(p.body.id)}`).length).toBeGreaterThanOrEqual(2);
     committedLater = true;
     const resent = await txCall('POST', `/admin/tx-messages/${String(p.body.id)}/resend`);
     expect(resent.status).toBe(200);
-    await waitFor(async () => (await statusOf(p.body.id)) === 'DELIVERED', { timeoutMs: 30_000, what: 'the resent message to be delivered' });
+    await waitFor(async () => (await statusOf(p.body.id)) === 'DELIVERED', {
+      timeoutMs: 30_000,
+      what: 'the resent message to be delivered',
+    });
     const records = await readTopicToEnd(brokers, txTopic2);
     expect(records.map((r) => r.key)).toEqual(['points-1', 'points-2']);
     expect(JSON.parse(records[1]!.value!)).toEqual({ points: 20 });
@@ -309,7 +367,12 @@ describe('journeys from outside', () => {
       // Upstream answers with the day's flights (sent after the request, in the twin's zone, UTC).
       const now = new Date(Date.now() + 60_000).toISOString().replace(/\D/g, '').slice(0, 14);
       const answered = ['J301', 'J302'];
-      const answer = schd('RESP', { seqn: `resp-${id}`, dttm: now, opdy: day, flights: answered.map((f) => flight({ ...planned(f), OPDY: day })) });
+      const answer = schd('RESP', {
+        seqn: `resp-${id}`,
+        dttm: now,
+        opdy: day,
+        flights: answered.map((f) => flight({ ...planned(f), OPDY: day })),
+      });
       await c.query('INSERT INTO CMINMSGS (MSG_TEXT) VALUES (?)', [answer]);
       for (const f of answered) model.set(f, { fields: { ...planned(f), OPDY: day }, version: 1 });
       await settled(answered);
@@ -322,14 +385,24 @@ describe('journeys from outside', () => {
   // Last: it holds the head for a while (a message msgx cannot process blocks the FIFO until it dies).
   it('replay: an unprocessable message holds the head, dies EXHAUSTED, then the queue moves on; the operator replays it from the CLI', async () => {
     const env = { ...process.env, MSGX_PG_URL: '', MSGX_TWIN_URL: twin.base };
-    const cli = async (...args: string[]) => (await run(process.execPath, [join(ROOT, 'bin/msgx.mjs'), ...args], { env, cwd: ROOT })).stdout;
+    const cli = async (...args: string[]) =>
+      (await run(process.execPath, [join(ROOT, 'bin/msgx.mjs'), ...args], { env, cwd: ROOT })).stdout;
     const post = async (text: string) =>
-      Number(await (await fetch(`${twin.base}/cminmsgs/send`, { method: 'POST', headers: { 'content-type': 'application/xml' }, body: text })).text());
-    const blocker = await post(flop('WXYZ', { seqn: 'j-unsupported', dttm: `${DAY}120000` }, flight({ FLID: 'J102', ETOT: `${DAY}120000` })));
+      Number(
+        await (
+          await fetch(`${twin.base}/cminmsgs/send`, { method: 'POST', headers: { 'content-type': 'application/xml' }, body: text })
+        ).text(),
+      );
+    const blocker = await post(
+      flop('WXYZ', { seqn: 'j-unsupported', dttm: `${DAY}120000` }, flight({ FLID: 'J102', ETOT: `${DAY}120000` })),
+    );
     const behind = nextFlop(300, 'J201');
     const behindId = await post(behind.text);
     // While the unsupported message heads the queue, the one behind it is not applied (FIFO).
-    await waitFor(async () => JSON.parse(await cli('status', '--json')).pipeline.head?.msgId === blocker, { timeoutMs: 30_000, what: 'the blocker at the head' });
+    await waitFor(async () => JSON.parse(await cli('status', '--json')).pipeline.head?.msgId === blocker, {
+      timeoutMs: 30_000,
+      what: 'the blocker at the head',
+    });
     expect(await readFlightOverHttp('J201')).toMatchObject({ stateVersion: model.get('J201')!.version });
     // It dies after its attempts (EXHAUSTED), and the queue moves on.
     apply('J201', behind.fields);
@@ -345,6 +418,9 @@ describe('journeys from outside', () => {
     expect(behindId).toBeGreaterThan(blocker);
     const moved = await cli('replay', '--kind', 'proc', '--ids', String(blocker));
     expect(moved).toMatch(/^moved 1$/m);
-    await waitFor(async () => JSON.parse(await cli('status', '--json')).pipeline.head?.msgId === blocker, { timeoutMs: 30_000, what: 'the replayed message back at the head' });
+    await waitFor(async () => JSON.parse(await cli('status', '--json')).pipeline.head?.msgId === blocker, {
+      timeoutMs: 30_000,
+      what: 'the replayed message back at the head',
+    });
   });
 });

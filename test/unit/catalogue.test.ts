@@ -66,7 +66,7 @@ describe('the role catalogue', () => {
     expect(inTwin.flush).toBeUndefined();
   });
 
-  it('gives every function its thin entry functions/<name>.ts; a scheduled role\'s names the step its catalogue entry does', () => {
+  it("gives every function its thin entry functions/<name>.ts; a scheduled role's names the step its catalogue entry does", () => {
     expect(FUNCTION_ROLES).toEqual(['ingress', ...SCHEDULED_ROLES, 'migrate']);
     for (const fn of FUNCTION_ROLES) {
       const entry = functionEntry(REPO_ROOT, fn);

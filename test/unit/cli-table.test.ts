@@ -18,7 +18,10 @@ describe('CLI tables', () => {
   });
 
   it('keeps columns aligned: each value starts where its header does', () => {
-    const [header, , row] = table([{ a: 1, bb: 'two', c: 'three' }, { a: 10, bb: 'x', c: 'y' }]).split('\n');
+    const [header, , row] = table([
+      { a: 1, bb: 'two', c: 'three' },
+      { a: 10, bb: 'x', c: 'y' },
+    ]).split('\n');
     expect(header!.indexOf('c')).toBe(row!.indexOf('three'));
     expect(header!.indexOf('bb')).toBe(row!.indexOf('two'));
   });

@@ -11,7 +11,14 @@ const d = (text: string) => decode(text, { timezone: tz });
 
 describe('codec: values and structure', () => {
   it('keeps text exactly: leading zeros, no number coercion', () => {
-    const m = d(schd('DNLD', { seqn: '0042', dttm: '20261129083000', opdy: '20261129', flights: [flight({ FLID: '01001', FLNO: '0310', CNTX: '1e3' })] }));
+    const m = d(
+      schd('DNLD', {
+        seqn: '0042',
+        dttm: '20261129083000',
+        opdy: '20261129',
+        flights: [flight({ FLID: '01001', FLNO: '0310', CNTX: '1e3' })],
+      }),
+    );
     expect(m.meta.SEQN).toBe('0042');
     expect(m.identity).toBe('FIMS|SCHD|DNLD|0042');
     const p = m.payload as SchdPayload;
@@ -36,14 +43,44 @@ describe('codec: values and structure', () => {
     expect(f.resources).toEqual({ GATE: [] });
     expect(f.extra).toEqual([
       ['ZZZ', 'z'],
-      ['AAA', [['B', '1'], ['B', '2'], ['C', '']]],
+      [
+        'AAA',
+        [
+          ['B', '1'],
+          ['B', '2'],
+          ['C', ''],
+        ],
+      ],
     ]);
     expect(nodesToJson(f.extra)).toEqual({ ZZZ: 'z', AAA: { B: ['1', '2'], C: '' } });
   });
 
   it('maps resource items with their natural keys and unknown children', () => {
-    const f = (d(flop('GATE', { seqn: 1 }, flight({ FLID: '1', GATE: [{ CODE: 'B12', BEG: '20261129093000', END: '', NOTE: 'x' }], ROUT: [{ SEQ: '1', APCD: 'CAN' }], CSFL: [{ AWCD: 'MU', FLNO: '0001' }] }))).payload as FlopPayload).flights[0]!;
-    expect(f.resources.GATE).toEqual([{ key: 'B12', nodes: [['CODE', 'B12'], ['BEG', '20261129093000'], ['END', ''], ['NOTE', 'x']] }]);
+    const f = (
+      d(
+        flop(
+          'GATE',
+          { seqn: 1 },
+          flight({
+            FLID: '1',
+            GATE: [{ CODE: 'B12', BEG: '20261129093000', END: '', NOTE: 'x' }],
+            ROUT: [{ SEQ: '1', APCD: 'CAN' }],
+            CSFL: [{ AWCD: 'MU', FLNO: '0001' }],
+          }),
+        ),
+      ).payload as FlopPayload
+    ).flights[0]!;
+    expect(f.resources.GATE).toEqual([
+      {
+        key: 'B12',
+        nodes: [
+          ['CODE', 'B12'],
+          ['BEG', '20261129093000'],
+          ['END', ''],
+          ['NOTE', 'x'],
+        ],
+      },
+    ]);
     expect(f.resources.ROUT![0]!.key).toBe('1');
     expect(f.resources.CSFL![0]!.key).toBe('MU|0001');
   });
@@ -58,7 +95,10 @@ describe('codec: values and structure', () => {
   });
 
   it('writes RQFD requests that our own decoder reads back', () => {
-    const text = encodeRqfd({ sender: 'MSGX', receiver: 'FIMS', seqn: '7', at: new Date('2026-11-29T00:30:00Z'), timezone: tz }, '20261130');
+    const text = encodeRqfd(
+      { sender: 'MSGX', receiver: 'FIMS', seqn: '7', at: new Date('2026-11-29T00:30:00Z'), timezone: tz },
+      '20261130',
+    );
     const m = d(text);
     expect(m.meta).toMatchObject({ TYPE: 'RQFD', SEQN: '7', DTTM: '20261129083000' });
     expect(m.body).toEqual([['OPDY', '20261130']]);
@@ -90,7 +130,9 @@ describe('codec: error classes', () => {
       expect(() => d(text)).toThrowError(`${type} requires META/STYP`);
     }
     // Comments and CDATA holding tag-like text are not a second root.
-    expect(d('<MSG><META><SNDR>F</SNDR><SEQN>1</SEQN><TYPE>LDM</TYPE></META><!-- <X/> --><LDM><![CDATA[</MSG><MSG>]]></LDM></MSG>').type).toBe('LDM');
+    expect(
+      d('<MSG><META><SNDR>F</SNDR><SEQN>1</SEQN><TYPE>LDM</TYPE></META><!-- <X/> --><LDM><![CDATA[</MSG><MSG>]]></LDM></MSG>').type,
+    ).toBe('LDM');
   });
 
   it('refuses too many elements and too many bytes without parsing', () => {
@@ -110,13 +152,23 @@ describe('codec: error classes', () => {
     expect(() => d(flop('ETOT', { seqn: 1 }, flight({ FLID: '1', ETOT: 'soon' })))).toThrowError(ProtocolError);
     expect(() => d(flop('GATE', { seqn: 1 }, flight({ FLID: '1', GATE: [{ BEG: '20261129093000' }] })))).toThrowError(/has no CODE/);
     expect(() => d(flop('GATE', { seqn: 1 }, flight({ FLID: '1', GATE: [{ CODE: 'A' }, { CODE: 'A' }] })))).toThrowError(/twice/);
-    expect(() => d(flop('ETOT', { seqn: 1 }, '<FLIGHT><FLID>1</FLID><FLNO>1</FLNO><FLNO>2</FLNO></FLIGHT>'))).toThrowError(/more than once/);
+    expect(() => d(flop('ETOT', { seqn: 1 }, '<FLIGHT><FLID>1</FLID><FLNO>1</FLNO><FLNO>2</FLNO></FLIGHT>'))).toThrowError(
+      /more than once/,
+    );
   });
 
   it('keeps unknown elements named like Object.prototype members as received', () => {
-    const text = flop('UPDT', { seqn: 1 }, '<FLIGHT><FLID>1</FLID><toString>a</toString><valueOf>b</valueOf><toString>c</toString></FLIGHT>');
+    const text = flop(
+      'UPDT',
+      { seqn: 1 },
+      '<FLIGHT><FLID>1</FLID><toString>a</toString><valueOf>b</valueOf><toString>c</toString></FLIGHT>',
+    );
     const p = d(text).payload as FlopPayload;
-    expect(p.flights[0]!.extra).toEqual([['toString', 'a'], ['valueOf', 'b'], ['toString', 'c']]);
+    expect(p.flights[0]!.extra).toEqual([
+      ['toString', 'a'],
+      ['valueOf', 'b'],
+      ['toString', 'c'],
+    ]);
     expect(nodesToJson(p.flights[0]!.extra)).toEqual({ toString: ['a', 'c'], valueOf: 'b' });
   });
 
@@ -129,7 +181,9 @@ describe('codec: error classes', () => {
     expect(JSON.stringify(d(text)).length).toBeLessThan(2 * text.length);
     // The classic bomb (10 levels of ten) would be 10^10 "lol"s: refused before any parsing.
     const levels = Array.from({ length: 9 }, (_, i) => `<!ENTITY lol${i + 1} "${`&lol${i};`.repeat(10)}">`).join('');
-    const bomb = `<?xml version="1.0"?><!DOCTYPE MSG [<!ENTITY lol0 "lol">${levels}]>` + flop('UPDT', { seqn: 1 }, '<FLIGHT><FLID>1</FLID><XREM>&lol9;</XREM></FLIGHT>');
+    const bomb =
+      `<?xml version="1.0"?><!DOCTYPE MSG [<!ENTITY lol0 "lol">${levels}]>` +
+      flop('UPDT', { seqn: 1 }, '<FLIGHT><FLID>1</FLID><XREM>&lol9;</XREM></FLIGHT>');
     expect(() => d(bomb)).toThrowError(MalformedError);
     expect(() => d(bomb)).toThrowError(/DOCTYPE/);
   });

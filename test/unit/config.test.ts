@@ -9,8 +9,22 @@ describe('configuration', () => {
     expect(c.runtime).toBe('twin');
     expect(c.http.port).toBe(8080);
     expect(c.timezone).toBe('Asia/Shanghai');
-    expect(c.pipeline).toMatchObject({ pollIntervalMs: 1000, claimBatch: 50, maxAttempts: 5, backoffInitialMs: 1000, backoffMaxMs: 60_000, headDeadlineMs: 600_000 });
-    expect(c.outbox).toMatchObject({ topicMsg: 'msgx.msg', topicSchd: 'msgx.schd', topicPartitions: 6, maxRetryCount: 10, initialBackoffMs: 5000, maxBackoffMs: 300_000 });
+    expect(c.pipeline).toMatchObject({
+      pollIntervalMs: 1000,
+      claimBatch: 50,
+      maxAttempts: 5,
+      backoffInitialMs: 1000,
+      backoffMaxMs: 60_000,
+      headDeadlineMs: 600_000,
+    });
+    expect(c.outbox).toMatchObject({
+      topicMsg: 'msgx.msg',
+      topicSchd: 'msgx.schd',
+      topicPartitions: 6,
+      maxRetryCount: 10,
+      initialBackoffMs: 5000,
+      maxBackoffMs: 300_000,
+    });
     expect(c.txmsg.redeliveryScheduleMs).toEqual([0, 60_000, 240_000, 600_000, 1_800_000, 3_600_000]);
     expect(c.txmsg.checkMax).toBe(15);
   });
@@ -30,26 +44,58 @@ describe('configuration', () => {
 
   // README "Configuration": every interval and batch size must be positive (a zero poll interval is a busy loop).
   const POSITIVE_DURATIONS = [
-    'MSGX_BACKOFF_INITIAL', 'MSGX_BACKOFF_MAX', 'MSGX_HEAD_DEADLINE', 'MSGX_BACKFILL_INITIAL', 'MSGX_BACKFILL_MAX',
-    'MSGX_DELIVERY_PUBLISH_TIMEOUT', 'MSGX_DELIVERY_INITIAL_BACKOFF', 'MSGX_DELIVERY_MAX_BACKOFF', 'MSGX_DELIVERY_LEASE',
-    'MSGX_SCHD_FLUSH_PERIOD', 'MSGX_DELIVERY_POLL_INTERVAL', 'MSGX_TX_CHECK_INTERVAL', 'MSGX_TX_RETENTION', 'MSGX_REQUEST_TIMEOUT',
-    'MSGX_HTTP_REQUEST_TIMEOUT', 'MSGX_STALE_TARGET_AFTER',
+    'MSGX_BACKOFF_INITIAL',
+    'MSGX_BACKOFF_MAX',
+    'MSGX_HEAD_DEADLINE',
+    'MSGX_BACKFILL_INITIAL',
+    'MSGX_BACKFILL_MAX',
+    'MSGX_DELIVERY_PUBLISH_TIMEOUT',
+    'MSGX_DELIVERY_INITIAL_BACKOFF',
+    'MSGX_DELIVERY_MAX_BACKOFF',
+    'MSGX_DELIVERY_LEASE',
+    'MSGX_SCHD_FLUSH_PERIOD',
+    'MSGX_DELIVERY_POLL_INTERVAL',
+    'MSGX_TX_CHECK_INTERVAL',
+    'MSGX_TX_RETENTION',
+    'MSGX_REQUEST_TIMEOUT',
+    'MSGX_HTTP_REQUEST_TIMEOUT',
+    'MSGX_STALE_TARGET_AFTER',
   ];
   const POSITIVE_COUNTS = [
-    'MSGX_POLL_INTERVAL_MS', 'MSGX_CLAIM_BATCH', 'MSGX_GROUP_COMMIT', 'MSGX_MAX_ATTEMPTS', 'MSGX_MAX_BODY_BYTES',
-    'MSGX_TOPIC_PARTITIONS', 'MSGX_DELIVERY_BATCH_SIZE', 'MSGX_DELIVERY_MAX_RETRY_COUNT', 'MSGX_SCHD_FLUSH_LIMIT',
-    'MSGX_TX_CHECK_MAX', 'MSGX_TX_REDELIVERY_BATCH',
-    'MSGX_HISTORY_RETENTION_DAYS', 'MSGX_PROC_RETENTION_DAYS', 'MSGX_SNAP_LOG_RETENTION_DAYS',
+    'MSGX_POLL_INTERVAL_MS',
+    'MSGX_CLAIM_BATCH',
+    'MSGX_GROUP_COMMIT',
+    'MSGX_MAX_ATTEMPTS',
+    'MSGX_MAX_BODY_BYTES',
+    'MSGX_TOPIC_PARTITIONS',
+    'MSGX_DELIVERY_BATCH_SIZE',
+    'MSGX_DELIVERY_MAX_RETRY_COUNT',
+    'MSGX_SCHD_FLUSH_LIMIT',
+    'MSGX_TX_CHECK_MAX',
+    'MSGX_TX_REDELIVERY_BATCH',
+    'MSGX_HISTORY_RETENTION_DAYS',
+    'MSGX_PROC_RETENTION_DAYS',
+    'MSGX_SNAP_LOG_RETENTION_DAYS',
   ];
-  it.each(POSITIVE_DURATIONS.flatMap((v) => ['0s', '0', '0ms'].map((zero) => [v, zero])))('refuses %s=%s: intervals must be positive', (name, zero) => {
-    expect(() => loadConfig({ [name]: zero })).toThrow(new RegExp(`${name}: "${zero}" must be a positive duration`));
-  });
-  it.each(POSITIVE_COUNTS.flatMap((v) => ['0', '-1'].map((n) => [v, n])))('refuses %s=%s: counts and batch sizes must be positive', (name, n) => {
-    expect(() => loadConfig({ [name]: n })).toThrow(new RegExp(`${name}:`));
-  });
+  it.each(POSITIVE_DURATIONS.flatMap((v) => ['0s', '0', '0ms'].map((zero) => [v, zero])))(
+    'refuses %s=%s: intervals must be positive',
+    (name, zero) => {
+      expect(() => loadConfig({ [name]: zero })).toThrow(new RegExp(`${name}: "${zero}" must be a positive duration`));
+    },
+  );
+  it.each(POSITIVE_COUNTS.flatMap((v) => ['0', '-1'].map((n) => [v, n])))(
+    'refuses %s=%s: counts and batch sizes must be positive',
+    (name, n) => {
+      expect(() => loadConfig({ [name]: n })).toThrow(new RegExp(`${name}:`));
+    },
+  );
   it('refuses a zero batch size or interval in a target override', () => {
-    expect(() => loadConfig({ MSGX_DELIVERY_TARGET_OVERRIDES: '{"msg":{"batchSize":0}}' })).toThrow(/MSGX_DELIVERY_TARGET_OVERRIDES: msg.batchSize/);
-    expect(() => loadConfig({ MSGX_DELIVERY_TARGET_OVERRIDES: '{"msg":{"initialBackoff":"0s"}}' })).toThrow(/MSGX_DELIVERY_TARGET_OVERRIDES: msg.initialBackoff: must be positive/);
+    expect(() => loadConfig({ MSGX_DELIVERY_TARGET_OVERRIDES: '{"msg":{"batchSize":0}}' })).toThrow(
+      /MSGX_DELIVERY_TARGET_OVERRIDES: msg.batchSize/,
+    );
+    expect(() => loadConfig({ MSGX_DELIVERY_TARGET_OVERRIDES: '{"msg":{"initialBackoff":"0s"}}' })).toThrow(
+      /MSGX_DELIVERY_TARGET_OVERRIDES: msg.initialBackoff: must be positive/,
+    );
   });
   it('MSGX_GAP_GRACE: 3s by default, 0s means never wait, not longer than the head deadline, a bad value named', () => {
     expect(loadConfig({}).pipeline).toMatchObject({ gapGraceMs: 3000, holeRecheckMs: 600_000 });
@@ -67,8 +113,12 @@ describe('configuration', () => {
   it('refuses the embedded database in the cloud; Kafka and the mailbox only where bound', () => {
     expect(() => loadConfig({ AWS_LAMBDA_FUNCTION_NAME: 'msgx-pump' })).toThrow(/MSGX_PG_URL: required in the cloud/);
     // The poller is bound to no brokers, the dispatcher and the migrator to no mailbox (docs/deploy.md).
-    expect(loadConfig({ MSGX_RUNTIME: 'lambda', MSGX_PG_URL: 'postgres://u@db/msgx', MSGX_MAILBOX_URL: 'mysql://u@mb/box' }).kafka.brokers).toEqual([]);
-    expect(loadConfig({ MSGX_RUNTIME: 'lambda', MSGX_PG_URL: 'postgres://u@db/msgx', MSGX_KAFKA_BROKERS: 'b1:9098' }).mailboxUrl).toBeUndefined();
+    expect(
+      loadConfig({ MSGX_RUNTIME: 'lambda', MSGX_PG_URL: 'postgres://u@db/msgx', MSGX_MAILBOX_URL: 'mysql://u@mb/box' }).kafka.brokers,
+    ).toEqual([]);
+    expect(
+      loadConfig({ MSGX_RUNTIME: 'lambda', MSGX_PG_URL: 'postgres://u@db/msgx', MSGX_KAFKA_BROKERS: 'b1:9098' }).mailboxUrl,
+    ).toBeUndefined();
     const ok = loadConfig({
       MSGX_RUNTIME: 'lambda',
       MSGX_PG_URL: 'postgres://u@db/msgx',
@@ -78,9 +128,12 @@ describe('configuration', () => {
     expect(ok.kafka.brokers).toEqual(['b1:9098', 'b2:9098']);
   });
 
-  it.each(['MSGX_KAFKA_ACKS', 'MSGX_KAFKA_IDEMPOTENT', 'MSGX_PRODUCER_MAX_IN_FLIGHT_REQUESTS'])('refuses %s: the producer safety settings cannot be weakened', (name) => {
-    expect(() => loadConfig({ [name]: '1' })).toThrow(new RegExp(`${name}: the Kafka producer is always idempotent with acks=all`));
-  });
+  it.each(['MSGX_KAFKA_ACKS', 'MSGX_KAFKA_IDEMPOTENT', 'MSGX_PRODUCER_MAX_IN_FLIGHT_REQUESTS'])(
+    'refuses %s: the producer safety settings cannot be weakened',
+    (name) => {
+      expect(() => loadConfig({ [name]: '1' })).toThrow(new RegExp(`${name}: the Kafka producer is always idempotent with acks=all`));
+    },
+  );
 
   it('shadow mode publishes to .shadow topics', () => {
     const c = loadConfig({ MSGX_SHADOW: '1' });

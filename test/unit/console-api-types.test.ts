@@ -67,7 +67,10 @@ describe('the console reads the JSON the admin API sends', () => {
     expectTypeOf<Answer<typeof resend>>().toExtend<Console.ResendJson>();
     expectTypeOf<Omit<MessageTrace, 'snapshot'>>().toExtend<Omit<Console.MessageTraceJson, 'snapshot'>>();
     // GET /admin/tx-messages/{id}/trace: { message: { ...toView(row), deadPhase: row.dead_phase }, trace }
-    expectTypeOf<{ message: TxMessageView & { deadPhase: TxRow['dead_phase'] }; trace: Answer<typeof readTrace> }>().toExtend<Console.TxTraceJson>();
+    expectTypeOf<{
+      message: TxMessageView & { deadPhase: TxRow['dead_phase'] };
+      trace: Answer<typeof readTrace>;
+    }>().toExtend<Console.TxTraceJson>();
     // GET /admin/events: the source's events without their values.
     expectTypeOf<{ items: Omit<Answer<typeof eventsBySource>[number], 'value'>[] }>().toExtend<Console.SourceEventsJson>();
   });

@@ -38,7 +38,17 @@ describe('the console script', () => {
     expect(js).not.toMatch(/^\s*(import|export)\s/m); // bundled: nothing left to load
     expect(js).not.toMatch(/\brequire\(|["']node:/);
     for (const f of readdirSync(join(CONSOLE, 'src'))) expect(js, f).toContain(`lib/http/console/src/${f}`);
-    for (const route of ['/admin/stats', '/admin/throughput?minutes=60', '/admin/dead?', '/admin/replay', '/admin/trace/', '/admin/tx-messages/', '/admin/events?sourceKind=txmsg', '/admin/pause', '/admin/resume'])
+    for (const route of [
+      '/admin/stats',
+      '/admin/throughput?minutes=60',
+      '/admin/dead?',
+      '/admin/replay',
+      '/admin/trace/',
+      '/admin/tx-messages/',
+      '/admin/events?sourceKind=txmsg',
+      '/admin/pause',
+      '/admin/resume',
+    ])
       expect(js, route).toContain(route);
     expect(js).toContain('"x-msgx-actor": "console"');
     // Valid JavaScript as a module (node parses it; running it needs a DOM).
@@ -74,7 +84,15 @@ describe('the console script', () => {
   it('is served at /console/app.js to an operator, the same on every request, and refused to anyone else', async () => {
     const route = consoleRoutes.find((r) => r.path === '/console/{asset}')!;
     const ctx = { config: { http: {} } } as unknown as AppContext;
-    const req = { method: 'GET', path: '/console/app.js', headers: {}, query: {}, body: '', params: { asset: 'app.js' }, isAdmin: true } as HttpRequest;
+    const req = {
+      method: 'GET',
+      path: '/console/app.js',
+      headers: {},
+      query: {},
+      body: '',
+      params: { asset: 'app.js' },
+      isAdmin: true,
+    } as HttpRequest;
     const [a, b] = [await route.handle(req, ctx), await route.handle(req, ctx)];
     expect(a.status).toBe(200);
     expect(a.headers?.['content-type']).toBe('text/javascript; charset=utf-8');

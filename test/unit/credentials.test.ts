@@ -30,7 +30,11 @@ describe('connection settings built from secrets and config', () => {
 
   it('MySQL: TLS only with a CA, verifying the certificate (and host name)', () => {
     expect(mysqlPoolConfig('mysql://u@h/db', {}).ssl).toBeUndefined();
-    expect(mysqlPoolConfig('mysql://u@h/db', { ssl: { ca: 'PEM' } }).ssl).toEqual({ ca: 'PEM', rejectUnauthorized: true, verifyIdentity: true });
+    expect(mysqlPoolConfig('mysql://u@h/db', { ssl: { ca: 'PEM' } }).ssl).toEqual({
+      ca: 'PEM',
+      rejectUnauthorized: true,
+      verifyIdentity: true,
+    });
     // An IP address cannot be checked against the certificate by mysql2: refused, by name.
     expect(() => mysqlPoolConfig('mysql://u@10.0.0.7/db', { ssl: { ca: 'PEM' } })).toThrow(/10\.0\.0\.7 is an IP address/);
     expect(() => mysqlPoolConfig('mysql://u@[::1]/db', { ssl: { ca: 'PEM' } })).toThrow(/::1 is an IP address/);
@@ -38,12 +42,16 @@ describe('connection settings built from secrets and config', () => {
   });
 
   it('recognises refused logins by SQLSTATE / MySQL error, nothing else', () => {
-    expect([isPgAuthError({ code: '28P01' }), isPgAuthError({ code: '28000' }), isPgAuthError({ code: '57P01' })]).toEqual([true, true, false]);
-    expect([isMysqlAuthError({ code: 'ER_ACCESS_DENIED_ERROR' }), isMysqlAuthError({ errno: 1045 }), isMysqlAuthError({ code: 'ECONNRESET' })]).toEqual([
+    expect([isPgAuthError({ code: '28P01' }), isPgAuthError({ code: '28000' }), isPgAuthError({ code: '57P01' })]).toEqual([
       true,
       true,
       false,
     ]);
+    expect([
+      isMysqlAuthError({ code: 'ER_ACCESS_DENIED_ERROR' }),
+      isMysqlAuthError({ errno: 1045 }),
+      isMysqlAuthError({ code: 'ECONNRESET' }),
+    ]).toEqual([true, true, false]);
   });
 });
 
@@ -60,7 +68,12 @@ describe('retryOnAuthFailure', () => {
         if (refreshes < 3) throw refused;
         return 'ok';
       },
-      { isAuthError: isPgAuthError, refresh: async () => void refreshes++, delaysMs: [0, 100, 200, 400], sleep: async (ms) => void slept.push(ms) },
+      {
+        isAuthError: isPgAuthError,
+        refresh: async () => void refreshes++,
+        delaysMs: [0, 100, 200, 400],
+        sleep: async (ms) => void slept.push(ms),
+      },
     );
     expect({ r, calls, refreshes, slept }).toEqual({ r: 'ok', calls: 4, refreshes: 3, slept: [100, 200] });
   });

@@ -9,7 +9,9 @@ import { describe, expect, it } from 'vitest';
  * nothing cites the design documents that are not in the repository.
  */
 const ROOT = join(import.meta.dirname, '..', '..');
-const SELF = relative(ROOT, import.meta.filename).split('\\').join('/');
+const SELF = relative(ROOT, import.meta.filename)
+  .split('\\')
+  .join('/');
 const CODE_DIRS = ['lib', 'functions', 'infra-cdk', 'test', 'bench', 'scripts', 'examples'];
 
 function files(dir: string, ext: RegExp): string[] {

@@ -28,7 +28,9 @@ describe('architecture lint', () => {
   it("refuses a file off a module's surface, outside the module only", async () => {
     const off = await lintAs('lib/flights/probe.ts', `import { decideRun } from '../outbox/decide.ts';\nexport const x = decideRun;\n`);
     expect(off).toEqual([expect.stringMatching(/^import-x\/no-restricted-paths: .*Not on lib\/outbox's surface/)]);
-    expect(await lintAs('lib/flights/probe.ts', `import { enqueueEvents } from '../outbox/enqueue.ts';\nexport const x = enqueueEvents;\n`)).toEqual([]);
+    expect(
+      await lintAs('lib/flights/probe.ts', `import { enqueueEvents } from '../outbox/enqueue.ts';\nexport const x = enqueueEvents;\n`),
+    ).toEqual([]);
     // Inside the module every file is reachable.
     expect(await lintAs('lib/outbox/probe.ts', `import { decideRun } from './decide.ts';\nexport const x = decideRun;\n`)).toEqual([]);
     // Type-only imports are imports too.
@@ -37,12 +39,17 @@ describe('architecture lint', () => {
   }, 120_000);
 
   it('refuses a domain importing a runner or the composition root', async () => {
-    const r = await lintAs('lib/pipeline/probe.ts', `import { runWorker } from '../jobs/worker.ts';\nimport { buildContext } from '../app/buildContext.ts';\nexport const x = [runWorker, buildContext];\n`);
+    const r = await lintAs(
+      'lib/pipeline/probe.ts',
+      `import { runWorker } from '../jobs/worker.ts';\nimport { buildContext } from '../app/buildContext.ts';\nexport const x = [runWorker, buildContext];\n`,
+    );
     expect(r).toEqual([
       expect.stringMatching(/never imports the runners/),
       expect.stringMatching(/imports only the AppContext type and the role contract from lib\/app/),
     ]);
-    expect(await lintAs('lib/pipeline/probe.ts', `import type { AppContext } from '../app/context.ts';\nexport type X = AppContext;\n`)).toEqual([]);
+    expect(
+      await lintAs('lib/pipeline/probe.ts', `import type { AppContext } from '../app/context.ts';\nexport type X = AppContext;\n`),
+    ).toEqual([]);
   }, 120_000);
 
   it('msgx/no-import-cycle reports a cycle of type-only imports, naming it, and passes a chain', () => {

@@ -18,10 +18,22 @@ import { memoryLog } from '../helpers/kafka.ts';
 
 const require = createRequire(import.meta.url);
 const { createErrorFromCode } = require('kafkajs/src/protocol/error.js') as { createErrorFromCode: (code: number) => Error };
-const { KafkaJSNumberOfRetriesExceeded, KafkaJSNonRetriableError, KafkaJSConnectionError, KafkaJSRequestTimeoutError, KafkaJSBrokerNotFound } =
-  kafkajs as unknown as Record<string, new (e: unknown, o?: unknown) => Error>;
+const {
+  KafkaJSNumberOfRetriesExceeded,
+  KafkaJSNonRetriableError,
+  KafkaJSConnectionError,
+  KafkaJSRequestTimeoutError,
+  KafkaJSBrokerNotFound,
+} = kafkajs as unknown as Record<string, new (e: unknown, o?: unknown) => Error>;
 
-const code = { UNKNOWN_TOPIC_OR_PARTITION: 3, LEADER_NOT_AVAILABLE: 5, REQUEST_TIMED_OUT: 7, MESSAGE_TOO_LARGE: 10, RECORD_LIST_TOO_LARGE: 18, TOPIC_AUTHORIZATION_FAILED: 29 };
+const code = {
+  UNKNOWN_TOPIC_OR_PARTITION: 3,
+  LEADER_NOT_AVAILABLE: 5,
+  REQUEST_TIMED_OUT: 7,
+  MESSAGE_TOO_LARGE: 10,
+  RECORD_LIST_TOO_LARGE: 18,
+  TOPIC_AUTHORIZATION_FAILED: 29,
+};
 // How kafkajs' retrier wraps what the broker said (src/retry/index.js).
 const retried = (e: Error) => new KafkaJSNumberOfRetriesExceeded!(e, { retryCount: 5, retryTime: 1000 });
 const bailed = (e: Error) => new KafkaJSNonRetriableError!(e, { cause: e });
@@ -29,16 +41,38 @@ const sysErr = (c: string) => Object.assign(new Error(`connect ${c} 127.0.0.1:1`
 
 describe('Kafka errors → effect', () => {
   const table: [string, Error, FailureKind, RegExp][] = [
-    ['unknown topic, after kafkajs retried the metadata miss', retried(createErrorFromCode(code.UNKNOWN_TOPIC_OR_PARTITION)), 'event', /UNKNOWN_TOPIC_OR_PARTITION/],
+    [
+      'unknown topic, after kafkajs retried the metadata miss',
+      retried(createErrorFromCode(code.UNKNOWN_TOPIC_OR_PARTITION)),
+      'event',
+      /UNKNOWN_TOPIC_OR_PARTITION/,
+    ],
     ['record too large', bailed(createErrorFromCode(code.MESSAGE_TOO_LARGE)), 'event', /MESSAGE_TOO_LARGE/],
     ['batch too large', bailed(createErrorFromCode(code.RECORD_LIST_TOO_LARGE)), 'event', /RECORD_LIST_TOO_LARGE/],
     ['topic authorisation denied', bailed(createErrorFromCode(code.TOPIC_AUTHORIZATION_FAILED)), 'event', /TOPIC_AUTHORIZATION_FAILED/],
     ['invalid topic (client-side refusal)', new KafkaJSNonRetriableError!('Invalid topic'), 'event', /Invalid topic/],
-    ['connection refused, retries spent', retried(new KafkaJSConnectionError!('Connection error: connect ECONNREFUSED 127.0.0.1:1', { broker: '127.0.0.1:1', code: 'ECONNREFUSED' })), 'outage', /ECONNREFUSED/],
+    [
+      'connection refused, retries spent',
+      retried(
+        new KafkaJSConnectionError!('Connection error: connect ECONNREFUSED 127.0.0.1:1', { broker: '127.0.0.1:1', code: 'ECONNREFUSED' }),
+      ),
+      'outage',
+      /ECONNREFUSED/,
+    ],
     ['DNS failure', retried(new KafkaJSConnectionError!('getaddrinfo ENOTFOUND nowhere', { code: 'ENOTFOUND' })), 'outage', /ENOTFOUND/],
     ['no broker in the metadata', new KafkaJSBrokerNotFound!('No brokers in the broker pool'), 'outage', /No brokers/],
-    ['no leader (election in progress), retries spent', retried(createErrorFromCode(code.LEADER_NOT_AVAILABLE)), 'outage', /LEADER_NOT_AVAILABLE/],
-    ['a request timed out on the client', retried(new KafkaJSRequestTimeoutError!('Request Produce(key: 0, version: 7) timed out')), 'timeout', /timed out/],
+    [
+      'no leader (election in progress), retries spent',
+      retried(createErrorFromCode(code.LEADER_NOT_AVAILABLE)),
+      'outage',
+      /LEADER_NOT_AVAILABLE/,
+    ],
+    [
+      'a request timed out on the client',
+      retried(new KafkaJSRequestTimeoutError!('Request Produce(key: 0, version: 7) timed out')),
+      'timeout',
+      /timed out/,
+    ],
     ['the broker says the request timed out', retried(createErrorFromCode(code.REQUEST_TIMED_OUT)), 'timeout', /REQUEST_TIMED_OUT/],
     ['a plain socket error', sysErr('ECONNREFUSED'), 'outage', /ECONNREFUSED/],
   ];
@@ -55,7 +89,11 @@ describe('webhook (fetch) errors → effect', () => {
     ['unknown host', new TypeError('fetch failed', { cause: sysErr('ENOTFOUND') }), 'outage'],
     ['its own timeout', new DOMException('The operation was aborted due to timeout', 'TimeoutError'), 'timeout'],
     ['the publish deadline', new DOMException('This operation was aborted', 'AbortError'), 'timeout'],
-    ['the socket closed mid-answer', new TypeError('fetch failed', { cause: Object.assign(new Error('other side closed'), { code: 'UND_ERR_SOCKET' }) }), 'timeout'],
+    [
+      'the socket closed mid-answer',
+      new TypeError('fetch failed', { cause: Object.assign(new Error('other side closed'), { code: 'UND_ERR_SOCKET' }) }),
+      'timeout',
+    ],
   ];
   test.each(table)('%s', (_what, err, kind) => expect(classifyFetchError(err)).toBe(kind));
 });
@@ -106,11 +144,21 @@ async function rowsOf(ids: number[]) {
 describe('a round applies the table', () => {
   test('a timeout while the destination answers its probe spends attempts: DEAD after the budget, the next event delivered', async () => {
     const { clock, ctx } = setup();
-    const ids = await enqueueEvents(db, [1, 2, 3].map((n) => ({ target: 'tx:t', key: 'k', type: 'T', value: { n } })), { now: clock.now() });
-    const pub = new ScriptedPublisher((r) => (r.eventId === ids[0] ? { ok: false, error: 'publish timeout after 3000ms', timedOut: true } : { ok: true }));
+    const ids = await enqueueEvents(
+      db,
+      [1, 2, 3].map((n) => ({ target: 'tx:t', key: 'k', type: 'T', value: { n } })),
+      { now: clock.now() },
+    );
+    const pub = new ScriptedPublisher((r) =>
+      r.eventId === ids[0] ? { ok: false, error: 'publish timeout after 3000ms', timedOut: true } : { ok: true },
+    );
     await dispatchOnce(ctx, [pub]);
     expect(pub.probes).toBe(1);
-    expect((await rowsOf(ids)).map((r) => [r.status, r.attempts])).toEqual([['PENDING', 1], ['PENDING', 0], ['PENDING', 0]]);
+    expect((await rowsOf(ids)).map((r) => [r.status, r.attempts])).toEqual([
+      ['PENDING', 1],
+      ['PENDING', 0],
+      ['PENDING', 0],
+    ]);
     expect((await rowsOf(ids))[0]!.last_error).toMatch(/publish timeout after 3000ms \(the destination answers otherwise/);
     clock.advance(5_000);
     await dispatchOnce(ctx, [pub]);
@@ -121,7 +169,11 @@ describe('a round applies the table', () => {
 
   test('a timeout while the destination does not answer is an outage: no attempt, the target stalled until it is back', async () => {
     const { clock, ctx } = setup();
-    const ids = await enqueueEvents(db, [1, 2].map((n) => ({ target: 'tx:t', key: 'k', type: 'T', value: { n } })), { now: clock.now() });
+    const ids = await enqueueEvents(
+      db,
+      [1, 2].map((n) => ({ target: 'tx:t', key: 'k', type: 'T', value: { n } })),
+      { now: clock.now() },
+    );
     let down = true;
     const pub = new ScriptedPublisher(() => (down ? { ok: false, error: 'publish timeout after 3000ms', timedOut: true } : { ok: true }));
     pub.reachable = false;
@@ -131,16 +183,27 @@ describe('a round applies the table', () => {
       clock.advance(5_000);
     }
     const held = await rowsOf(ids);
-    expect(held.map((r) => [r.status, r.attempts])).toEqual([['PENDING', 0], ['PENDING', 0]]);
+    expect(held.map((r) => [r.status, r.attempts])).toEqual([
+      ['PENDING', 0],
+      ['PENDING', 0],
+    ]);
     expect(held[0]!.stalled_since).toEqual(since);
     expect(held[0]!.last_error).toMatch(/destination unreachable: connect ECONNREFUSED/);
     const [backlog] = await pendingByTarget(db, clock.now());
-    expect(backlog).toMatchObject({ target: 'tx:t', stalledSince: since, stalledSeconds: 25, headLastError: expect.stringMatching(/unreachable/) });
+    expect(backlog).toMatchObject({
+      target: 'tx:t',
+      stalledSince: since,
+      stalledSeconds: 25,
+      headLastError: expect.stringMatching(/unreachable/),
+    });
 
     down = false;
     pub.reachable = true;
     await dispatchOnce(ctx, [pub]);
-    expect((await rowsOf(ids)).map((r) => [r.status, r.attempts, r.stalled_since])).toEqual([['SENT', 0, null], ['SENT', 0, null]]);
+    expect((await rowsOf(ids)).map((r) => [r.status, r.attempts, r.stalled_since])).toEqual([
+      ['SENT', 0, null],
+      ['SENT', 0, null],
+    ]);
   });
 
   test('an outage reported by the publisher itself needs no probe', async () => {

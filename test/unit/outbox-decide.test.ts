@@ -30,10 +30,23 @@ const row = (id: number, attempts: number): ClaimedRow => ({
 describe('delivery outcome rules', () => {
   it('an unreachable destination keeps the attempts and retries after the initial backoff, holding the target', () => {
     const rows = [row(1, 2), row(2, 0)];
-    const results: PublishResult[][] = [[{ ok: false, error: 'KafkaJSConnectionError: connect ECONNREFUSED', unavailable: true }, { ok: false, error: 'not sent', notAttempted: true }]];
+    const results: PublishResult[][] = [
+      [
+        { ok: false, error: 'KafkaJSConnectionError: connect ECONNREFUSED', unavailable: true },
+        { ok: false, error: 'not sent', notAttempted: true },
+      ],
+    ];
     const { updates } = decideRun({ pubs: [pub], settings, now, sent: rows, results });
     expect(updates).toEqual([
-      { id: 1, status: 'PENDING', attempts: 2, nextAt: new Date(now.getTime() + 5000), error: 'kafka: KafkaJSConnectionError: connect ECONNREFUSED', sentAs: null, stalled: true },
+      {
+        id: 1,
+        status: 'PENDING',
+        attempts: 2,
+        nextAt: new Date(now.getTime() + 5000),
+        error: 'kafka: KafkaJSConnectionError: connect ECONNREFUSED',
+        sentAs: null,
+        stalled: true,
+      },
       { id: 2, status: 'PENDING', attempts: 0, nextAt: null, error: null, sentAs: null },
     ]);
   });
@@ -52,7 +65,9 @@ describe('delivery outcome rules', () => {
 describe('an ordinary run: nothing overtakes a failed event', () => {
   it('rows after the first failure go back to PENDING uncharged, and their failures are not recorded', () => {
     const rows = [row(1, 0), row(2, 0), row(3, 1), row(4, 0)];
-    const results: PublishResult[][] = [[{ ok: true, partition: 2, offset: 7 }, { ok: false, error: 'INVALID_RECORD' }, { ok: false, error: 'INVALID_RECORD' }, { ok: true }]];
+    const results: PublishResult[][] = [
+      [{ ok: true, partition: 2, offset: 7 }, { ok: false, error: 'INVALID_RECORD' }, { ok: false, error: 'INVALID_RECORD' }, { ok: true }],
+    ];
     const { updates, outcomes } = decideRun({ pubs: [pub], settings, now, sent: rows, results });
     expect(updates.map((u) => [u.id, u.status, u.attempts, u.error])).toEqual([
       [1, 'SENT', 0, null],
@@ -85,7 +100,14 @@ describe('the schd flush: one record per FLID stands for its group', () => {
   });
 
   it('a failed flight backs off on its newest version alone and holds no other flight', () => {
-    const { updates } = decideSchdFlush({ pubs: [pub], settings, now, sent, claimed, results: [[{ ok: true }, { ok: false, error: 'INVALID_RECORD' }]] });
+    const { updates } = decideSchdFlush({
+      pubs: [pub],
+      settings,
+      now,
+      sent,
+      claimed,
+      results: [[{ ok: true }, { ok: false, error: 'INVALID_RECORD' }]],
+    });
     expect(updates.map((u) => [u.id, u.status, u.attempts, u.nextAt])).toEqual([
       [2, 'SENT', 0, null],
       [3, 'PENDING', 1, new Date(now.getTime() + 5000)],
@@ -94,7 +116,19 @@ describe('the schd flush: one record per FLID stands for its group', () => {
   });
 
   it('a newest version that dies takes the versions it stands for with it; one not attempted is not charged', () => {
-    const dead = decideSchdFlush({ pubs: [pub], settings, now, sent: [member(2, 2), member(3, 3, 2)], claimed: [member(1, 3), member(2, 2), member(3, 3, 2)], results: [[{ ok: false, error: 'x', notAttempted: true }, { ok: false, error: 'MESSAGE_TOO_LARGE' }]] });
+    const dead = decideSchdFlush({
+      pubs: [pub],
+      settings,
+      now,
+      sent: [member(2, 2), member(3, 3, 2)],
+      claimed: [member(1, 3), member(2, 2), member(3, 3, 2)],
+      results: [
+        [
+          { ok: false, error: 'x', notAttempted: true },
+          { ok: false, error: 'MESSAGE_TOO_LARGE' },
+        ],
+      ],
+    });
     expect(dead.updates.map((u) => [u.id, u.status, u.attempts, u.sentAs])).toEqual([
       [2, 'PENDING', 0, null],
       [3, 'DEAD', 3, null],

@@ -87,7 +87,10 @@ describe('ordinary targets', () => {
 
   test('one batch per round per target, and `more` says a full batch was sent', async () => {
     const { clock, ctx } = setup({ MSGX_DELIVERY_BATCH_SIZE: '10' });
-    await enqueue(clock, Array.from({ length: 25 }, (_, i) => ev('msg', i)));
+    await enqueue(
+      clock,
+      Array.from({ length: 25 }, (_, i) => ev('msg', i)),
+    );
     const pub = new FakePublisher();
     const r1 = await dispatchOnce(ctx, [pub]);
     expect(r1.sent).toBe(10);
@@ -103,7 +106,10 @@ describe('ordinary targets', () => {
 
   test('maxBatches lets one round go on while batches come back full', async () => {
     const { clock, ctx } = setup({ MSGX_DELIVERY_BATCH_SIZE: '10' });
-    await enqueue(clock, Array.from({ length: 35 }, (_, i) => ev('msg', i)));
+    await enqueue(
+      clock,
+      Array.from({ length: 35 }, (_, i) => ev('msg', i)),
+    );
     const pub = new FakePublisher();
     const r = await dispatchOnce(ctx, [pub], { maxBatches: 3 });
     expect(r.sent).toBe(30);
@@ -116,7 +122,10 @@ describe('ordinary targets', () => {
 
   test('pipelined batches: when batch N fails, the pre-claimed batch N+1 goes back unpublished', async () => {
     const { clock, ctx } = setup({ MSGX_DELIVERY_BATCH_SIZE: '2' });
-    const ids = await enqueue(clock, Array.from({ length: 5 }, (_, i) => ev('msg', i)));
+    const ids = await enqueue(
+      clock,
+      Array.from({ length: 5 }, (_, i) => ev('msg', i)),
+    );
     const pub = new FakePublisher();
     pub.failIds.add(ids[2]!);
     const r = await dispatchOnce(ctx, [pub], { maxBatches: 5 });
@@ -164,7 +173,11 @@ describe('ordinary targets', () => {
   });
 
   test('backoff doubles from the initial value up to the cap', async () => {
-    const { clock, ctx } = setup({ MSGX_DELIVERY_MAX_RETRY_COUNT: '10', MSGX_DELIVERY_INITIAL_BACKOFF: '5s', MSGX_DELIVERY_MAX_BACKOFF: '30s' });
+    const { clock, ctx } = setup({
+      MSGX_DELIVERY_MAX_RETRY_COUNT: '10',
+      MSGX_DELIVERY_INITIAL_BACKOFF: '5s',
+      MSGX_DELIVERY_MAX_BACKOFF: '30s',
+    });
     const [id] = await enqueue(clock, [ev('msg', 1)]);
     const pub = new FakePublisher();
     pub.mode = 'fail';
@@ -243,7 +256,10 @@ describe('ordinary targets', () => {
 
   test('onSent runs in the marking transaction with the sent events (txmsg hook)', async () => {
     const { clock, ctx } = setup();
-    const ids = await enqueue(clock, [ev('tx:orders', 1, { sourceKind: 'txmsg', sourceId: '42' }), ev('msg', 2, { sourceKind: 'proc', sourceId: '7' })]);
+    const ids = await enqueue(clock, [
+      ev('tx:orders', 1, { sourceKind: 'txmsg', sourceId: '42' }),
+      ev('msg', 2, { sourceKind: 'proc', sourceId: '7' }),
+    ]);
     const seen: SentEvent[] = [];
     const onSent = async (tx: Queryable, sent: SentEvent[]) => {
       // Inside the same transaction: the rows already read as SENT here.
@@ -262,7 +278,11 @@ describe('ordinary targets', () => {
     const { clock, ctx } = setup();
     const [id] = await enqueue(clock, [ev('msg', 1)]);
     const pub = new FakePublisher();
-    await dispatchOnce(ctx, [pub], { onSent: async () => { throw new Error('txmsg table is locked'); } });
+    await dispatchOnce(ctx, [pub], {
+      onSent: async () => {
+        throw new Error('txmsg table is locked');
+      },
+    });
     expect((await statusOf([id!]))[id!]!.status).toBe('DELIVERING');
     clock.advance(30_000);
     await dispatchOnce(ctx, [pub]);
@@ -526,7 +546,10 @@ describe('replay', () => {
 
   test('replay by target finds its dead events however many events it sent before them', async () => {
     const { clock, ctx } = setup({ MSGX_DELIVERY_MAX_RETRY_COUNT: '1' });
-    const sent = await enqueue(clock, Array.from({ length: 5 }, (_, i) => ev('msg', i)));
+    const sent = await enqueue(
+      clock,
+      Array.from({ length: 5 }, (_, i) => ev('msg', i)),
+    );
     const pub = new FakePublisher();
     await dispatchOnce(ctx, [pub]);
     const [dead] = await enqueue(clock, [ev('msg', 9)]);
@@ -540,7 +563,9 @@ describe('replay', () => {
 
   test('a schd version older than one already sent is not replayed', async () => {
     const { clock, ctx } = setup({ MSGX_DELIVERY_MAX_RETRY_COUNT: '1', MSGX_SCHD_FLUSH_PERIOD: '1s' });
-    const [v1] = await enqueueEvents(db, [{ target: 'schd', key: 'A', flid: 'A', stateVersion: 1, type: 'UPSERT', value: {} }], { now: clock.now() });
+    const [v1] = await enqueueEvents(db, [{ target: 'schd', key: 'A', flid: 'A', stateVersion: 1, type: 'UPSERT', value: {} }], {
+      now: clock.now(),
+    });
     const pub = new FakePublisher();
     pub.mode = 'fail';
     await dispatchOnce(ctx, [pub]);

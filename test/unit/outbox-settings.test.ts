@@ -3,7 +3,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { loadConfig } from '../../lib/config/config.ts';
-import { buildPublishers, FileSinkPublisher, KafkaPublisher, WebhookPublisher, ENFORCED_PRODUCER } from '../../lib/outbox/publishers/index.ts';
+import {
+  buildPublishers,
+  FileSinkPublisher,
+  KafkaPublisher,
+  WebhookPublisher,
+  ENFORCED_PRODUCER,
+} from '../../lib/outbox/publishers/index.ts';
 import { backoffMs, deliverySettingsFor } from '../../lib/outbox/settings.ts';
 import { topicForTarget } from '../../lib/outbox/dispatcher.ts';
 import { FakeClock } from '../../lib/shared/clock.ts';
@@ -26,7 +32,12 @@ describe('delivery settings', () => {
 
   test('per-target overrides apply to their target only', () => {
     const c = loadConfig({ MSGX_DELIVERY_TARGET_OVERRIDES: '{"tx:orders":{"maxRetryCount":3,"initialBackoff":"1s","batchSize":10}}' });
-    expect(deliverySettingsFor(c.outbox, 'tx:orders')).toMatchObject({ maxRetryCount: 3, initialBackoffMs: 1000, batchSize: 10, maxBackoffMs: 300_000 });
+    expect(deliverySettingsFor(c.outbox, 'tx:orders')).toMatchObject({
+      maxRetryCount: 3,
+      initialBackoffMs: 1000,
+      batchSize: 10,
+      maxBackoffMs: 300_000,
+    });
     expect(deliverySettingsFor(c.outbox, 'msg').maxRetryCount).toBe(10);
   });
 
@@ -40,7 +51,10 @@ describe('delivery settings', () => {
     [{ MSGX_DELIVERY_TARGET_OVERRIDES: '{oops' }, /MSGX_DELIVERY_TARGET_OVERRIDES: must be JSON/],
     [{ MSGX_DELIVERY_TARGET_OVERRIDES: '{"msg":{"batchSize":0}}' }, /MSGX_DELIVERY_TARGET_OVERRIDES: msg.batchSize/],
     [{ MSGX_DELIVERY_TARGET_OVERRIDES: '{"msg":{"acks":0}}' }, /MSGX_DELIVERY_TARGET_OVERRIDES/],
-    [{ MSGX_DELIVERY_TARGET_OVERRIDES: '{"msg":{"initialBackoff":"10m"}}' }, /MSGX_DELIVERY_TARGET_OVERRIDES.msg.initialBackoff: must not exceed maxBackoff/],
+    [
+      { MSGX_DELIVERY_TARGET_OVERRIDES: '{"msg":{"initialBackoff":"10m"}}' },
+      /MSGX_DELIVERY_TARGET_OVERRIDES.msg.initialBackoff: must not exceed maxBackoff/,
+    ],
     [{ MSGX_DELIVERY_TARGET_OVERRIDES: '{"msg":{"publishTimeout":"1m"}}' }, /MSGX_DELIVERY_TARGET_OVERRIDES.msg.publishTimeout/],
   ])('refuses %j naming the setting', (env, message) => {
     expect(() => loadConfig(env)).toThrow(message);
@@ -86,9 +100,18 @@ describe('publishers', () => {
     const ac = new AbortController();
     expect(await sink.publish([rec(1, '{"FLID":"F1"}'), rec(2, null)], ac.signal)).toEqual([{ ok: true }, { ok: true }]);
     await sink.publish([rec(3, '{}')], ac.signal);
-    const lines = (await readFile(join(dir, 'msgx.schd.jsonl'), 'utf8')).trim().split('\n').map((l) => JSON.parse(l));
+    const lines = (await readFile(join(dir, 'msgx.schd.jsonl'), 'utf8'))
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     expect(lines).toHaveLength(3);
-    expect(lines[0]).toEqual({ topic: 'msgx.schd', key: 'F1', value: '{"FLID":"F1"}', headers: rec(1, '').headers, at: '2026-11-29T08:00:00.000Z' });
+    expect(lines[0]).toEqual({
+      topic: 'msgx.schd',
+      key: 'F1',
+      value: '{"FLID":"F1"}',
+      headers: rec(1, '').headers,
+      at: '2026-11-29T08:00:00.000Z',
+    });
     expect(lines[1].value).toBeNull();
   });
 });
@@ -102,18 +125,44 @@ describe('EMF metrics', () => {
       lines.push(String(chunk));
       return true;
     });
-    const docs = () => lines.join('').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l));
+    const docs = () =>
+      lines
+        .join('')
+        .trim()
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l));
     try {
       const m = createEmfMetrics();
-      const round = (sent: number, dead: number) => ({ targets: [] as never, sent, retried: 1, dead, more: false, discoverMs: 0, totalMs: 0 });
+      const round = (sent: number, dead: number) => ({
+        targets: [] as never,
+        sent,
+        retried: 1,
+        dead,
+        more: false,
+        discoverMs: 0,
+        totalMs: 0,
+      });
       m.recordRound(round(5, 0));
       m.recordRound(round(3, 1));
       expect(lines).toEqual([]); // recording prints nothing; the invocation's flush does
-      m.recordGauges({ oldestPendingEventSeconds: 7, openEvents: 4, stalledTargets: 1, byTarget: [{ target: 'msg', oldestPendingEventSeconds: 7 }] });
+      m.recordGauges({
+        oldestPendingEventSeconds: 7,
+        openEvents: 4,
+        stalledTargets: 1,
+        byTarget: [{ target: 'msg', oldestPendingEventSeconds: 7 }],
+      });
       m.flush();
       let d = docs();
       const find = (name: string, dim?: string) => d.find((x) => name in x && (dim ? dim in x : !('target' in x)));
-      expect(find('EventsSent')).toMatchObject({ EventsSent: 8, EventsRetried: 2, OldestPendingEventSeconds: 7, OutboxBacklog: 4, StalledTargets: 1, service: 'msgx' });
+      expect(find('EventsSent')).toMatchObject({
+        EventsSent: 8,
+        EventsRetried: 2,
+        OldestPendingEventSeconds: 7,
+        OutboxBacklog: 4,
+        StalledTargets: 1,
+        service: 'msgx',
+      });
       expect(find('EventsSent')._aws.CloudWatchMetrics[0].Dimensions).toEqual([['service']]);
       expect(find('DeadCount')).toMatchObject({ DeadCount: 1, kind: 'event' });
       expect(find('OldestPendingEventSeconds', 'target')).toMatchObject({ OldestPendingEventSeconds: 7, target: 'msg' });

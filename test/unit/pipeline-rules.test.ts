@@ -24,25 +24,51 @@ describe('processing backoff and exhaustion', () => {
   const item = { msgId: 1, rawText: 'x', error: undefined, decoded: undefined } as never;
 
   it('backs off 1, 2, 4, 8, 16 s capped at 60 s', () => {
-    expect([1, 2, 3, 4, 5, 6, 7, 8].map((a) => backoffMs(a, 1000, 60_000))).toEqual([1000, 2000, 4000, 8000, 16_000, 32_000, 60_000, 60_000]);
+    expect([1, 2, 3, 4, 5, 6, 7, 8].map((a) => backoffMs(a, 1000, 60_000))).toEqual([
+      1000, 2000, 4000, 8000, 16_000, 32_000, 60_000, 60_000,
+    ]);
   });
 
   it('a failure under the limit is FAILED with the next attempt after its backoff', () => {
     const now = new Date('2026-11-29T00:00:10Z');
-    const r = record(row({ attempts: 2, first_attempt_at: new Date('2026-11-29T00:00:00Z') }), { status: 'FAILED', errorClass: 'INFRA', detail: 'down' }, 'id', item, now, now, config);
+    const r = record(
+      row({ attempts: 2, first_attempt_at: new Date('2026-11-29T00:00:00Z') }),
+      { status: 'FAILED', errorClass: 'INFRA', detail: 'down' },
+      'id',
+      item,
+      now,
+      now,
+      config,
+    );
     expect(r).toMatchObject({ status: 'FAILED', attempt: 3, errorClass: 'INFRA', errorDetail: 'down' });
     expect(r.nextAttemptAt.getTime() - now.getTime()).toBe(4000);
   });
 
   it('the fifth failure is DEAD(EXHAUSTED) naming the last class', () => {
     const now = new Date('2026-11-29T00:01:00Z');
-    const r = record(row({ attempts: 4, first_attempt_at: new Date('2026-11-29T00:00:00Z') }), { status: 'FAILED', errorClass: 'CODEC_ERROR', detail: 'bad GATE' }, 'id', item, now, now, config);
+    const r = record(
+      row({ attempts: 4, first_attempt_at: new Date('2026-11-29T00:00:00Z') }),
+      { status: 'FAILED', errorClass: 'CODEC_ERROR', detail: 'bad GATE' },
+      'id',
+      item,
+      now,
+      now,
+      config,
+    );
     expect(r).toMatchObject({ status: 'DEAD', errorClass: 'EXHAUSTED', errorDetail: 'CODEC_ERROR: bad GATE (after 5 attempts)' });
   });
 
   it('the head deadline counts from the first attempt, not the last update', () => {
     const now = new Date('2026-11-29T00:10:00Z');
-    const r = record(row({ attempts: 1, first_attempt_at: new Date('2026-11-29T00:00:00Z') }), { status: 'FAILED', errorClass: 'INFRA', detail: 'x' }, 'id', item, now, now, config);
+    const r = record(
+      row({ attempts: 1, first_attempt_at: new Date('2026-11-29T00:00:00Z') }),
+      { status: 'FAILED', errorClass: 'INFRA', detail: 'x' },
+      'id',
+      item,
+      now,
+      now,
+      config,
+    );
     expect(r).toMatchObject({ status: 'DEAD', errorClass: 'EXHAUSTED' });
     expect(r.errorDetail).toMatch(/head deadline passed/);
   });

@@ -51,7 +51,10 @@ describe('pausing the schedules', () => {
     expect(updates[1]!.input.ScheduleExpression).toBe('rate(5 minutes)');
     sent.length = 0;
     expect(await setSchedulesEnabled(true, env, client)).toEqual(['msgx-dev-pump', 'msgx-dev-poller']);
-    expect(sent.filter((c): c is UpdateScheduleCommand => c instanceof UpdateScheduleCommand).map((u) => u.input.State)).toEqual(['ENABLED', 'ENABLED']);
+    expect(sent.filter((c): c is UpdateScheduleCommand => c instanceof UpdateScheduleCommand).map((u) => u.input.State)).toEqual([
+      'ENABLED',
+      'ENABLED',
+    ]);
     sent.length = 0;
     expect(await setSchedulesEnabled(true, {}, client)).toEqual([]);
     expect(sent).toEqual([]);

@@ -12,7 +12,20 @@ const ROOT = join(import.meta.dirname, '..', '..');
 
 const OWNERS: Record<string, string[]> = {
   'lib/pipeline': ['proc_state', 'proc_attempt', 'proc_state_hst', 'backfill_todo', 'mailbox_gap', 'mailbox_late'],
-  'lib/flights': ['flight_schd', 'flight_hst', 'schd_snap_log', 'flight_gate', 'flight_stnd', 'flight_belt', 'flight_chkc', 'flight_brdg', 'flight_lnge', 'flight_dlay', 'flight_rout', 'flight_csfl'],
+  'lib/flights': [
+    'flight_schd',
+    'flight_hst',
+    'schd_snap_log',
+    'flight_gate',
+    'flight_stnd',
+    'flight_belt',
+    'flight_chkc',
+    'flight_brdg',
+    'flight_lnge',
+    'flight_dlay',
+    'flight_rout',
+    'flight_csfl',
+  ],
   'lib/requests': ['req_track', 'ref_master'],
   'lib/outbox': ['msg_event', 'event_delivery', 'outbox_target'],
   'lib/txmsg': ['tx_message', 'tx_message_hst', 'tx_message_log', 'tx_idempotency'],

@@ -22,22 +22,51 @@ const clock = new FakeClock();
 const router = new Router(txmsgRoutes);
 
 const call = (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) =>
-  router.handle({ method, path, headers: { 'content-type': 'application/json', ...headers }, query: {}, body: body === undefined ? '' : JSON.stringify(body), params: {}, isAdmin: true } as HttpRequest, ctx);
+  router.handle(
+    {
+      method,
+      path,
+      headers: { 'content-type': 'application/json', ...headers },
+      query: {},
+      body: body === undefined ? '' : JSON.stringify(body),
+      params: {},
+      isAdmin: true,
+    } as HttpRequest,
+    ctx,
+  );
 
 beforeAll(async () => {
   db = await PgliteDb.open();
   await migrate(db);
-  const config = loadConfig({ MSGX_TX_CHECK_ALLOWED_ORIGINS: 'http://127.0.0.1:9', MSGX_TX_REDELIVERY_SCHEDULE: '0s,1m', MSGX_TX_CHECK_MAX: '1' });
+  const config = loadConfig({
+    MSGX_TX_CHECK_ALLOWED_ORIGINS: 'http://127.0.0.1:9',
+    MSGX_TX_REDELIVERY_SCHEDULE: '0s,1m',
+    MSGX_TX_CHECK_MAX: '1',
+  });
   ctx = { config, db, clock, log: silentLog, mailbox: {} as never, registry: {} as never };
 });
 afterAll(() => db.close());
 
 describe('txmsg on PGlite', () => {
   it('prepare → commit → sent → redeliver → ack → archive', async () => {
-    const p = await call('POST', '/v1/tx-messages', { topic: 't', payload: { a: 1 }, checkUrl: 'http://127.0.0.1:9/c' }, { 'idempotency-key': 'k' });
+    const p = await call(
+      'POST',
+      '/v1/tx-messages',
+      { topic: 't', payload: { a: 1 }, checkUrl: 'http://127.0.0.1:9/c' },
+      { 'idempotency-key': 'k' },
+    );
     expect(p.status).toBe(201);
     const id = (p.body as { id: string }).id;
-    expect((await call('POST', '/v1/tx-messages', { topic: 't', payload: { a: 1 }, checkUrl: 'http://127.0.0.1:9/c' }, { 'idempotency-key': 'k' })).status).toBe(200);
+    expect(
+      (
+        await call(
+          'POST',
+          '/v1/tx-messages',
+          { topic: 't', payload: { a: 1 }, checkUrl: 'http://127.0.0.1:9/c' },
+          { 'idempotency-key': 'k' },
+        )
+      ).status,
+    ).toBe(200);
     expect((await call('POST', `/v1/tx-messages/${id}/commit`)).body).toEqual({ id, status: 'COMMITTED' });
     const [ev] = (await db.query<{ event_id: number }>(`SELECT event_id FROM msg_event`)).rows;
     await db.tx((tx) => txmsgSentHook(tx, [{ eventId: ev!.event_id, sourceKind: 'txmsg', sourceId: id }], clock.now()));
@@ -50,10 +79,18 @@ describe('txmsg on PGlite', () => {
   });
 
   it('check-back against an unreachable producer → DEAD → resend → PREPARED', async () => {
-    const p = await call('POST', '/v1/tx-messages', { topic: 't', payload: 'x', checkUrl: 'http://127.0.0.1:9/c', checkAfterMs: 0, checkTimeoutMs: 200 });
+    const p = await call('POST', '/v1/tx-messages', {
+      topic: 't',
+      payload: 'x',
+      checkUrl: 'http://127.0.0.1:9/c',
+      checkAfterMs: 0,
+      checkTimeoutMs: 200,
+    });
     const id = (p.body as { id: string }).id;
     expect(await checkBackOnce(ctx)).toMatchObject({ checked: 1, dead: 1 });
-    expect((await call('GET', `/admin/tx-messages/${id}/trace`)).body).toMatchObject({ message: { status: 'DEAD', deadReason: 'check-back exhausted' } });
+    expect((await call('GET', `/admin/tx-messages/${id}/trace`)).body).toMatchObject({
+      message: { status: 'DEAD', deadReason: 'check-back exhausted' },
+    });
     expect((await call('POST', `/admin/tx-messages/${id}/resend`)).body).toMatchObject({ status: 'PREPARED' });
   });
 });

@@ -19,8 +19,11 @@ const valid = (b: Uint8Array) => {
 describe('UTF-8 validation of mailbox bytes', () => {
   it('agrees with the platform decoder on random and near-UTF-8 byte strings', () => {
     let seed = 42;
-    const rnd = () => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff);
-    const pool = [0x41, 0x3c, 0x80, 0xbf, 0xc2, 0xc3, 0xa9, 0xe0, 0xa0, 0xed, 0x9f, 0xa0, 0xef, 0xbf, 0xbd, 0xf0, 0x90, 0xf4, 0x8f, 0xf5, 0xff, 0xc0, 0xc1];
+    const rnd = () => (seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff;
+    const pool = [
+      0x41, 0x3c, 0x80, 0xbf, 0xc2, 0xc3, 0xa9, 0xe0, 0xa0, 0xed, 0x9f, 0xa0, 0xef, 0xbf, 0xbd, 0xf0, 0x90, 0xf4, 0x8f, 0xf5, 0xff, 0xc0,
+      0xc1,
+    ];
     const wrong: string[] = [];
     for (let n = 0; n < 20_000; n++) {
       const b = Uint8Array.from({ length: 1 + Math.floor(rnd() * 8) }, () => pool[Math.floor(rnd() * pool.length)]!);
@@ -30,7 +33,8 @@ describe('UTF-8 validation of mailbox bytes', () => {
       else if (at >= 0) {
         if (!valid(b.subarray(0, at))) wrong.push(`${hex}: prefix before ${at} invalid`);
         // Nothing starting at the offset is a whole character (1 to 4 bytes).
-        for (let k = 1; k <= 4 && at + k <= b.length; k++) if (valid(b.subarray(at, at + k))) wrong.push(`${hex}: ${at}+${k} is a character`);
+        for (let k = 1; k <= 4 && at + k <= b.length; k++)
+          if (valid(b.subarray(at, at + k))) wrong.push(`${hex}: ${at}+${k} is a character`);
       }
     }
     expect(wrong).toEqual([]);

@@ -28,9 +28,7 @@ export function buildPublishers(config: Config, deps: { log?: Log; clock?: Clock
     list.push(new FileSinkPublisher({ dir: resolve(join(config.dataDir, 'events')), clock: deps.clock }));
   }
   for (const url of config.outbox.fanoutWebhooks) {
-    list.push(
-      new WebhookPublisher({ url, signingSecret: config.signingSecret, timeoutMs: config.outbox.publishTimeoutMs }),
-    );
+    list.push(new WebhookPublisher({ url, signingSecret: config.signingSecret, timeoutMs: config.outbox.publishTimeoutMs }));
   }
   return list;
 }

@@ -73,10 +73,16 @@ export class KafkaPublisher implements Publisher {
       // A topic the cluster does not have fails at once (kafkajs would retry the metadata miss
       // until the deadline and report a timeout); it is the route's fault, so it spends attempts.
       if (!(await raceAbort(this.#topics.has(topic), signal)))
-        return records.map(() => ({ ok: false as const, error: `UNKNOWN_TOPIC_OR_PARTITION: topic ${topic} does not exist on the cluster` }));
+        return records.map(() => ({
+          ok: false as const,
+          error: `UNKNOWN_TOPIC_OR_PARTITION: topic ${topic} does not exist on the cluster`,
+        }));
       const previous = this.#abandoned.get(topic);
       if (previous) {
-        await raceAbort(previous.catch(() => {}), signal);
+        await raceAbort(
+          previous.catch(() => {}),
+          signal,
+        );
         this.#abandoned.delete(topic);
       }
       stage = 'connect';
@@ -99,7 +105,10 @@ export class KafkaPublisher implements Publisher {
       } catch (err) {
         if (signal.aborted) {
           // Still running inside kafkajs: remember it, and retire this producer.
-          this.#abandoned.set(topic, sending.catch(() => {}));
+          this.#abandoned.set(
+            topic,
+            sending.catch(() => {}),
+          );
           this.#retire(producer, sending);
         } else {
           this.#retire(producer);
@@ -124,7 +133,10 @@ export class KafkaPublisher implements Publisher {
       // refusal of the record or its topic is the event's; a timeout is settled by a probe.
       // A deadline that passes before a producer could even connect is the cluster's, not the event's.
       const c = signal.aborted
-        ? { kind: stage === 'send' ? ('timeout' as const) : ('outage' as const), error: `publish timeout after ${this.#opts.publishTimeoutMs}ms${stage === 'send' ? '' : ` (${stage === 'connect' ? 'no producer connection' : 'no topic list'}: the cluster does not answer)`}` }
+        ? {
+            kind: stage === 'send' ? ('timeout' as const) : ('outage' as const),
+            error: `publish timeout after ${this.#opts.publishTimeoutMs}ms${stage === 'send' ? '' : ` (${stage === 'connect' ? 'no producer connection' : 'no topic list'}: the cluster does not answer)`}`,
+          }
         : classifyKafkaError(err);
       return records.map(() => ({ ok: false as const, error: c.error, unavailable: c.kind === 'outage', timedOut: c.kind === 'timeout' }));
     }

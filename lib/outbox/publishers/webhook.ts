@@ -82,7 +82,10 @@ export class WebhookPublisher implements Publisher {
     }).catch((err: Error) => {
       const cause = (err as { cause?: Error }).cause;
       const kind = classifyFetchError(err);
-      throw new PostError(`POST ${this.#o.url}: ${kind === 'timeout' && !cause ? 'timeout' : err.message}${cause ? ` (${cause.message})` : ''}`, kind);
+      throw new PostError(
+        `POST ${this.#o.url}: ${kind === 'timeout' && !cause ? 'timeout' : err.message}${cause ? ` (${cause.message})` : ''}`,
+        kind,
+      );
     });
     // Drain the body so the connection can be reused; its content does not matter.
     await res.arrayBuffer().catch(() => {});

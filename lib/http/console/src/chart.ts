@@ -5,7 +5,12 @@ import type { ThroughputJson } from './model.ts';
 
 /** Bars: messages finished per minute (dead ones stacked in red); line: p95 latency (right axis). */
 export function throughputChart(tp: ThroughputJson): SVGSVGElement {
-  const W = 760, H = 220, L = 40, R = 52, T = 12, B = 26;
+  const W = 760,
+    H = 220,
+    L = 40,
+    R = 52,
+    T = 12,
+    B = 26;
   const bs = tp.buckets;
   const maxCount = Math.max(1, ...bs.map((b) => b.processed));
   const lats = bs.map((b) => b.latencyP95Ms).filter((v): v is number => v !== null);
@@ -13,7 +18,13 @@ export function throughputChart(tp: ThroughputJson): SVGSVGElement {
   const cw = (W - L - R) / bs.length;
   const y = (v: number) => T + (H - T - B) * (1 - v / niceMax(maxCount));
   const yl = (v: number) => T + (H - T - B) * (1 - v / niceMax(maxLat));
-  const svg = s('svg', { class: 'chart', viewBox: `0 0 ${W} ${H}`, role: 'img', 'aria-label': 'messages per minute and p95 latency, last hour', 'data-test': 'throughput-chart' });
+  const svg = s('svg', {
+    class: 'chart',
+    viewBox: `0 0 ${W} ${H}`,
+    role: 'img',
+    'aria-label': 'messages per minute and p95 latency, last hour',
+    'data-test': 'throughput-chart',
+  });
   for (const f of [0, 0.25, 0.5, 0.75, 1]) {
     const cv = niceMax(maxCount) * f;
     const yy = y(cv);
@@ -28,13 +39,17 @@ export function throughputChart(tp: ThroughputJson): SVGSVGElement {
     if (b.processed > 0) {
       const ok = b.processed - b.dead;
       if (ok > 0) svg.append(s('rect', { class: 'bar', x, y: y(ok), width: w, height: y(0) - y(ok) }, s('title', null, tip)));
-      if (b.dead > 0) svg.append(s('rect', { class: 'bar dead', x, y: y(b.processed), width: w, height: y(ok) - y(b.processed) }, s('title', null, tip)));
+      if (b.dead > 0)
+        svg.append(s('rect', { class: 'bar dead', x, y: y(b.processed), width: w, height: y(ok) - y(b.processed) }, s('title', null, tip)));
     } else {
       svg.append(s('rect', { x: L + i * cw, y: T, width: cw, height: H - T - B, fill: 'transparent' }, s('title', null, tip)));
     }
-    if (i % 10 === 0 || i === bs.length - 1) svg.append(s('text', { class: 'axis', x: L + i * cw + cw / 2, y: H - 8, 'text-anchor': 'middle' }, fmtTime(b.minute).slice(0, 5)));
+    if (i % 10 === 0 || i === bs.length - 1)
+      svg.append(s('text', { class: 'axis', x: L + i * cw + cw / 2, y: H - 8, 'text-anchor': 'middle' }, fmtTime(b.minute).slice(0, 5)));
   });
-  const pts = bs.map((b, i): readonly [number, number] | null => (b.latencyP95Ms === null ? null : [L + i * cw + cw / 2, yl(b.latencyP95Ms)]));
+  const pts = bs.map((b, i): readonly [number, number] | null =>
+    b.latencyP95Ms === null ? null : [L + i * cw + cw / 2, yl(b.latencyP95Ms)],
+  );
   let d = '';
   let pen = false;
   for (const p of pts) {

@@ -18,7 +18,12 @@ const HELP: Record<DeadKind, string> = {
 
 function deadTabs(active: DeadKind, counts: Record<DeadKind, number>): HTMLElement {
   const tab = (k: DeadKind, label: string) =>
-    h('a', { href: `#/dead/${k}`, class: k === active ? 'active' : null, 'data-test': `tab-${k}` }, label, counts?.[k] !== undefined ? h('span', { class: 'badge count' }, n(counts[k])) : null);
+    h(
+      'a',
+      { href: `#/dead/${k}`, class: k === active ? 'active' : null, 'data-test': `tab-${k}` },
+      label,
+      counts?.[k] !== undefined ? h('span', { class: 'badge count' }, n(counts[k])) : null,
+    );
   return h('div', { class: 'tabs' }, tab('proc', 'Processing'), tab('event', 'Events'), tab('txmsg', 'Transactional'));
 }
 
@@ -37,22 +42,58 @@ async function resendAll(ids: readonly (string | number)[]): Promise<void> {
 }
 
 /** The class filter (proc) or the target filter (event), with "replay all" for the chosen one. */
-function filters(kind: DeadKind, query: URLSearchParams, stats: StatsJson, items: readonly DeadRows[DeadKind][], reload: () => void): Child[] {
+function filters(
+  kind: DeadKind,
+  query: URLSearchParams,
+  stats: StatsJson,
+  items: readonly DeadRows[DeadKind][],
+  reload: () => void,
+): Child[] {
   const out: Child[] = [];
   const selected = (e: Event) => (e.target as HTMLSelectElement).value;
   if (kind === 'proc') {
-    const sel = h('select', { 'data-test': 'class-filter', onchange: (e: Event) => go(`#/dead/proc${selected(e) ? `?errorClass=${selected(e)}` : ''}`) }, h('option', { value: '' }, 'every class'), CLASSES.map((c) => h('option', { value: c, selected: query.get('errorClass') === c }, c)));
+    const sel = h(
+      'select',
+      { 'data-test': 'class-filter', onchange: (e: Event) => go(`#/dead/proc${selected(e) ? `?errorClass=${selected(e)}` : ''}`) },
+      h('option', { value: '' }, 'every class'),
+      CLASSES.map((c) => h('option', { value: c, selected: query.get('errorClass') === c }, c)),
+    );
     out.push(h('label', { class: 'inline' }, 'class', sel));
     const cls = query.get('errorClass');
     if (cls && REPLAYABLE.includes(cls))
-      out.push(h('button', { 'data-test': 'replay-class', onclick: () => replayFlow('proc', { errorClass: cls }, `every ${cls} message`, reload) }, `Replay all ${cls}…`));
+      out.push(
+        h(
+          'button',
+          { 'data-test': 'replay-class', onclick: () => replayFlow('proc', { errorClass: cls }, `every ${cls} message`, reload) },
+          `Replay all ${cls}…`,
+        ),
+      );
   }
   if (kind === 'event') {
-    const targets = [...new Set(['msg', 'schd', ...(stats.events ?? []).map((t) => t.target), ...Object.keys(stats.deadEvents ?? {}), ...(items as DeadRows['event'][]).map((i) => i.target)])];
-    const sel = h('select', { 'data-test': 'target-filter', onchange: (e: Event) => go(`#/dead/event${selected(e) ? `?target=${encodeURIComponent(selected(e))}` : ''}`) }, h('option', { value: '' }, 'every target'), targets.map((t) => h('option', { value: t, selected: query.get('target') === t }, t)));
+    const targets = [
+      ...new Set([
+        'msg',
+        'schd',
+        ...(stats.events ?? []).map((t) => t.target),
+        ...Object.keys(stats.deadEvents ?? {}),
+        ...(items as DeadRows['event'][]).map((i) => i.target),
+      ]),
+    ];
+    const sel = h(
+      'select',
+      {
+        'data-test': 'target-filter',
+        onchange: (e: Event) => go(`#/dead/event${selected(e) ? `?target=${encodeURIComponent(selected(e))}` : ''}`),
+      },
+      h('option', { value: '' }, 'every target'),
+      targets.map((t) => h('option', { value: t, selected: query.get('target') === t }, t)),
+    );
     out.push(h('label', { class: 'inline' }, 'target', sel));
     const tgt = query.get('target');
-    if (tgt) out.push(h('button', { onclick: () => replayFlow('event', { target: tgt }, `every dead event of ${tgt}`, reload) }, `Replay all of ${tgt}…`));
+    if (tgt)
+      out.push(
+        h('button', { onclick: () => replayFlow('event', { target: tgt }, `every dead event of ${tgt}`, reload) }, `Replay all of ${tgt}…`),
+      );
   }
   return out;
 }
@@ -64,7 +105,10 @@ export async function deadPage(kind: DeadKind, query: URLSearchParams): Promise<
   const target = query.get('target');
   if (kind === 'proc' && errorClass) params.set('errorClass', errorClass);
   if (kind === 'event' && target) params.set('target', target);
-  const [list, stats] = await Promise.all([api<DeadListJson<typeof kind>>('GET', `/admin/dead?${params}`), api<StatsJson>('GET', '/admin/stats')]);
+  const [list, stats] = await Promise.all([
+    api<DeadListJson<typeof kind>>('GET', `/admin/dead?${params}`),
+    api<StatsJson>('GET', '/admin/stats'),
+  ]);
   updatePill(stats.paused);
   const items = list.items ?? [];
   const reload = () => void rerender();
@@ -73,7 +117,11 @@ export async function deadPage(kind: DeadKind, query: URLSearchParams): Promise<
   const selected = new Set<number | string>();
   const search = h('input', { type: 'search', placeholder: 'filter rows…', 'data-test': 'dead-search', value: query.get('q') ?? '' });
   const tableHost = h('div', null);
-  const bulk = h('button', { class: 'primary', disabled: true, 'data-test': 'bulk-action' }, kind === 'txmsg' ? 'Resend selected' : 'Replay selected');
+  const bulk = h(
+    'button',
+    { class: 'primary', disabled: true, 'data-test': 'bulk-action' },
+    kind === 'txmsg' ? 'Resend selected' : 'Replay selected',
+  );
   const check = (r: DeadRows[DeadKind]) =>
     h('input', {
       type: 'checkbox',
@@ -91,7 +139,13 @@ export async function deadPage(kind: DeadKind, query: URLSearchParams): Promise<
   const draw = () => {
     const q = search.value.trim().toLowerCase();
     const rows = q ? items.filter((r) => JSON.stringify(r).toLowerCase().includes(q)) : items;
-    tableHost.replaceChildren(table(columns, rows, { empty: q ? 'No row matches the filter.' : 'No dead letters here.', attrs: { 'data-test': 'dead-table' }, rowAttrs: (r) => ({ 'data-id': spec.idOf(r) }) }));
+    tableHost.replaceChildren(
+      table(columns, rows, {
+        empty: q ? 'No row matches the filter.' : 'No dead letters here.',
+        attrs: { 'data-test': 'dead-table' },
+        rowAttrs: (r) => ({ 'data-id': spec.idOf(r) }),
+      }),
+    );
   };
   search.addEventListener('input', draw);
   draw();
@@ -101,12 +155,29 @@ export async function deadPage(kind: DeadKind, query: URLSearchParams): Promise<
     if (kind === 'txmsg') {
       await resendAll(ids);
       reload();
-    } else void replayFlow(kind, { ids: ids.map(Number) }, `${ids.length} selected ${kind === 'proc' ? 'message' : 'event'}${ids.length === 1 ? '' : 's'}`, reload);
+    } else
+      void replayFlow(
+        kind,
+        { ids: ids.map(Number) },
+        `${ids.length} selected ${kind === 'proc' ? 'message' : 'event'}${ids.length === 1 ? '' : 's'}`,
+        reload,
+      );
   });
 
   view.replaceChildren(
     h('div', { class: 'page-head' }, h('div', null, h('h1', null, 'Dead letters'), h('p', null, HELP[kind]))),
     deadTabs(kind, deadCounts(stats)),
-    card(null, [h('div', { class: 'toolbar' }, filters(kind, query, stats, items, reload), search, h('span', { class: 'spacer' }), h('span', { class: 'muted small' }, `${items.length} shown`), bulk), tableHost]),
+    card(null, [
+      h(
+        'div',
+        { class: 'toolbar' },
+        filters(kind, query, stats, items, reload),
+        search,
+        h('span', { class: 'spacer' }),
+        h('span', { class: 'muted small' }, `${items.length} shown`),
+        bulk,
+      ),
+      tableHost,
+    ]),
   );
 }

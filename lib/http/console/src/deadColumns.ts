@@ -29,7 +29,10 @@ export const DEAD_SPECS: DeadSpecs = {
     selectable: (r) => replayable(r.error_class),
     columns: (reload) => [
       { label: 'message', render: (r) => h('a', { href: `#/trace/proc/${r.msg_id}`, 'data-test': 'trace-link' }, `#${r.msg_id}`) },
-      { label: 'type', render: (r) => (r.msg_type ? `${r.msg_type}${r.msg_subtype ? `/${r.msg_subtype}` : ''}` : h('span', { class: 'muted' }, '—')) },
+      {
+        label: 'type',
+        render: (r) => (r.msg_type ? `${r.msg_type}${r.msg_subtype ? `/${r.msg_subtype}` : ''}` : h('span', { class: 'muted' }, '—')),
+      },
       { label: 'state', render: (r) => badge(r.status) },
       { label: 'class', render: (r) => h('code', null, r.error_class ?? '') },
       { label: 'reason', wrap: true, render: (r) => h('span', { class: 'err' }, r.error_detail ?? '') },
@@ -39,7 +42,15 @@ export const DEAD_SPECS: DeadSpecs = {
         label: '',
         render: (r) =>
           replayable(r.error_class)
-            ? h('button', { class: 'small', 'data-test': 'replay-one', onclick: () => replayFlow('proc', { ids: [r.msg_id] }, `message #${r.msg_id}`, reload) }, 'Replay…')
+            ? h(
+                'button',
+                {
+                  class: 'small',
+                  'data-test': 'replay-one',
+                  onclick: () => replayFlow('proc', { ids: [r.msg_id] }, `message #${r.msg_id}`, reload),
+                },
+                'Replay…',
+              )
             : h('span', { class: 'muted small', title: 'MALFORMED and PROTOCOL need a corrected message from upstream' }, 'fix upstream'),
       },
     ],
@@ -57,14 +68,29 @@ export const DEAD_SPECS: DeadSpecs = {
       { label: 'last error', wrap: true, render: (r) => h('span', { class: 'err' }, r.lastError ?? '') },
       { label: 'attempts', num: true, render: (r) => String(r.attempts) },
       { label: 'dead at', render: (r) => timeEl(r.deadAt) },
-      { label: '', render: (r) => h('button', { class: 'small', 'data-test': 'replay-one', onclick: () => replayFlow('event', { ids: [r.eventId] }, `event ${r.eventId}`, reload) }, 'Replay…') },
+      {
+        label: '',
+        render: (r) =>
+          h(
+            'button',
+            {
+              class: 'small',
+              'data-test': 'replay-one',
+              onclick: () => replayFlow('event', { ids: [r.eventId] }, `event ${r.eventId}`, reload),
+            },
+            'Replay…',
+          ),
+      },
     ],
   },
   txmsg: {
     idOf: (r) => r.id,
     selectable: () => true,
     columns: (reload) => [
-      { label: 'message', render: (r) => h('a', { href: `#/trace/tx/${encodeURIComponent(r.id)}`, 'data-test': 'trace-link' }, h('code', null, r.id)) },
+      {
+        label: 'message',
+        render: (r) => h('a', { href: `#/trace/tx/${encodeURIComponent(r.id)}`, 'data-test': 'trace-link' }, h('code', null, r.id)),
+      },
       { label: 'topic', render: (r) => h('code', null, r.topic) },
       { label: 'business', render: (r) => r.bizName ?? '—' },
       { label: 'key', render: (r) => r.key ?? '—' },
@@ -75,7 +101,10 @@ export const DEAD_SPECS: DeadSpecs = {
       { label: 'checks', num: true, render: (r) => String(r.checks) },
       { label: 'deliveries', num: true, render: (r) => String(r.attempts) },
       { label: 'updated', render: (r) => timeEl(r.updatedAt) },
-      { label: '', render: (r) => h('button', { class: 'small', 'data-test': 'resend-one', onclick: () => resendFlow(r, reload) }, 'Resend…') },
+      {
+        label: '',
+        render: (r) => h('button', { class: 'small', 'data-test': 'resend-one', onclick: () => resendFlow(r, reload) }, 'Resend…'),
+      },
     ],
   },
 };

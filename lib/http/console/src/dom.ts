@@ -30,7 +30,11 @@ export function h<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Attrs | 
 const SVG = 'http://www.w3.org/2000/svg';
 
 /** An SVG element; every attribute is set as it is. */
-export function s<K extends keyof SVGElementTagNameMap>(tag: K, attrs: Readonly<Record<string, string | number | null | undefined>> | null, ...children: Child[]): SVGElementTagNameMap[K] {
+export function s<K extends keyof SVGElementTagNameMap>(
+  tag: K,
+  attrs: Readonly<Record<string, string | number | null | undefined>> | null,
+  ...children: Child[]
+): SVGElementTagNameMap[K] {
   const el = document.createElementNS(SVG, tag);
   for (const [k, v] of Object.entries(attrs ?? {})) if (v !== null && v !== undefined) el.setAttribute(k, String(v));
   appendAll(el, children);

@@ -41,7 +41,12 @@ function openDialog(title: string, body: Child, actions: readonly DialogAction[]
   dialog.replaceChildren(
     h('div', { class: 'd-head' }, h('h2', null, title)),
     h('div', { class: 'd-body' }, body),
-    h('div', { class: 'd-foot' }, h('button', { type: 'button', onclick: () => dialog.close(), 'data-test': 'dialog-cancel' }, 'Cancel'), actions.map(button)),
+    h(
+      'div',
+      { class: 'd-foot' },
+      h('button', { type: 'button', onclick: () => dialog.close(), 'data-test': 'dialog-cancel' }, 'Cancel'),
+      actions.map(button),
+    ),
   );
   if (!dialog.open) dialog.showModal();
 }
@@ -52,7 +57,12 @@ export type ReplaySelector = { ids: number[] } | { errorClass: string } | { targ
  * Replay with a preview: a dry run first (what would move, what is refused and why, the order
  * warning, docs/console.md "Pages"), then the real replay only on confirmation. Both are audited.
  */
-export async function replayFlow(kind: Exclude<DeadKind, 'txmsg'>, selector: ReplaySelector, label: string, after?: (r: ReplayJson) => unknown): Promise<void> {
+export async function replayFlow(
+  kind: Exclude<DeadKind, 'txmsg'>,
+  selector: ReplaySelector,
+  label: string,
+  after?: (r: ReplayJson) => unknown,
+): Promise<void> {
   let preview: ReplayJson;
   try {
     preview = await api<ReplayJson>('POST', '/admin/replay', { kind, ...selector, dryRun: true });
@@ -70,14 +80,33 @@ export async function replayFlow(kind: Exclude<DeadKind, 'txmsg'>, selector: Rep
     { 'data-test': 'replay-preview' },
     h('p', null, 'Dry run of ', h('strong', null, label), ': nothing has changed yet.'),
     moved.length
-      ? h('div', { class: 'callout info' }, h('strong', null, `${moved.length} ${noun}${moved.length === 1 ? '' : 's'} would go back to PENDING`), moved.slice(0, 30).map(idOf).join(', '), moved.length > 30 ? ` and ${moved.length - 30} more` : '')
+      ? h(
+          'div',
+          { class: 'callout info' },
+          h('strong', null, `${moved.length} ${noun}${moved.length === 1 ? '' : 's'} would go back to PENDING`),
+          moved.slice(0, 30).map(idOf).join(', '),
+          moved.length > 30 ? ` and ${moved.length - 30} more` : '',
+        )
       : h('div', { class: 'callout bad' }, h('strong', null, 'Nothing to replay'), 'No dead or failed item matches.'),
     warnings.map((w) => h('div', { class: 'callout warn', 'data-test': 'replay-warning' }, h('strong', null, 'Order warning'), w)),
     kind === 'proc' && moved.length
-      ? h('p', { class: 'muted small' }, 'A replayed message is processed again after the messages that arrived since; it does not go back to its place in the original order.')
+      ? h(
+          'p',
+          { class: 'muted small' },
+          'A replayed message is processed again after the messages that arrived since; it does not go back to its place in the original order.',
+        )
       : null,
     refused.length
-      ? h('div', { class: 'callout bad' }, h('strong', null, `${refused.length} refused`), h('ul', null, refused.slice(0, 20).map((r) => h('li', null, `${r.msgId ? `#${r.msgId}` : `event ${r.eventId ?? ''}`}: ${r.reason}`))))
+      ? h(
+          'div',
+          { class: 'callout bad' },
+          h('strong', null, `${refused.length} refused`),
+          h(
+            'ul',
+            null,
+            refused.slice(0, 20).map((r) => h('li', null, `${r.msgId ? `#${r.msgId}` : `event ${r.eventId ?? ''}`}: ${r.reason}`)),
+          ),
+        )
       : null,
   );
   openDialog(`Replay ${label}`, body, [
@@ -87,15 +116,24 @@ export async function replayFlow(kind: Exclude<DeadKind, 'txmsg'>, selector: Rep
       test: 'replay-confirm',
       onClick: async () => {
         const r = await api<ReplayJson>('POST', '/admin/replay', { kind, ...selector, dryRun: false });
-        toast(`Replayed ${r.moved.length} ${noun}${r.moved.length === 1 ? '' : 's'}${r.refused?.length ? `, ${r.refused.length} refused` : ''}`, 'ok');
+        toast(
+          `Replayed ${r.moved.length} ${noun}${r.moved.length === 1 ? '' : 's'}${r.refused?.length ? `, ${r.refused.length} refused` : ''}`,
+          'ok',
+        );
         after?.(r);
       },
     },
   ]);
 }
 
-export function resendFlow(msg: { id: string; deadPhase: string | null; deadReason: string | null }, after?: (r: ResendJson) => unknown): void {
-  const back = msg.deadPhase === 'check' ? 'PREPARED and is checked back with its producer again' : 'COMMITTED and is delivered again on a fresh redelivery schedule';
+export function resendFlow(
+  msg: { id: string; deadPhase: string | null; deadReason: string | null },
+  after?: (r: ResendJson) => unknown,
+): void {
+  const back =
+    msg.deadPhase === 'check'
+      ? 'PREPARED and is checked back with its producer again'
+      : 'COMMITTED and is delivered again on a fresh redelivery schedule';
   openDialog(
     `Resend ${msg.id}`,
     h(
@@ -103,7 +141,12 @@ export function resendFlow(msg: { id: string; deadPhase: string | null; deadReas
       null,
       h('p', null, 'The message goes back to ', h('strong', null, back), '.'),
       msg.deadReason ? h('div', { class: 'callout bad' }, h('strong', null, 'Why it died'), msg.deadReason) : null,
-      h('div', { class: 'callout warn' }, h('strong', null, 'Order'), 'Consumers receive it after messages sent while it was dead; they dedupe by msgx-txmsg-id.'),
+      h(
+        'div',
+        { class: 'callout warn' },
+        h('strong', null, 'Order'),
+        'Consumers receive it after messages sent while it was dead; they dedupe by msgx-txmsg-id.',
+      ),
     ),
     [
       {
@@ -122,7 +165,13 @@ export function resendFlow(msg: { id: string; deadPhase: string | null; deadReas
 export function pauseFlow(paused: boolean, after?: () => unknown): void {
   openDialog(
     paused ? 'Resume the pipeline' : 'Pause the pipeline',
-    h('p', null, paused ? 'Head processing starts again at once.' : 'Head processing stops. The ingress keeps accepting and the poller keeps enqueueing; nothing is lost.'),
+    h(
+      'p',
+      null,
+      paused
+        ? 'Head processing starts again at once.'
+        : 'Head processing stops. The ingress keeps accepting and the poller keeps enqueueing; nothing is lost.',
+    ),
     [
       {
         label: paused ? 'Resume' : 'Pause',
