@@ -16,7 +16,7 @@ import type { Publisher } from '../../lib/outbox/types.ts';
 import { silentLog } from '../../lib/observability/logger.ts';
 import { systemClock } from '../../lib/shared/clock.ts';
 import { freshPg, serviceUrls, waitFor, type TestPg } from '../helpers/services.ts';
-import { randomTopic, readTopic, readTopicToEnd, type ReadRecord } from '../helpers/kafka.ts';
+import { randomTopic, readTopicToEnd, type ReadRecord } from '../helpers/kafka.ts';
 
 // Integration: real PostgreSQL (own database), the real Kafka broker (own random topics), real
 // time with short backoffs. Unavailability is simulated with publishers pointed at a dead port;
@@ -194,8 +194,10 @@ describe('delivery to Kafka', () => {
       await down.close();
       await up.close();
     }
-    const got = await readTopic(kafkaBrokers, topicMsg, 200);
+    // Every record on the topic, to the end of every partition: the 200, none twice.
+    const got = await readTopicToEnd(kafkaBrokers, topicMsg);
     assertKeyOrder(got);
+    expect(got).toHaveLength(200);
     expect(new Set(got.map((r) => r.headers['msgx-event-id'])).size).toBe(200);
   });
 
@@ -297,7 +299,9 @@ describe('delivery to Kafka', () => {
     } finally {
       await kafka.close();
     }
-    const got = await readTopic(kafkaBrokers, topicMsg, 60);
+    // To the end of every partition: each of the 30 exactly twice (the child's publish and the
+    // redelivery), never a third time.
+    const got = await readTopicToEnd(kafkaBrokers, topicMsg);
     expect(got).toHaveLength(60);
     assertKeyOrder(got);
     expect(new Set(got.map((r) => r.headers['msgx-event-id']))).toEqual(new Set(ids.map(String)));
@@ -368,7 +372,7 @@ describe('the 20,000-event run with a broker outage in the middle', () => {
     const dead = await pg.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM msg_event WHERE status = 'DEAD'`);
     expect(dead.rows[0]!.n).toBe(0);
 
-    const msg = await readTopic(kafkaBrokers, topicMsg, flights * versions, { timeoutMs: 60_000 });
+    const msg = await readTopicToEnd(kafkaBrokers, topicMsg, { timeoutMs: 60_000 });
     assertKeyOrder(msg);
     const delivered = new Set(msg.map((r) => r.headers['msgx-event-id']));
     expect(delivered.size).toBe(flights * versions);
@@ -384,7 +388,7 @@ describe('the 20,000-event run with a broker outage in the middle', () => {
     }
 
     // schd: the last record per FLID (what compaction keeps) is the latest whole state.
-    const schd = await readAll(topicSchd);
+    const schd = await readTopicToEnd(kafkaBrokers, topicSchd, { timeoutMs: 60_000 });
     const latest = new Map<string, number>();
     for (const r of schd) latest.set(r.key!, (JSON.parse(r.value!) as { stateVersion: number }).stateVersion);
     expect(latest.size).toBe(flights);
@@ -393,16 +397,6 @@ describe('the 20,000-event run with a broker outage in the middle', () => {
     expect(schd.length).toBeLessThan(flights * versions);
   }, 240_000);
 });
-
-/** Everything currently in a topic (up to its end offsets), however many records that is. */
-async function readAll(topic: string): Promise<ReadRecord[]> {
-  const admin = new kafkajs.Kafka({ brokers: kafkaBrokers, logLevel: kafkajs.logLevel.NOTHING }).admin();
-  await admin.connect();
-  const offsets = await admin.fetchTopicOffsets(topic);
-  await admin.disconnect();
-  const total = offsets.reduce((n, o) => n + Number(o.high) - Number(o.low), 0);
-  return readTopic(kafkaBrokers, topic, total, { timeoutMs: 60_000 });
-}
 
 describe('webhooks', () => {
   test('signed JSON posts; a webhook answering 503 holds the event, which is sent once it answers 2xx', async () => {
