@@ -31,6 +31,14 @@ import {
  * alone can exceed 10 s (docs/faults.md). Processing backoff keeps its defaults.
  */
 const RECOVERY_BOUND_MS = 10_000;
+
+/**
+ * A session inside a transaction msgx opened (BEGIN …): idle between its statements, or running
+ * one that started after the transaction did. A lone autocommit statement also has an
+ * `xact_start` (equal to its `query_start`) and does not count: terminating it proves nothing
+ * about an interrupted transaction.
+ */
+const IN_EXPLICIT_TX = `(state LIKE 'idle in transaction%' OR (state = 'active' AND xact_start < query_start))`;
 const FAULT_MS = Number(process.env.FAULTS_OUTAGE_MS ?? 5_000);
 
 let run: FaultRun;
@@ -228,7 +236,7 @@ describe('recovery from service faults', () => {
         while (Date.now() < deadline) {
           const r = await run.pg.db.query<{ n: number }>(
             `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database()
-             AND pid <> pg_backend_pid() AND xact_start IS NOT NULL AND application_name = 'msgx'`,
+             AND pid <> pg_backend_pid() AND application_name = 'msgx' AND ${IN_EXPLICIT_TX}`,
           );
           if (r.rows[0]!.n > 0) break;
           await sleep(5);
@@ -236,7 +244,7 @@ describe('recovery from service faults', () => {
         tries++;
         const r = await run.pg.db.query<{ sessions: number; in_tx: number }>(
           `SELECT count(*)::int AS sessions, count(*) FILTER (WHERE in_tx)::int AS in_tx
-           FROM (SELECT pg_terminate_backend(pid) AS done, xact_start IS NOT NULL AS in_tx FROM pg_stat_activity
+           FROM (SELECT pg_terminate_backend(pid) AS done, ${IN_EXPLICIT_TX} AS in_tx FROM pg_stat_activity
                  WHERE datname = current_database() AND pid <> pg_backend_pid() AND application_name = 'msgx') t`,
         );
         expect(r.rows[0]!.sessions).toBeGreaterThan(0);
