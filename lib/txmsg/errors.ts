@@ -65,6 +65,22 @@ export class TxTopicNotAllowedError extends RequestError {
   }
 }
 
+/** 403: the topic is one msgx publishes its own records to (flight events, compacted flight state); nothing is stored. */
+export class TxTopicReservedError extends RequestError {
+  constructor(
+    readonly topic: string,
+    variable: string,
+  ) {
+    super(
+      403,
+      'topic_not_allowed',
+      `topic ${topic} is msgx's own (${variable}): its consumers read only msgx's records, so transactional messages go to the producer's own topics`,
+      { topic },
+    );
+    this.name = 'TxTopicReservedError';
+  }
+}
+
 /** 503: whether the topic exists cannot be checked because Kafka does not answer; nothing is stored. */
 export class TxTopicCheckUnavailableError extends RequestError {
   constructor(

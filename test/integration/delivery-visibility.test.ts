@@ -103,6 +103,25 @@ describe('prepare refuses a destination msgx could never deliver to', () => {
     expect(await txCount()).toBe(before);
   });
 
+  test("msgx's own topics are refused: a producer cannot write into the flight events (msgx.msg) or the compacted state (msgx.schd)", async () => {
+    const { config, call } = await msgx();
+    // They exist on the cluster (msgx creates them), so only this rule stands in the way.
+    await createTopic(config.outbox.topicMsg);
+    await createTopic(config.outbox.topicSchd);
+    const before = await txCount();
+    for (const [topic, variable] of [
+      [config.outbox.topicMsg, 'MSGX_TOPIC_MSG'],
+      [config.outbox.topicSchd, 'MSGX_TOPIC_SCHD'],
+    ] as const) {
+      const r = await call('POST', '/v1/tx-messages', { ...prepareBody(topic), key: '1001' });
+      expect(r.status).toBe(403);
+      expect(r.body.error).toBe('topic_not_allowed');
+      expect(r.body.detail).toContain(topic);
+      expect(r.body.detail).toContain(variable);
+    }
+    expect(await txCount()).toBe(before);
+  });
+
   test('MSGX_TX_TOPICS must be topic names', () => {
     expect(() => loadConfig({ MSGX_TX_TOPICS: 'orders,bad topic!' })).toThrow(/MSGX_TX_TOPICS: must be a comma list of Kafka topic names/);
   });
