@@ -8,13 +8,16 @@ import { GetScheduleCommand, SchedulerClient, UpdateScheduleCommand } from '@aws
 export async function setSchedulesEnabled(
   enabled: boolean,
   env: Record<string, string | undefined> = process.env,
-  client: Pick<SchedulerClient, 'send'> = new SchedulerClient({}),
+  given?: Pick<SchedulerClient, 'send'>,
 ): Promise<string[]> {
   const names = (env.MSGX_SCHEDULE_NAMES ?? '')
     .split(',')
     .map((s) => s.trim())
     .filter(Boolean);
   if (names.length === 0) return [];
+  // Made only when there are schedules: the twin needs no AWS client (and node 20 would print the
+  // SDK's node-version warning on every `msgx pause`).
+  const client = given ?? new SchedulerClient({});
   const group = env.MSGX_SCHEDULE_GROUP;
   for (const name of names) {
     const s = await client.send(new GetScheduleCommand({ Name: name, GroupName: group }));

@@ -1,7 +1,9 @@
+import { execFile } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, readFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
 import { flight, flop, schd } from '../fixtures/messages/build.ts';
 import { randomTopic, readTopic } from '../helpers/kafka.ts';
@@ -14,6 +16,7 @@ import { killTwins, startTwin } from '../helpers/twinChild.ts';
  * promptly.
  */
 afterAll(killTwins);
+const run = promisify(execFile);
 
 const post = (base: string, xml: string) =>
   fetch(`${base}/cminmsgs/send`, { method: 'POST', headers: { 'content-type': 'application/xml' }, body: xml });
@@ -66,6 +69,20 @@ describe('the twin (npm start)', () => {
 
     const f = (await (await fetch(`${twin.base}/v1/flights/1001`)).json()) as { stateVersion: number };
     expect(f.stateVersion).toBe(2);
+
+    // `npx msgx pause` / `resume` against the twin say what they did and nothing else: the twin has
+    // no EventBridge schedules, so no AWS client is made (on node 20 one printed a 10-line SDK
+    // support warning on stderr).
+    for (const [cmd, paused] of [
+      ['pause', true],
+      ['resume', false],
+    ] as const) {
+      const r = await run(process.execPath, ['bin/msgx.mjs', cmd], { env: { ...process.env, MSGX_PG_URL: '', MSGX_TWIN_URL: twin.base } });
+      expect(r.stdout).toBe(`pipeline ${paused ? 'paused' : 'running'} (twin at ${twin.base})\n`);
+      expect(r.stderr).toBe('');
+      const stats = (await (await fetch(`${twin.base}/admin/stats`)).json()) as { paused: boolean };
+      expect(stats.paused).toBe(paused);
+    }
 
     // SIGTERM: the twin finishes its work, releases its locks and exits promptly.
     twin.child.kill('SIGTERM');
