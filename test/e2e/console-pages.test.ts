@@ -1,13 +1,15 @@
-import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
-import { createServer as createNetServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type BrowserContext, chromium, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { enqueueEvents } from '../../lib/outbox/enqueue.ts';
-import { freshPg, type TestPg } from '../helpers/services.ts';
+import { type Browser, openChromium } from '../helpers/chromium.ts';
+import { closeConsoleTest } from '../helpers/consoleTeardown.ts';
+import { freePort } from '../helpers/freePort.ts';
+import { freshPg, type TestPg, waitFor } from '../helpers/services.ts';
+import { startBareTwin, type Twin } from '../helpers/twinChild.ts';
 
 /**
  * The console's parts that console.test.ts does not walk through, in Debian's Chromium against
@@ -18,51 +20,21 @@ import { freshPg, type TestPg } from '../helpers/services.ts';
  * DEAD, the operator selects it, replays it through the dry run once the receiver is fixed, and
  * it is sent. No page may throw a script error on the way.
  */
-const ROOT = process.cwd();
-const ARTIFACTS = join(ROOT, 'test', 'artifacts');
 const TOKEN = 'e2e-console-token';
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createNetServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function until<T>(what: string, fn: () => Promise<T | undefined | null | false>, timeoutMs = 30_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  let last: unknown;
-  while (Date.now() < end) {
-    try {
-      const v = await fn();
-      if (v) return v;
-    } catch (err) {
-      last = err;
-    }
-    await sleep(150);
-  }
-  throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
-}
+const until = <T>(what: string, fn: () => Promise<T>, timeoutMs = 30_000) => waitFor(fn, { what, timeoutMs, intervalMs: 150 });
 
 describe('console pages in Chromium: sign-in, trace form, dead letters of every kind', () => {
   let pg: TestPg;
   let dataDir: string;
-  let twin: ChildProcess;
-  let twinLog = '';
+  let twin: Twin;
   let base: string;
-  let browser: BrowserContext;
+  let browser: Browser;
   let page: Page;
   let hook: Server;
   let hookAnswer = 400;
   let malformedId = 0;
   let eventId = 0;
-  const pageErrors: string[] = [];
 
   const admin = async <T>(path: string) => {
     const r = await fetch(base + path, { headers: { authorization: `Bearer ${TOKEN}` } });
@@ -75,10 +47,9 @@ describe('console pages in Chromium: sign-in, trace form, dead letters of every 
     await action();
     await page.waitForSelector('[data-test=dead-table]:not([data-old])');
   };
-  const shot = (name: string) => page.screenshot({ path: join(ARTIFACTS, `console-pages-${name}.png`), fullPage: true });
+  const shot = (name: string) => browser.shot(`console-pages-${name}`);
 
   beforeAll(async () => {
-    mkdirSync(ARTIFACTS, { recursive: true });
     pg = await freshPg({ migrate: false });
     dataDir = mkdtempSync(join(tmpdir(), 'msgx-e2e-pages-'));
     const hookPort = await freePort();
@@ -87,14 +58,9 @@ describe('console pages in Chromium: sign-in, trace form, dead letters of every 
       req.on('end', () => res.writeHead(hookAnswer).end(hookAnswer === 200 ? 'ok' : 'receiver refuses this event'));
     });
     await new Promise<void>((r) => hook.listen(hookPort, '127.0.0.1', r));
-    const port = await freePort();
-    base = `http://127.0.0.1:${port}`;
-    const env: NodeJS.ProcessEnv = { ...process.env };
-    for (const k of Object.keys(env)) if (k.startsWith('MSGX_')) delete env[k];
-    Object.assign(env, {
+    twin = await startBareTwin({
       MSGX_PG_URL: pg.url,
       MSGX_DATA_DIR: join(dataDir, '.msgx'),
-      MSGX_HTTP_PORT: String(port),
       MSGX_HTTP_HOST: '127.0.0.1',
       MSGX_ADMIN_TOKEN: TOKEN,
       MSGX_FANOUT_WEBHOOKS: `http://127.0.0.1:${hookPort}/hook`,
@@ -104,23 +70,7 @@ describe('console pages in Chromium: sign-in, trace form, dead letters of every 
       MSGX_POLL_INTERVAL_MS: '200',
       MSGX_LOG_LEVEL: 'ERROR',
     });
-    twin = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'lib/twin/main.ts')], {
-      cwd: ROOT,
-      env,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    twin.stdout!.on('data', (d: Buffer) => (twinLog += d.toString()));
-    twin.stderr!.on('data', (d: Buffer) => (twinLog += d.toString()));
-    await until(
-      'the twin to answer /health',
-      async () => {
-        if (twin.exitCode !== null) throw new Error(`the twin exited with ${twin.exitCode}`);
-        return (await fetch(`${base}/health`)).ok;
-      },
-      40_000,
-    ).catch((err) => {
-      throw new Error(`${(err as Error).message}\n${twinLog.slice(-3000)}`);
-    });
+    base = twin.base;
 
     // A message no decoder can read: DEAD(MALFORMED), which needs a fixed message, not a replay.
     const sent = await fetch(`${base}/cminmsgs/send`, {
@@ -144,26 +94,13 @@ describe('console pages in Chromium: sign-in, trace form, dead letters of every 
         (await pg.db.query<{ status: string }>(`SELECT status FROM msg_event WHERE event_id = $1`, [eventId])).rows[0]?.status === 'DEAD',
     );
 
-    browser = await chromium.launchPersistentContext(join(dataDir, 'chromium'), {
-      executablePath: '/usr/bin/chromium',
-      headless: true,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--no-first-run'],
-      viewport: { width: 1360, height: 900 },
-    });
-    page = browser.pages()[0] ?? (await browser.newPage());
-    page.on('pageerror', (e) => pageErrors.push(e.message));
+    browser = await openChromium(join(dataDir, 'chromium'));
+    page = browser.page;
   }, 120_000);
 
   afterAll(async () => {
-    await browser?.close().catch(() => {});
-    if (twin && twin.exitCode === null) {
-      twin.kill('SIGTERM');
-      await Promise.race([new Promise((r) => twin.once('exit', r)), sleep(8000)]);
-      if (twin.exitCode === null) twin.kill('SIGKILL');
-    }
+    await closeConsoleTest({ browser, twin, pg, dataDir });
     await new Promise((r) => hook?.close(r));
-    await pg?.drop().catch(() => {});
-    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
   }, 60_000);
 
   it('asks for the admin token, and with it loads the console', async () => {
@@ -248,6 +185,6 @@ describe('console pages in Chromium: sign-in, trace form, dead letters of every 
       `SELECT actor, action FROM audit_log WHERE action = 'outbox.replay'`,
     );
     expect(audit.rows).toEqual([{ actor: 'console', action: 'outbox.replay' }]);
-    expect(pageErrors).toEqual([]);
+    expect(browser.pageErrors).toEqual([]);
   });
 });

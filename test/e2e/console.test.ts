@@ -1,12 +1,14 @@
-import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
-import { createServer as createNetServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type BrowserContext, chromium, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freshPg, type TestPg } from '../helpers/services.ts';
+import { type Browser, openChromium } from '../helpers/chromium.ts';
+import { closeConsoleTest } from '../helpers/consoleTeardown.ts';
+import { freePort } from '../helpers/freePort.ts';
+import { freshPg, type TestPg, waitFor } from '../helpers/services.ts';
+import { startBareTwin, type Twin } from '../helpers/twinChild.ts';
 
 /**
  * The operations console end to end: the real twin in a child process (`node --import tsx
@@ -28,46 +30,7 @@ import { freshPg, type TestPg } from '../helpers/services.ts';
  * Screenshots go to test/artifacts/ (gitignored).
  */
 
-const ROOT = process.cwd();
-const ARTIFACTS = join(ROOT, 'test', 'artifacts');
-const CHROMIUM_ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-  '--no-first-run',
-  '--disable-quic',
-];
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createNetServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function until<T>(what: string, fn: () => Promise<T | undefined | null | false>, timeoutMs = 20_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  let last: unknown;
-  while (Date.now() < end) {
-    try {
-      const v = await fn();
-      if (v) return v;
-    } catch (err) {
-      last = err;
-    }
-    await sleep(150);
-  }
-  throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
-}
+const until = <T>(what: string, fn: () => Promise<T>, timeoutMs = 20_000) => waitFor(fn, { what, timeoutMs, intervalMs: 150 });
 
 const flight = (flid: string) =>
   `<FLIGHT><FLID>${flid}</FLID><OPDY>20261129</OPDY><AWCD>CZ</AWCD><FLNO>${flid}</FLNO><SOBT>20261129101500</SOBT><STAT>SCH</STAT></FLIGHT>`;
@@ -77,10 +40,9 @@ const msg = (seqn: number, type: string, styp: string, body: string) =>
 describe('console end to end in Chromium against the twin', () => {
   let pg: TestPg;
   let dataDir: string;
-  let twin: ChildProcess;
-  let twinLog = '';
+  let twin: Twin;
   let base: string;
-  let browser: BrowserContext;
+  let browser: Browser;
   let page: Page;
   let checkServer: Server;
   let checkAnswer: 'fail' | 'COMMIT' = 'fail';
@@ -93,10 +55,9 @@ describe('console end to end in Chromium against the twin', () => {
     return r.text();
   };
   const admin = async <T>(path: string) => (await (await fetch(base + path)).json()) as T;
-  const shot = (name: string) => page.screenshot({ path: join(ARTIFACTS, `console-${name}.png`), fullPage: true });
+  const shot = (name: string) => browser.shot(`console-${name}`);
 
   beforeAll(async () => {
-    mkdirSync(ARTIFACTS, { recursive: true });
     pg = await freshPg({ migrate: false }); // the twin migrates at start, as `npm start` does
     dataDir = mkdtempSync(join(tmpdir(), 'msgx-e2e-'));
 
@@ -107,14 +68,9 @@ describe('console end to end in Chromium against the twin', () => {
     });
     await new Promise<void>((r) => checkServer.listen(checkPort, '127.0.0.1', r));
 
-    const port = await freePort();
-    base = `http://127.0.0.1:${port}`;
-    const env: NodeJS.ProcessEnv = { ...process.env };
-    for (const k of Object.keys(env)) if (k.startsWith('MSGX_')) delete env[k];
-    Object.assign(env, {
+    twin = await startBareTwin({
       MSGX_PG_URL: pg.url,
       MSGX_DATA_DIR: join(dataDir, '.msgx'),
-      MSGX_HTTP_PORT: String(port),
       MSGX_HTTP_HOST: '127.0.0.1',
       MSGX_MAX_ATTEMPTS: '1',
       MSGX_POLL_INTERVAL_MS: '200',
@@ -125,23 +81,7 @@ describe('console end to end in Chromium against the twin', () => {
       MSGX_TX_CHECK_INTERVAL: '1s',
       MSGX_LOG_LEVEL: 'WARN',
     });
-    twin = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'lib/twin/main.ts')], {
-      cwd: ROOT,
-      env,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    twin.stdout!.on('data', (d: Buffer) => (twinLog += d.toString()));
-    twin.stderr!.on('data', (d: Buffer) => (twinLog += d.toString()));
-    await until(
-      'the twin to answer /health',
-      async () => {
-        if (twin.exitCode !== null) throw new Error(`the twin exited with ${twin.exitCode}`);
-        return (await fetch(`${base}/health`)).ok;
-      },
-      40_000,
-    ).catch((err) => {
-      throw new Error(`${(err as Error).message}\n${twinLog.slice(-3000)}`);
-    });
+    base = twin.base;
 
     // The day plan: flights 7001 and 7002, version 1.
     ids.plan = Number(
@@ -196,28 +136,13 @@ describe('console end to end in Chromium against the twin', () => {
       async () => (await admin<{ status: string }>(`/v1/tx-messages/${txId}`)).status === 'DEAD',
     );
 
-    browser = await chromium.launchPersistentContext(mkdtempSync(join(tmpdir(), 'msgx-chromium-')), {
-      executablePath: '/usr/bin/chromium',
-      headless: true,
-      args: CHROMIUM_ARGS,
-      viewport: { width: 1360, height: 900 },
-    });
-    page = browser.pages()[0] ?? (await browser.newPage());
-    page.on('pageerror', (e) => {
-      twinLog += `\n[pageerror] ${e.message}`;
-    });
+    browser = await openChromium(join(dataDir, 'chromium'));
+    page = browser.page;
   }, 120_000);
 
   afterAll(async () => {
-    await browser?.close().catch(() => {});
-    if (twin && twin.exitCode === null) {
-      twin.kill('SIGTERM');
-      await Promise.race([new Promise((r) => twin.once('exit', r)), sleep(8000)]);
-      if (twin.exitCode === null) twin.kill('SIGKILL');
-    }
+    await closeConsoleTest({ browser, twin, pg, dataDir });
     await new Promise((r) => checkServer?.close(r));
-    await pg?.drop().catch(() => {});
-    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
   }, 60_000);
 
   it('overview: backlog, head, chart, events per target, dead counts, tx states, pipeline running', async () => {
@@ -348,6 +273,6 @@ describe('console end to end in Chromium against the twin', () => {
       { actor: 'console', action: 'pipeline.pause' },
       { actor: 'console', action: 'pipeline.resume' },
     ]);
-    expect(twinLog).not.toContain('[pageerror]');
+    expect(browser.pageErrors).toEqual([]);
   });
 });

@@ -186,10 +186,13 @@ export async function freshMysql(): Promise<TestMysql> {
   };
 }
 
-/** Polls `check` until it returns a truthy value or the time runs out (never a fixed sleep). */
+/**
+ * Polls `check` (every `intervalMs`, 20 by default) until it returns a truthy value or the time
+ * runs out (never a fixed sleep).
+ */
 export async function waitFor<T>(
   check: () => Promise<T> | T,
-  options: { timeoutMs?: number; what?: string } = {},
+  options: { timeoutMs?: number; what?: string; intervalMs?: number } = {},
 ): Promise<NonNullable<T>> {
   const deadline = Date.now() + (options.timeoutMs ?? 10_000);
   let last: unknown;
@@ -200,7 +203,7 @@ export async function waitFor<T>(
     } catch (err) {
       last = err;
     }
-    await new Promise((r) => setTimeout(r, 20));
+    await new Promise((r) => setTimeout(r, options.intervalMs ?? 20));
   }
   throw new Error(`timed out waiting for ${options.what ?? 'condition'}${last ? `: ${String(last)}` : ''}`);
 }

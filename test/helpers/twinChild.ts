@@ -1,7 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
+import { freePort } from './freePort.ts';
 import { waitFor } from './services.ts';
 
 /**
@@ -16,44 +16,38 @@ export function killTwins(): void {
   for (const c of running) c.kill('SIGKILL');
 }
 
-export async function freePort(): Promise<number> {
-  const srv = createServer();
-  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', () => r()));
-  const port = (srv.address() as { port: number }).port;
-  await new Promise((r) => srv.close(r));
-  return port;
-}
-
 export interface Twin {
   child: ChildProcess;
   base: string;
   output(): string;
-  /** Sends `signal` and resolves with the exit code. */
-  stop(signal: NodeJS.Signals): Promise<number | null>;
+  /**
+   * Sends `signal` and resolves with the exit code; with `killAfterMs`, a twin still running
+   * that long after the signal is SIGKILLed.
+   */
+  stop(signal: NodeJS.Signals, o?: { killAfterMs?: number }): Promise<number | null>;
 }
 
 /** Spawns the twin; resolves once /health answers 200 (rejects with its output if it exits first). */
 export async function startTwin(env: Record<string, string>, cwd: string): Promise<Twin> {
-  const run = spawnTwin(env, cwd, await freePort());
-  const exited = run.exited.then((code) => {
-    throw new Error(`the twin exited with ${code}: ${run.output()}`);
-  });
-  exited.catch(() => {});
-  await Promise.race([
-    exited,
-    waitFor(async () => (await fetch(`${run.base}/health`)).status === 200, { timeoutMs: 150_000, what: 'the twin to answer /health' }),
-  ]);
-  return run;
+  return healthy(spawnTwin(env, cwd, await freePort()));
+}
+
+/**
+ * The twin in the repository root with none of the caller's MSGX_ settings and none of
+ * spawnTwin's defaults: only what `env` names is configured (the browser tests). Resolves once
+ * /health answers 200.
+ */
+export async function startBareTwin(env: Record<string, string>): Promise<Twin> {
+  const inherited = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('MSGX_')));
+  const port = env.MSGX_HTTP_PORT ?? String(await freePort());
+  return healthy(launch({ ...inherited, ...env, MSGX_HTTP_PORT: port }, ROOT, port));
 }
 
 /** Spawns the twin without waiting for it: for starts that are expected to be refused. */
 export function spawnTwin(env: Record<string, string>, cwd: string, port = 0): Twin & { exited: Promise<number | null> } {
-  const p = port || 20_000 + Math.floor(Math.random() * 20_000);
-  // The twin runs in a directory of its own (its .msgx/ lands there): load tsx by absolute path.
-  const tsx = join(ROOT, 'node_modules', 'tsx', 'dist', 'loader.mjs');
-  const child = spawn(process.execPath, ['--import', tsx, join(ROOT, 'lib/twin/main.ts')], {
-    cwd,
-    env: {
+  const p = env.MSGX_HTTP_PORT ?? String(port || 20_000 + Math.floor(Math.random() * 20_000));
+  return launch(
+    {
       ...process.env,
       MSGX_PG_URL: '',
       MSGX_MAILBOX_URL: '',
@@ -61,10 +55,17 @@ export function spawnTwin(env: Record<string, string>, cwd: string, port = 0): T
       MSGX_POLL_INTERVAL_MS: '200',
       MSGX_SCHD_FLUSH_PERIOD: '200ms',
       ...env,
-      MSGX_HTTP_PORT: env.MSGX_HTTP_PORT ?? String(p),
+      MSGX_HTTP_PORT: p,
     },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+    cwd,
+    p,
+  );
+}
+
+function launch(env: NodeJS.ProcessEnv, cwd: string, port: string): Twin & { exited: Promise<number | null> } {
+  // The twin may run in a directory of its own (its .msgx/ lands there): load tsx by absolute path.
+  const tsx = join(ROOT, 'node_modules', 'tsx', 'dist', 'loader.mjs');
+  const child = spawn(process.execPath, ['--import', tsx, join(ROOT, 'lib/twin/main.ts')], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
   running.add(child);
   let output = '';
   child.stdout!.on('data', (d) => (output += d));
@@ -75,12 +76,32 @@ export function spawnTwin(env: Record<string, string>, cwd: string, port = 0): T
   });
   return {
     child,
-    base: `http://127.0.0.1:${env.MSGX_HTTP_PORT ?? p}`,
+    base: `http://127.0.0.1:${port}`,
     output: () => output,
     exited,
-    async stop(signal) {
+    async stop(signal, o = {}) {
       if (child.exitCode === null && child.signalCode === null) child.kill(signal);
-      return exited;
+      if (o.killAfterMs === undefined) return exited;
+      const timer = setTimeout(() => child.kill('SIGKILL'), o.killAfterMs);
+      return exited.finally(() => clearTimeout(timer));
     },
   };
+}
+
+/** Resolves with the twin once /health answers 200; rejects with its output if it exits first or never answers. */
+async function healthy(run: Twin & { exited: Promise<number | null> }): Promise<Twin> {
+  const exited = run.exited.then((code) => {
+    throw new Error(`the twin exited with ${code}: ${run.output()}`);
+  });
+  exited.catch(() => {});
+  await Promise.race([
+    exited,
+    waitFor(async () => (await fetch(`${run.base}/health`)).status === 200, {
+      timeoutMs: 150_000,
+      what: 'the twin to answer /health',
+    }).catch((err: Error) => {
+      throw new Error(`${err.message}\n${run.output().slice(-3000)}`);
+    }),
+  ]);
+  return run;
 }

@@ -1,5 +1,4 @@
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
@@ -16,6 +15,7 @@ import { pendingByTarget } from '../../lib/outbox/queries.ts';
 import { ensureTopics } from '../../lib/outbox/topics.ts';
 import { silentLog } from '../../lib/observability/logger.ts';
 import { systemClock } from '../../lib/shared/clock.ts';
+import { freePort } from '../helpers/freePort.ts';
 import { randomTopic, readTopicToEnd } from '../helpers/kafka.ts';
 import { freshPg, waitFor, type TestPg } from '../helpers/services.ts';
 
@@ -27,14 +27,6 @@ import { freshPg, waitFor, type TestPg } from '../helpers/services.ts';
 let pg: TestPg;
 let inst: KafkaInstance;
 let brokers: string;
-
-async function freePort(): Promise<number> {
-  const srv = createServer();
-  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', () => r()));
-  const port = (srv.address() as { port: number }).port;
-  await new Promise<void>((r) => srv.close(() => r()));
-  return port;
-}
 
 beforeAll(async () => {
   pg = await freshPg();
