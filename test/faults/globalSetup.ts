@@ -7,7 +7,8 @@ import { rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
-import { freePort, kafkaStart, kafkaStop, type KafkaInstance, mariadbStart, mariadbStop, type MariadbInstance } from './privateServices.ts';
+import { kafkaStart, kafkaStop, type KafkaInstance, mariadbStart, mariadbStop, type MariadbInstance } from './privateServices.ts';
+import { freePort } from '../helpers/freePort.ts';
 
 export interface FaultServices {
   kafka: KafkaInstance;

@@ -7,7 +7,6 @@
  */
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync } from 'node:fs';
-import net from 'node:net';
 import { userInfo } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -27,18 +26,6 @@ export interface MariadbInstance {
   port: number;
   /** More server options, e.g. --ssl-ca/--ssl-cert/--ssl-key (test/integration/mailbox-tls.test.ts). */
   args?: string[];
-}
-
-/** A TCP port nobody listens on right now (the kernel's choice). */
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as net.AddressInfo;
-      srv.close(() => resolve(port));
-    });
-  });
 }
 
 // ---- Kafka: scripts/services.mjs does the work (jars from Maven, KRaft format, start, probe) ----

@@ -1,5 +1,4 @@
-import { execFileSync } from 'node:child_process';
-import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import mysql from 'mysql2/promise';
@@ -10,7 +9,9 @@ import type { Db } from '../../lib/db/db.ts';
 import type { Mailbox } from '../../lib/mailbox/mailbox.ts';
 import { MailboxTlsError, mysqlPoolConfig } from '../../lib/mailbox/mysqlPool.ts';
 import { openMailbox } from '../../lib/mailbox/open.ts';
-import { freePort, type MariadbInstance, mariadbStart, mariadbStop, mariadbUrl } from '../faults/privateServices.ts';
+import { type MariadbInstance, mariadbStart, mariadbStop, mariadbUrl } from '../faults/privateServices.ts';
+import { freePort } from '../helpers/freePort.ts';
+import { makeCa, makeServerCert } from '../helpers/testCa.ts';
 
 /**
  * The mailbox connection the cloud makes, over real TLS: a private MariaDB (never the shared one
@@ -23,48 +24,6 @@ const ARN = 'arn:aws:secretsmanager:eu-west-1:210987654321:secret:cmin/mailbox-S
 const USER = 'msgx_tls';
 const PASSWORD = 'tls-Secret-1';
 const DB_NAME = 'mailbox';
-
-function ssl(dir: string, args: string[]): void {
-  execFileSync('openssl', args, { cwd: dir, stdio: 'pipe' });
-}
-const makeCa = (dir: string, name: string) =>
-  ssl(dir, [
-    'req',
-    '-x509',
-    '-newkey',
-    'rsa:2048',
-    '-nodes',
-    '-days',
-    '2',
-    '-subj',
-    `/CN=${name}`,
-    '-keyout',
-    `${name}.key`,
-    '-out',
-    `${name}.crt`,
-  ]);
-/** A server certificate signed by `ca` for the given subjectAltName. */
-function makeServerCert(dir: string, name: string, ca: string, san: string): void {
-  writeFileSync(join(dir, `${name}.ext`), `subjectAltName=${san}\n`);
-  ssl(dir, ['req', '-newkey', 'rsa:2048', '-nodes', '-subj', `/CN=${name}`, '-keyout', `${name}.key`, '-out', `${name}.csr`]);
-  ssl(dir, [
-    'x509',
-    '-req',
-    '-in',
-    `${name}.csr`,
-    '-CA',
-    `${ca}.crt`,
-    '-CAkey',
-    `${ca}.key`,
-    '-CAcreateserial',
-    '-days',
-    '2',
-    '-extfile',
-    `${name}.ext`,
-    '-out',
-    `${name}.crt`,
-  ]);
-}
 
 /** Not used by the MySQL mailbox: openMailbox only needs a Db for the PostgreSQL mailbox. */
 const noDb = {} as Db;
