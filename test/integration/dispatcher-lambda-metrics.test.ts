@@ -3,8 +3,9 @@ import { loadConfig } from '../../lib/config/config.ts';
 import { BUDGET_MARGIN_MS } from '../../lib/jobs/coldStart.ts';
 import { enqueueEvents } from '../../lib/outbox/enqueue.ts';
 import { ensureTopics } from '../../lib/outbox/topics.ts';
-import { randomTopic, readTopicToEnd } from '../helpers/kafka.ts';
-import { freshMysql, freshPg, serviceUrls, type TestMysql, type TestPg } from '../helpers/services.ts';
+import { readTopicToEnd } from '../helpers/kafka.ts';
+import { asLambdaFunction, type LambdaFunction } from '../helpers/lambdaEnv.ts';
+import { serviceUrls, type TestPg } from '../helpers/services.ts';
 import { lambdaRole } from '../helpers/lambdaRoles.ts';
 
 /**
@@ -19,36 +20,16 @@ type Emf = Record<string, unknown> & {
 };
 
 describe('the dispatcher Lambda flushes its metrics in every invocation', () => {
+  let fn: LambdaFunction;
   let pg: TestPg;
-  let my: TestMysql;
-  const saved = { ...process.env };
   const { kafkaBrokers } = serviceUrls();
-  const topicMsg = randomTopic('msgx.msg');
 
   beforeAll(async () => {
-    pg = await freshPg();
-    my = await freshMysql();
-    Object.assign(process.env, {
-      MSGX_RUNTIME: 'lambda',
-      MSGX_PG_URL: pg.url,
-      MSGX_MAILBOX_URL: my.url,
-      MSGX_KAFKA_BROKERS: kafkaBrokers.join(','),
-      MSGX_TOPIC_MSG: topicMsg,
-      MSGX_TOPIC_SCHD: randomTopic('msgx.schd'),
-      MSGX_DELIVERY_POLL_INTERVAL: '100ms',
-      MSGX_LOG_LEVEL: 'ERROR',
-    });
+    fn = await asLambdaFunction({ MSGX_DELIVERY_POLL_INTERVAL: '100ms' });
+    pg = fn.pg;
     await ensureTopics(loadConfig(process.env));
   });
-  afterAll(async () => {
-    process.env = saved;
-    const { lambdaContext } = await import('../../lib/jobs/coldStart.ts');
-    const ctx = await lambdaContext();
-    await ctx.mailbox.close();
-    await ctx.db.close();
-    await my.drop();
-    await pg.drop();
-  });
+  afterAll(() => fn?.end());
 
   /** One invocation with `remainingMs` on the clock; returns the EMF documents it printed. */
   async function invoke(remainingMs: number): Promise<Emf[]> {
@@ -87,7 +68,7 @@ describe('the dispatcher Lambda flushes its metrics in every invocation', () => 
     );
 
     const docs = await invoke(BUDGET_MARGIN_MS + 4_000); // a 4 s loop: enough for 37 events
-    const onTopic = await readTopicToEnd(kafkaBrokers, topicMsg); // every record, to the end of every partition
+    const onTopic = await readTopicToEnd(kafkaBrokers, fn.env.MSGX_TOPIC_MSG!); // every record, to the end of every partition
     expect(onTopic).toHaveLength(n);
     expect(sum(docs, 'EventsSent')).toBe(n);
     expect(sum(docs, 'DeadCount', { kind: 'event' })).toBe(0);

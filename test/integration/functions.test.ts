@@ -1,12 +1,12 @@
-import type { APIGatewayProxyEvent } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BUDGET_MARGIN_MS } from '../../lib/jobs/coldStart.ts';
 import { tryRoleLock } from '../../lib/jobs/roleLock.ts';
 import { kickPumpIfIdle } from '../../lib/jobs/kick.ts';
 import { setPaused } from '../../lib/pipeline/pause.ts';
 import { wire } from '../helpers/pipeline.ts';
-import { randomTopic } from '../helpers/kafka.ts';
-import { freshMysql, freshPg, serviceUrls, type TestMysql, type TestPg } from '../helpers/services.ts';
+import { apiGatewayEvent as event } from '../helpers/apiGatewayEvent.ts';
+import { asLambdaFunction, type LambdaFunction } from '../helpers/lambdaEnv.ts';
+import type { TestPg } from '../helpers/services.ts';
 import { lambdaRole } from '../helpers/lambdaRoles.ts';
 
 /**
@@ -15,43 +15,14 @@ import { lambdaRole } from '../helpers/lambdaRoles.ts';
  * PostgreSQL, MariaDB and Kafka, with the cloud's configuration rules in force.
  */
 describe('Lambda handlers', () => {
+  let fn: LambdaFunction;
   let pg: TestPg;
-  let my: TestMysql;
-  const saved = { ...process.env };
 
   beforeAll(async () => {
-    pg = await freshPg();
-    my = await freshMysql();
-    Object.assign(process.env, {
-      MSGX_RUNTIME: 'lambda',
-      MSGX_PG_URL: pg.url,
-      MSGX_MAILBOX_URL: my.url,
-      MSGX_KAFKA_BROKERS: serviceUrls().kafkaBrokers.join(','),
-      MSGX_TOPIC_MSG: randomTopic('msgx.msg'),
-      MSGX_TOPIC_SCHD: randomTopic('msgx.schd'),
-      MSGX_LOG_LEVEL: 'ERROR',
-    });
+    fn = await asLambdaFunction();
+    pg = fn.pg;
   });
-  afterAll(async () => {
-    process.env = saved;
-    const { lambdaContext } = await import('../../lib/jobs/coldStart.ts');
-    const ctx = await lambdaContext();
-    await ctx.mailbox.close();
-    await ctx.db.close();
-    await my.drop();
-    await pg.drop();
-  });
-
-  const event = (method: string, path: string, body: string, caller?: string): APIGatewayProxyEvent =>
-    ({
-      httpMethod: method,
-      path,
-      headers: { 'Content-Type': 'application/xml' },
-      queryStringParameters: null,
-      body,
-      isBase64Encoded: false,
-      requestContext: { identity: { userArn: caller ?? null, caller: caller ?? null } },
-    }) as unknown as APIGatewayProxyEvent;
+  afterAll(() => fn?.end());
 
   it('ingress stores a message from an API Gateway event; the scheduled poller and pump process it within their budgets', async () => {
     const { handler: ingress } = await import('../../functions/ingress.ts');

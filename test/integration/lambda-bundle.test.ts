@@ -6,9 +6,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REPO_ROOT } from '../../infra-cdk/build.ts';
 import { bundleFunction } from '../../infra-cdk/bundle.ts';
 import { BUDGET_MARGIN_MS } from '../../lib/jobs/coldStart.ts';
-import { randomTopic } from '../helpers/kafka.ts';
+import { functionServices, type FunctionServices } from '../helpers/lambdaEnv.ts';
 import { wire } from '../helpers/pipeline.ts';
-import { freshMysql, freshPg, serviceUrls, type TestMysql, type TestPg } from '../helpers/services.ts';
+import type { TestMysql, TestPg } from '../helpers/services.ts';
 
 const run = promisify(execFile);
 
@@ -19,6 +19,7 @@ const run = promisify(execFile);
  * test; only this one runs the bundled code, where a shim (iconv-lite's, for mysql2) could fail.
  */
 describe('the Lambda bundles against the real services', () => {
+  let services: FunctionServices;
   let pg: TestPg;
   let my: TestMysql;
   let out: string;
@@ -37,21 +38,12 @@ const r = event === 'scheduled' ? await handler({}, { getRemainingTimeInMillis: 
 process.stdout.write('\\n' + JSON.stringify(r));
 process.exit(0);`,
     );
-    pg = await freshPg();
-    my = await freshMysql();
-    env = {
-      PATH: process.env.PATH ?? '',
-      MSGX_PG_URL: pg.url,
-      MSGX_MAILBOX_URL: my.url,
-      MSGX_KAFKA_BROKERS: serviceUrls().kafkaBrokers.join(','),
-      MSGX_TOPIC_MSG: randomTopic('msgx.msg'),
-      MSGX_TOPIC_SCHD: randomTopic('msgx.schd'),
-      MSGX_LOG_LEVEL: 'ERROR',
-    };
+    services = await functionServices();
+    ({ pg, my } = services);
+    env = { PATH: process.env.PATH ?? '', ...services.env };
   }, 300_000);
   afterAll(async () => {
-    await my?.drop();
-    await pg?.drop();
+    await services?.drop();
     if (out) rmSync(out, { recursive: true, force: true });
   });
 
