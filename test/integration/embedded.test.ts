@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -13,6 +13,7 @@ import { buildContext, closeContext } from '../../lib/app/buildContext.ts';
 import type { AppContext } from '../../lib/app/context.ts';
 import { startRoles } from '../../lib/twin/roles.ts';
 import { flight, flop, schd } from '../fixtures/messages/build.ts';
+import { fileSink } from '../helpers/fileSink.ts';
 import { mailboxWith } from '../helpers/pipeline.ts';
 import { seedPgliteDataDir, waitFor } from '../helpers/services.ts';
 
@@ -106,15 +107,7 @@ async function api(method: string, path: string, body?: unknown): Promise<{ stat
   return { status: r.status, body: await r.json() };
 }
 
-function sink(topic: string): { key: string; value: string; headers: Record<string, string> }[] {
-  const file = join(dir, 'events', `${topic}.jsonl`);
-  if (!existsSync(file)) return [];
-  return readFileSync(file, 'utf8')
-    .trim()
-    .split('\n')
-    .filter(Boolean)
-    .map((l) => JSON.parse(l));
-}
+const sink = (topic: string) => fileSink(dir, topic);
 
 /** The mailbox row as the system that owns CMINMSGS sees it. */
 async function mailboxRow(id: number) {

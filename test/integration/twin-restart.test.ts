@@ -1,8 +1,9 @@
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { flight, flop, schd } from '../fixtures/messages/build.ts';
+import { fileSink } from '../helpers/fileSink.ts';
 import { waitFor } from '../helpers/services.ts';
 import { killTwins, spawnTwin, startTwin, type Twin } from '../helpers/twinChild.ts';
 
@@ -73,16 +74,8 @@ async function waitForGates(base: string, want: Record<string, string>, what: st
   );
 }
 
-/** Lines of a file-sink topic (the twin's stand-in for Kafka). */
-function sink(dir: string, topic: string): { key: string; value: string }[] {
-  const file = join(dir, '.msgx', 'events', `${topic}.jsonl`);
-  if (!existsSync(file)) return [];
-  return readFileSync(file, 'utf8')
-    .trim()
-    .split('\n')
-    .filter(Boolean)
-    .map((l) => JSON.parse(l));
-}
+/** Records of a file-sink topic (the twin's stand-in for Kafka) of the twin running in `dir`. */
+const sink = (dir: string, topic: string) => fileSink(join(dir, '.msgx'), topic);
 
 const sinkPayloads = (dir: string, topic: string) => sink(dir, topic).map((l) => JSON.parse(l.value) as { n: number });
 

@@ -1,15 +1,16 @@
-import { execFile } from 'node:child_process';
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { promisify } from 'node:util';
+import { join } from 'node:path';
 import mysql from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { flight, flop, schd } from '../fixtures/messages/build.ts';
 import { freshMysql, freshPg, type TestMysql, type TestPg, waitFor } from '../helpers/services.ts';
+import { fileSink } from '../helpers/fileSink.ts';
+import { type Fields, FlightModel } from '../helpers/flightModel.ts';
+import { twinCli } from '../helpers/twinCli.ts';
 import { killTwins, startTwin, type Twin } from '../helpers/twinChild.ts';
 
 /**
@@ -22,12 +23,10 @@ import { killTwins, startTwin, type Twin } from '../helpers/twinChild.ts';
  * Its own PostgreSQL and MariaDB databases and its own twin directory: nothing shared with other
  * test files.
  */
-const ROOT = resolve(import.meta.dirname, '..', '..');
 const DAY = '20261130';
 const SECRET = randomBytes(24).toString('hex');
 /** The twin's MSGX_DELIVERY_MAX_RETRY_COUNT: attempts before an event is DEAD. */
 const MAX_ATTEMPTS = 8;
-const run = promisify(execFile);
 
 let pg: TestPg;
 let my: TestMysql;
@@ -143,8 +142,7 @@ afterAll(async () => {
 
 // ---- The independent model ----------------------------------------------------------------------
 
-type Fields = Record<string, string | Record<string, string>[]>;
-const model = new Map<string, { fields: Fields; version: number }>();
+const model = new FlightModel();
 const planned = (flid: string): Fields => ({ FLID: flid, OPDY: DAY, AWCD: 'MU', FLNO: flid.slice(-4), STAT: 'SCH' });
 const pad = (n: number) => String(n).padStart(2, '0');
 
@@ -157,11 +155,7 @@ function nextFlop(i: number, flid: string): { text: string; apply: () => void } 
   const styp = kind === 0 ? 'ETOT' : kind === 1 ? 'UPDT' : 'STND';
   return {
     text: flop(styp, { seqn: `d${i}`, dttm: t }, flight({ FLID: flid, ...fields })),
-    apply: () => {
-      const m = model.get(flid)!;
-      m.fields = { ...m.fields, ...fields };
-      m.version++;
-    },
+    apply: () => model.apply(flid, fields),
   };
 }
 
@@ -179,19 +173,7 @@ async function postToIngress(text: string): Promise<void> {
   expect(res.status, await res.clone().text()).toBe(200);
 }
 
-/** Waits until the read API shows every modelled version (the roles work asynchronously). */
-async function settled(flids: string[]): Promise<void> {
-  await waitFor(
-    async () => {
-      for (const flid of flids) {
-        const res = await fetch(`${twin.base}/v1/flights/${flid}`);
-        if (res.status !== 200 || ((await res.json()) as { stateVersion: number }).stateVersion !== model.get(flid)!.version) return false;
-      }
-      return true;
-    },
-    { timeoutMs: 60_000, what: 'the flights to reach their modelled versions' },
-  );
-}
+const settled = (flids: string[]) => model.settled(twin.base, flids);
 
 /** A delivered record as either destination shows it. */
 interface Delivered {
@@ -209,13 +191,9 @@ function receivedOnce(): Delivered[] {
 
 /** The file sink's records of one topic, in file order, each event once. */
 function fileSinkOnce(topic: string): Delivered[] {
-  const file = join(twinDir, '.msgx', 'events', `${topic}.jsonl`);
-  if (!existsSync(file)) return [];
   const seen = new Set<string>();
   const out: Delivered[] = [];
-  for (const line of readFileSync(file, 'utf8').split('\n')) {
-    if (!line) continue;
-    const r = JSON.parse(line) as { topic: string; key: string | null; value: string | null; headers: Record<string, string> };
+  for (const r of fileSink(join(twinDir, '.msgx'), topic)) {
     expect(r.topic).toBe(topic);
     const id = r.headers['msgx-event-id']!;
     if (seen.has(id)) continue;
@@ -279,13 +257,7 @@ async function judgeWhenDelivered(flids: string[]): Promise<void> {
   judgeBoth(flids);
 }
 
-const cli = async (...args: string[]) =>
-  (
-    await run(process.execPath, [join(ROOT, 'bin/msgx.mjs'), ...args], {
-      env: { ...process.env, MSGX_PG_URL: '', MSGX_TWIN_URL: twin.base },
-      cwd: ROOT,
-    })
-  ).stdout;
+const cli = (...args: string[]) => twinCli(twin.base, ...args);
 
 /** The rows of a table the CLI printed (header, dashes, rows; columns aligned). */
 function cliTable(out: string): Record<string, string>[] {

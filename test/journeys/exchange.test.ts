@@ -1,15 +1,15 @@
-import { execFile } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { promisify } from 'node:util';
+import { join } from 'node:path';
 import mysql from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { flight, flop, schd } from '../fixtures/messages/build.ts';
 import { createTopics, randomTopic, readTopicToEnd, type ReadRecord } from '../helpers/kafka.ts';
 import { freshMysql, freshPg, serviceUrls, type TestMysql, type TestPg, waitFor } from '../helpers/services.ts';
+import { type Fields, FlightModel } from '../helpers/flightModel.ts';
+import { twinCli } from '../helpers/twinCli.ts';
 import { killTwins, startTwin, type Twin } from '../helpers/twinChild.ts';
 
 /**
@@ -18,9 +18,7 @@ import { killTwins, startTwin, type Twin } from '../helpers/twinChild.ts';
  * — against the twin on real PostgreSQL, MariaDB and Kafka. Each journey is judged by a model the
  * test builds by hand from what it sent (never by reading msgx's own tables back).
  */
-const ROOT = resolve(import.meta.dirname, '..', '..');
 const DAY = '20261129';
-const run = promisify(execFile);
 
 let pg: TestPg;
 let my: TestMysql;
@@ -85,15 +83,8 @@ afterAll(async () => {
 
 // ---- The independent model of the flight journeys ----------------------------------------------
 
-type Fields = Record<string, string | Record<string, string>[]>;
-/** Per FLID: the fields a reader must see and the state version (one per message that changed it). */
-const model = new Map<string, { fields: Fields; version: number }>();
+const model = new FlightModel();
 const planned = (flid: string): Fields => ({ FLID: flid, OPDY: DAY, AWCD: 'CZ', FLNO: flid.slice(-4), STAT: 'SCH' });
-function apply(flid: string, fields: Fields): void {
-  const m = model.get(flid)!;
-  m.fields = { ...m.fields, ...fields };
-  m.version++;
-}
 const pad = (n: number) => String(n).padStart(2, '0');
 
 /** Every FLOP carries a value never sent before, so each one changes its flight exactly once. */
@@ -162,19 +153,7 @@ function perFlid(records: ReadRecord[], pick: (value: unknown) => number): Map<s
   return out;
 }
 
-/** Waits until the read API shows every modelled version (the roles work asynchronously). */
-async function settled(flids: string[]): Promise<void> {
-  await waitFor(
-    async () => {
-      for (const flid of flids) {
-        const res = await fetch(`${twin.base}/v1/flights/${flid}`);
-        if (res.status !== 200 || ((await res.json()) as { stateVersion: number }).stateVersion !== model.get(flid)!.version) return false;
-      }
-      return true;
-    },
-    { timeoutMs: 60_000, what: 'the flights to reach their modelled versions' },
-  );
-}
+const settled = (flids: string[]) => model.settled(twin.base, flids);
 
 // ---- Journeys -----------------------------------------------------------------------------------
 
@@ -197,7 +176,7 @@ describe('journeys from outside', () => {
         const flid = mailboxFlids[i % mailboxFlids.length]!;
         const { text, fields } = nextFlop(i, flid);
         await c.query('INSERT INTO CMINMSGS (MSG_TEXT) VALUES (?)', [text]);
-        apply(flid, fields);
+        model.apply(flid, fields);
       }
       await settled(mailboxFlids);
       await judgeFlights(mailboxFlids);
@@ -225,7 +204,7 @@ describe('journeys from outside', () => {
       const res = await post(text);
       expect(res.status).toBe(200);
       expect(Number(await res.text())).toBeGreaterThan(0);
-      apply(flid, fields);
+      model.apply(flid, fields);
     }
     const bad = await post('<MSG><META></MSG>');
     expect(bad.status).toBe(400);
@@ -237,23 +216,22 @@ describe('journeys from outside', () => {
   });
 
   it('CLI: status and trace over the twin show what the user sent', async () => {
-    const env = { ...process.env, MSGX_PG_URL: '', MSGX_TWIN_URL: twin.base };
     const res = await fetch(`${twin.base}/cminmsgs/send`, {
       method: 'POST',
       headers: { 'content-type': 'application/xml' },
       body: nextFlop(200, 'J101').text,
     });
     const id = Number(await res.text());
-    apply('J101', nextFlop(200, 'J101').fields);
+    model.apply('J101', nextFlop(200, 'J101').fields);
     await settled(['J101']);
-    const trace = await run(process.execPath, [join(ROOT, 'bin/msgx.mjs'), 'trace', String(id)], { env, cwd: ROOT });
-    expect(trace.stdout).toContain(String(id));
-    expect(trace.stdout).toMatch(/SUCCEEDED/);
-    expect(trace.stdout).toContain('J101');
-    const status = await run(process.execPath, [join(ROOT, 'bin/msgx.mjs'), 'status', '--json'], { env, cwd: ROOT });
+    const trace = await twinCli(twin.base, 'trace', String(id));
+    expect(trace).toContain(String(id));
+    expect(trace).toMatch(/SUCCEEDED/);
+    expect(trace).toContain('J101');
+    const status = await twinCli(twin.base, 'status', '--json');
     // The model: the plan plus one message per version step of every flight, all SUCCEEDED.
     const sent = 1 + [...model.values()].reduce((n, m) => n + m.version - 1, 0);
-    expect(JSON.parse(status.stdout)).toMatchObject({ paused: false, pipeline: { backlog: 0, head: null, byStatus: { SUCCEEDED: sent } } });
+    expect(JSON.parse(status)).toMatchObject({ paused: false, pipeline: { backlog: 0, head: null, byStatus: { SUCCEEDED: sent } } });
   });
 
   it('transactional messages: prepared is not delivered, committed is delivered to the consumer, ack makes it CONSUMED, rollback never arrives', async () => {
@@ -351,11 +329,10 @@ describe('journeys from outside', () => {
   });
 
   it('requests: request-day from the CLI writes an RQFD to COUTMSGS; the upstream answer in the mailbox creates the flights', async () => {
-    const env = { ...process.env, MSGX_PG_URL: '', MSGX_TWIN_URL: twin.base };
     const day = '20261201';
-    const out = await run(process.execPath, [join(ROOT, 'bin/msgx.mjs'), 'request-day', day], { env, cwd: ROOT });
-    const id = /^id\s+(\S+)$/m.exec(out.stdout)?.[1];
-    expect(id, out.stdout).toBeTruthy();
+    const out = await twinCli(twin.base, 'request-day', day);
+    const id = /^id\s+(\S+)$/m.exec(out)?.[1];
+    expect(id, out).toBeTruthy();
     const c = await mysql.createConnection({ uri: my.url });
     try {
       // What upstream reads: one RQFD for that day, naming the request.
@@ -384,9 +361,7 @@ describe('journeys from outside', () => {
 
   // Last: it holds the head for a while (a message msgx cannot process blocks the FIFO until it dies).
   it('replay: an unprocessable message holds the head, dies EXHAUSTED, then the queue moves on; the operator replays it from the CLI', async () => {
-    const env = { ...process.env, MSGX_PG_URL: '', MSGX_TWIN_URL: twin.base };
-    const cli = async (...args: string[]) =>
-      (await run(process.execPath, [join(ROOT, 'bin/msgx.mjs'), ...args], { env, cwd: ROOT })).stdout;
+    const cli = (...args: string[]) => twinCli(twin.base, ...args);
     const post = async (text: string) =>
       Number(
         await (
@@ -405,7 +380,7 @@ describe('journeys from outside', () => {
     });
     expect(await readFlightOverHttp('J201')).toMatchObject({ stateVersion: model.get('J201')!.version });
     // It dies after its attempts (EXHAUSTED), and the queue moves on.
-    apply('J201', behind.fields);
+    model.apply('J201', behind.fields);
     await settled(['J201']);
     await judgeFlights(['J201', 'J102']);
     const dead = await cli('dead');
