@@ -12,7 +12,8 @@ import { defaultRegistry } from '../../lib/app/registry.ts';
 import { loadCorpus, timeDecoder } from '../fixtures/hostile/corpus.ts';
 import { buildCorpus, HERE, manifestOf, SETUP_FLIGHTS, SETUP_TEXT } from '../fixtures/hostile/generate.ts';
 import { drainPoller, makeContext } from '../helpers/pipeline.ts';
-import { freshMysql, freshPg, type TestMysql, type TestPg } from '../helpers/services.ts';
+import { useFreshDatabases } from '../helpers/freshDatabases.ts';
+import type { TestMysql, TestPg } from '../helpers/services.ts';
 
 /**
  * The hostile corpus (test/fixtures/hostile, ≥ 200 cases) through the real decoder, pump and flight
@@ -142,53 +143,44 @@ it('the corpus holds at least 200 cases, and the committed files are what genera
 });
 
 describe('written into the mailbox as other systems write it', () => {
-  let pg: TestPg;
-  let my: TestMysql;
-  beforeAll(async () => {
-    pg = await freshPg();
-    my = await freshMysql();
-  });
-  afterAll(async () => {
-    await my?.drop();
-    await pg?.drop();
-  });
+  const dbs = useFreshDatabases();
 
   it('every case ends with its terminal state and class; the pump survives all of them', async () => {
     const clock = new FakeClock('2026-11-29T01:00:00Z');
-    const ctx = await pipelineContext(pg, my, clock);
-    await my.mailbox.insertInbound(SETUP_TEXT);
+    const ctx = await pipelineContext(dbs.pg, dbs.my, clock);
+    await dbs.my.mailbox.insertInbound(SETUP_TEXT);
     const ids = new Map<string, number>();
-    for (const c of corpus) ids.set(c.name, await my.mailbox.insertInbound(c.text));
+    for (const c of corpus) ids.set(c.name, await dbs.my.mailbox.insertInbound(c.text));
     const started = performance.now();
     await drain(ctx, clock);
     const pumpMs = performance.now() - started;
 
-    const rows = await pg.db.query<ProcRow>(`SELECT msg_id, status, error_class, error_detail, note FROM proc_state`);
+    const rows = await dbs.pg.db.query<ProcRow>(`SELECT msg_id, status, error_class, error_detail, note FROM proc_state`);
     const byId = new Map(rows.rows.map((r) => [r.msg_id, r]));
     const wrong = corpus.map((c) => mismatch(c.name, byId.get(ids.get(c.name)!), c.expect)).filter(Boolean);
     expect(wrong).toEqual([]);
-    await assertStillSound(pg);
+    await assertStillSound(dbs.pg);
     // Every outcome is back-filled for the mailbox owner, DEAD ones with their class.
-    const unmarked = await my.mailbox.filterUnprocessed([...ids.values()]);
+    const unmarked = await dbs.my.mailbox.filterUnprocessed([...ids.values()]);
     expect(unmarked).toEqual([]);
     // A dead message changed nothing: no flight version, no event, no snapshot-log row.
     const dead = corpus.filter((c) => c.expect.status === 'DEAD');
     expect(dead.filter((c) => c.expect.errorClass === 'PROTOCOL').length).toBeGreaterThan(0);
     expect(
       await writtenBy(
-        pg,
+        dbs.pg,
         dead.map((c) => ids.get(c.name)!),
       ),
     ).toEqual([]);
     // The same query does see what a succeeded message wrote (so the empty answer above means something).
     const succeeded = corpus.filter((c) => c.expect.status === 'SUCCEEDED').map((c) => ids.get(c.name)!);
-    expect((await writtenBy(pg, succeeded)).length).toBeGreaterThanOrEqual(succeeded.length);
+    expect((await writtenBy(dbs.pg, succeeded)).length).toBeGreaterThanOrEqual(succeeded.length);
     // What the reason says is kept as received is in the flight's state exactly as sent.
     const verbatim = corpus.filter((c) => c.expect.status === 'SUCCEEDED' && VERBATIM.test(c.why ?? ''));
     expect(verbatim.length).toBeGreaterThanOrEqual(10);
     expect(
       await verbatimMismatches(
-        pg,
+        dbs.pg,
         verbatim.map((c) => ({ name: c.name, text: c.text, id: ids.get(c.name)! })),
       ),
     ).toEqual([]);
@@ -207,33 +199,28 @@ describe('written into the mailbox as other systems write it', () => {
 });
 
 describe('posted to POST /cminmsgs/send', () => {
-  let pg: TestPg;
-  let my: TestMysql;
+  const dbs = useFreshDatabases();
   let server: Server;
   let base: string;
   let ctx: AppContext;
   const clock = new FakeClock('2026-11-29T01:00:00Z');
   beforeAll(async () => {
-    pg = await freshPg();
-    my = await freshMysql();
-    ctx = await pipelineContext(pg, my, clock);
+    ctx = await pipelineContext(dbs.pg, dbs.my, clock);
     server = await startHttpServer(ctx, buildRouter(), { port: 0 });
     base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   });
-  afterAll(async () => {
+  afterAll(() => {
     server?.close();
-    await my?.drop();
-    await pg?.drop();
   });
 
   it('the ingress refuses what it must with the right 4xx and stores nothing; what it accepts ends as in the mailbox', async () => {
     const send = (body: string) => fetch(`${base}/cminmsgs/send`, { method: 'POST', headers: { 'content-type': 'application/xml' }, body });
     // Everything a request could leave behind, in both databases.
     const count = async () => {
-      const mb = await my.query<{ inbound: number; outbound: number }[]>(
+      const mb = await dbs.my.query<{ inbound: number; outbound: number }[]>(
         'SELECT (SELECT COUNT(*) FROM CMINMSGS) AS inbound, (SELECT COUNT(*) FROM COUTMSGS) AS outbound',
       );
-      const r = await pg.db.query<Record<string, number>>(
+      const r = await dbs.pg.db.query<Record<string, number>>(
         `SELECT (SELECT count(*)::int FROM proc_state) AS proc, (SELECT count(*)::int FROM proc_attempt) AS attempts,
                 (SELECT count(*)::int FROM msg_event) AS events, (SELECT count(*)::int FROM flight_schd) AS flights,
                 (SELECT count(*)::int FROM schd_snap_log) AS snapshots, (SELECT count(*)::int FROM backfill_todo) AS todos`,
@@ -266,7 +253,7 @@ describe('posted to POST /cminmsgs/send', () => {
     expect(wrong).toEqual([]);
     expect(accepted.size).toBe(corpus.filter((c) => c.expect.http === undefined).length);
     // Stored as received: every accepted body is in the mailbox byte for byte.
-    const stored = await my.query<{ ID: number; MSG_TEXT: string }[]>('SELECT ID, MSG_TEXT FROM CMINMSGS WHERE ID IN (?)', [
+    const stored = await dbs.my.query<{ ID: number; MSG_TEXT: string }[]>('SELECT ID, MSG_TEXT FROM CMINMSGS WHERE ID IN (?)', [
       [...accepted.values()],
     ]);
     const textOf = new Map(stored.map((r) => [Number(r.ID), r.MSG_TEXT]));
@@ -278,7 +265,7 @@ describe('posted to POST /cminmsgs/send', () => {
     expect(server.listening).toBe(true);
 
     await drain(ctx, clock);
-    const rows = await pg.db.query<ProcRow>(`SELECT msg_id, status, error_class, error_detail, note FROM proc_state`);
+    const rows = await dbs.pg.db.query<ProcRow>(`SELECT msg_id, status, error_class, error_detail, note FROM proc_state`);
     const byId = new Map(rows.rows.map((r) => [r.msg_id, r]));
     const ends = corpus
       .filter((c) => accepted.has(c.name))
@@ -288,17 +275,17 @@ describe('posted to POST /cminmsgs/send', () => {
     const dead = corpus.filter((c) => accepted.has(c.name) && c.expect.status === 'DEAD');
     expect(
       await writtenBy(
-        pg,
+        dbs.pg,
         dead.map((c) => accepted.get(c.name)!),
       ),
     ).toEqual([]);
     const verbatim = corpus.filter((c) => accepted.has(c.name) && c.expect.status === 'SUCCEEDED' && VERBATIM.test(c.why ?? ''));
     expect(
       await verbatimMismatches(
-        pg,
+        dbs.pg,
         verbatim.map((c) => ({ name: c.name, text: c.text, id: accepted.get(c.name)! })),
       ),
     ).toEqual([]);
-    await assertStillSound(pg);
+    await assertStillSound(dbs.pg);
   });
 });

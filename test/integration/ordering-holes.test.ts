@@ -1,31 +1,22 @@
 import mysql from 'mysql2/promise';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { orderingStats } from '../../lib/pipeline/frontier.ts';
 import { pollOnce } from '../../lib/pipeline/poller.ts';
 import { rescanOnce } from '../../lib/pipeline/rescan.ts';
 import { FakeClock } from '../../lib/shared/clock.ts';
 import { makeContext, wire } from '../helpers/pipeline.ts';
-import { freshMysql, freshPg, type TestMysql, type TestPg } from '../helpers/services.ts';
+import { useFreshDatabases } from '../helpers/freshDatabases.ts';
 
 /**
  * The holes msgx reports open (GET /admin/stats `ordering.holesOpen`, docs/ordering.md) are the IDs
  * it gave up that never filled: a row that commits in a hole after the poller stopped re-checking
  * it, found by the sweep's re-scan, fills its ID like one the poller finds.
  */
-let pg: TestPg;
-let my: TestMysql;
-beforeAll(async () => {
-  pg = await freshPg();
-  my = await freshMysql();
-});
-afterAll(async () => {
-  await my?.drop();
-  await pg?.drop();
-});
+const dbs = useFreshDatabases();
 
 /** An insert in a transaction of its own, left open (another system's slow writer). */
 async function hold(): Promise<{ id: number; end(sql: 'COMMIT' | 'ROLLBACK'): Promise<void> }> {
-  const c = await mysql.createConnection({ uri: my.url });
+  const c = await mysql.createConnection({ uri: dbs.my.url });
   await c.query('BEGIN');
   const [r] = await c.query<mysql.ResultSetHeader>('INSERT INTO CMINMSGS (MSG_TEXT) VALUES (?)', [wire({ TYPE: 'LDM', SEQN: 'held' })]);
   return {
@@ -40,15 +31,15 @@ async function hold(): Promise<{ id: number; end(sql: 'COMMIT' | 'ROLLBACK'): Pr
 it('a hole filled by a row the re-scan finds is no longer counted open; a rolled-back one is', async () => {
   const clock = new FakeClock('2026-11-29T01:00:00Z');
   const ctx = makeContext({
-    db: pg.db,
-    mailbox: my.mailbox,
+    db: dbs.pg.db,
+    mailbox: dbs.my.mailbox,
     clock,
     env: { MSGX_GAP_GRACE: '1s', MSGX_HOLE_RECHECK: '5s', MSGX_LOG_LEVEL: 'SILENT' },
   });
-  await my.mailbox.insertInbound(wire({ TYPE: 'LDM', SEQN: 1 }));
+  await dbs.my.mailbox.insertInbound(wire({ TYPE: 'LDM', SEQN: 1 }));
   const late = await hold();
   const never = await hold();
-  await my.mailbox.insertInbound(wire({ TYPE: 'LDM', SEQN: 2 }));
+  await dbs.my.mailbox.insertInbound(wire({ TYPE: 'LDM', SEQN: 2 }));
   await pollOnce(ctx); // two gaps seen
   clock.advance(1000);
   await pollOnce(ctx); // given up: holes
@@ -56,10 +47,10 @@ it('a hole filled by a row the re-scan finds is no longer counted open; a rolled
   await late.end('COMMIT');
   await never.end('ROLLBACK');
   await pollOnce(ctx);
-  expect((await orderingStats(pg.db, clock.now())).lateRows).toBe(0);
+  expect((await orderingStats(dbs.pg.db, clock.now())).lateRows).toBe(0);
 
   expect((await rescanOnce(ctx)).enqueued).toBe(1);
-  const s = await orderingStats(pg.db, clock.now());
+  const s = await orderingStats(dbs.pg.db, clock.now());
   expect({ holesDeclared: s.holesDeclared, holesOpen: s.holesOpen, lateRows: s.lateRows, gapsWaiting: s.gapsWaiting }).toEqual({
     holesDeclared: 2,
     holesOpen: 1,

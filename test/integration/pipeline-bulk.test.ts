@@ -1,7 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { FakeClock } from '../../lib/shared/clock.ts';
 import { drainPoller, drainPump, makeContext, wire } from '../helpers/pipeline.ts';
-import { freshMysql, freshPg, type TestMysql, type TestPg } from '../helpers/services.ts';
+import { useFreshDatabases } from '../helpers/freshDatabases.ts';
 import { createEffectTables, testRegistry } from '../helpers/testProcessors.ts';
 
 /**
@@ -9,17 +9,8 @@ import { createEffectTables, testRegistry } from '../helpers/testProcessors.ts';
  * terminal in ID order with the right status and class, every terminal row back-filled.
  */
 describe('1,000 mixed mailbox rows', () => {
-  let pg: TestPg;
-  let my: TestMysql;
-  beforeAll(async () => {
-    pg = await freshPg();
-    my = await freshMysql();
-    await createEffectTables(pg.db);
-  });
-  afterAll(async () => {
-    await my.drop();
-    await pg.drop();
-  });
+  const dbs = useFreshDatabases();
+  beforeAll(() => createEffectTables(dbs.pg.db));
 
   const IGNORED = ['LDM', 'REGN', 'RSTA', 'EROR'];
 
@@ -48,36 +39,36 @@ describe('1,000 mixed mailbox rows', () => {
         exp = seen.has(seqn) ? { status: 'SKIPPED', cls: null } : { status: 'SUCCEEDED', cls: null };
         seen.add(seqn);
       }
-      expected.set(await my.mailbox.insertInbound(xml), exp);
+      expected.set(await dbs.my.mailbox.insertInbound(xml), exp);
     }
-    const ctx = makeContext({ db: pg.db, mailbox: my.mailbox, clock: new FakeClock(), registry: testRegistry() });
+    const ctx = makeContext({ db: dbs.pg.db, mailbox: dbs.my.mailbox, clock: new FakeClock(), registry: testRegistry() });
     // Interleave polling and pumping, as the roles do.
     for (let i = 0; i < 100; i++) {
       const n = await drainPoller(ctx);
       await drainPump(ctx);
       if (n === 0) break;
     }
-    const rows = await pg.db.query<{ msg_id: number; status: string; error_class: string | null }>(
+    const rows = await dbs.pg.db.query<{ msg_id: number; status: string; error_class: string | null }>(
       `SELECT msg_id, status, error_class FROM proc_state ORDER BY msg_id`,
     );
     expect(rows.rowCount).toBe(1000);
     for (const r of rows.rows)
       expect({ id: r.msg_id, status: r.status, cls: r.error_class }).toEqual({ id: r.msg_id, ...expected.get(r.msg_id) });
-    const effects = await pg.db.query<{ msg_id: number }>(`SELECT msg_id FROM test_effect ORDER BY ctid`);
+    const effects = await dbs.pg.db.query<{ msg_id: number }>(`SELECT msg_id FROM test_effect ORDER BY ctid`);
     const succeeded = rows.rows.filter((r) => r.status === 'SUCCEEDED').map((r) => r.msg_id);
     expect(effects.rows.map((r) => r.msg_id)).toEqual(succeeded);
     // Processed in ID order: attempt records were written in ascending message order.
-    const order = await pg.db.query<{ msg_id: number }>(`SELECT msg_id FROM proc_attempt ORDER BY id`);
+    const order = await dbs.pg.db.query<{ msg_id: number }>(`SELECT msg_id FROM proc_attempt ORDER BY id`);
     expect(order.rows.map((r) => r.msg_id)).toEqual([...expected.keys()]);
-    const unprocessed = await my.query<{ n: number }[]>('SELECT COUNT(*) AS n FROM CMINMSGS WHERE DATE_PROCESSED IS NULL');
+    const unprocessed = await dbs.my.query<{ n: number }[]>('SELECT COUNT(*) AS n FROM CMINMSGS WHERE DATE_PROCESSED IS NULL');
     expect(unprocessed[0]!.n).toBe(0);
-    const statuses = await my.query<{ PROC_STATUS: string; n: number }[]>(
+    const statuses = await dbs.my.query<{ PROC_STATUS: string; n: number }[]>(
       'SELECT PROC_STATUS, COUNT(*) AS n FROM CMINMSGS GROUP BY PROC_STATUS ORDER BY PROC_STATUS',
     );
     const want = [...expected.values()].reduce<Record<string, number>>((a, e) => ((a[e.status] = (a[e.status] ?? 0) + 1), a), {});
     expect(Object.fromEntries(statuses.map((s) => [s.PROC_STATUS, s.n]))).toEqual(want);
     // Each of the four ignored types was written and SKIPPED.
-    const typesSkipped = await my.query<{ t: string; n: number }[]>(
+    const typesSkipped = await dbs.my.query<{ t: string; n: number }[]>(
       `SELECT SUBSTRING_INDEX(SUBSTRING_INDEX(MSG_TEXT, '<TYPE>', -1), '</TYPE>', 1) AS t, COUNT(*) AS n
        FROM CMINMSGS WHERE PROC_STATUS = 'SKIPPED' GROUP BY t ORDER BY t`,
     );
