@@ -11,7 +11,6 @@ import { closeSync, mkdirSync, openSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import kafkajs from 'kafkajs';
 import mysql from 'mysql2/promise';
 import { inject } from 'vitest';
 import { loadConfig } from '../../lib/config/config.ts';
@@ -24,11 +23,10 @@ import type { OrderingStats } from '../../lib/pipeline/frontier.ts';
 import { systemClock } from '../../lib/shared/clock.ts';
 import type { MessageTrace } from '../../lib/observability/trace.ts';
 import { flight, flop, schd } from '../fixtures/messages/build.ts';
+import { readTopicToEnd } from '../helpers/kafka.ts';
 import { makeContext } from '../helpers/pipeline.ts';
 import { freshMysql, freshPg, serviceUrls, type TestMysql, type TestPg } from '../helpers/services.ts';
 import { kafkaStart, kafkaStop, mariadbStart, mariadbStop } from './privateServices.ts';
-
-const { Kafka, logLevel } = kafkajs;
 
 export const DAY = '20261129';
 export type RoleName = 'pump' | 'poller' | 'dispatcher' | 'sweep';
@@ -538,49 +536,14 @@ export interface TopicRecord {
 
 /** Reads a topic from the beginning up to its current end (high watermarks), every partition. */
 export async function readWholeTopic(brokers: string[], topic: string, timeoutMs = 60_000): Promise<TopicRecord[]> {
-  const kafka = new Kafka({ clientId: 'msgx-faults-reader', brokers, logLevel: logLevel.NOTHING });
-  const admin = kafka.admin();
-  await admin.connect();
-  const ends = await admin.fetchTopicOffsets(topic).finally(() => admin.disconnect());
-  const want = new Map(ends.map((e) => [e.partition, Number(e.high)]));
-  const remaining = new Set(ends.filter((e) => Number(e.high) > 0).map((e) => e.partition));
-  const got: TopicRecord[] = [];
-  if (remaining.size === 0) return got;
-  const consumer = kafka.consumer({ groupId: `msgx-faults-${randomBytes(6).toString('hex')}`, maxWaitTimeInMs: 200 });
-  await consumer.connect();
-  try {
-    await consumer.subscribe({ topic, fromBeginning: true });
-    let done!: () => void;
-    const finished = new Promise<void>((r) => (done = r));
-    await consumer.run({
-      eachBatchAutoResolve: true,
-      eachBatch: async ({ batch }) => {
-        for (const m of batch.messages) {
-          const h = m.headers ?? {};
-          got.push({
-            partition: batch.partition,
-            offset: Number(m.offset),
-            key: m.key === null ? null : m.key.toString(),
-            value: m.value === null ? null : m.value.toString(),
-            eventId: String(h['msgx-event-id'] ?? ''),
-            eventType: String(h['msgx-event-type'] ?? ''),
-          });
-          if (Number(m.offset) >= want.get(batch.partition)! - 1) remaining.delete(batch.partition);
-        }
-        if (remaining.size === 0) done();
-      },
-    });
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([
-      finished,
-      new Promise<void>((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`reading ${topic}: ${got.length} records after ${timeoutMs}ms`)), timeoutMs);
-      }),
-    ]).finally(() => clearTimeout(timer));
-  } finally {
-    await consumer.disconnect().catch(() => {});
-  }
-  return got.sort((a, b) => a.partition - b.partition || a.offset - b.offset);
+  return (await readTopicToEnd(brokers, topic, { timeoutMs })).map((r) => ({
+    partition: r.partition,
+    offset: r.offset,
+    key: r.key,
+    value: r.value,
+    eventId: r.headers['msgx-event-id'] ?? '',
+    eventType: r.headers['msgx-event-type'] ?? '',
+  }));
 }
 
 export interface InvariantReport {
