@@ -120,28 +120,22 @@ export interface UrlSources {
  * directly. `fresh` for the re-read after a refused login (bypasses the extension's cache).
  */
 export function urlSources(env: Env, read: ReadSecret, readOptions: { fresh?: boolean } = {}): UrlSources {
+  /** The URL of one database: its secret, with host, port and database name where the environment sets them. */
+  const fromSecret =
+    (scheme: 'postgres' | 'mysql', arn: string, at: { host?: string; port?: string; db?: string }, tls?: { caFile?: string }) => async () =>
+      urlFromSecret(scheme, withPort(parseSecret(arn, await read(arn, readOptions)), at.port), at.host, at.db, tls);
   const out: UrlSources = {};
   const pgArn = env.MSGX_PG_SECRET_ARN;
   const mbArn = env.MSGX_MAILBOX_SECRET_ARN;
   if (pgArn && !env.MSGX_PG_URL)
-    out.pg = async () =>
-      urlFromSecret(
-        'postgres',
-        withPort(parseSecret(pgArn, await read(pgArn, readOptions)), env.MSGX_PG_PORT),
-        env.MSGX_PG_HOST,
-        env.MSGX_PG_DB,
-        {
-          caFile: env.MSGX_PG_SSL_CA,
-        },
-      );
+    out.pg = fromSecret(
+      'postgres',
+      pgArn,
+      { host: env.MSGX_PG_HOST, port: env.MSGX_PG_PORT, db: env.MSGX_PG_DB },
+      { caFile: env.MSGX_PG_SSL_CA },
+    );
   if (mbArn && !env.MSGX_MAILBOX_URL)
-    out.mailbox = async () =>
-      urlFromSecret(
-        'mysql',
-        withPort(parseSecret(mbArn, await read(mbArn, readOptions)), env.MSGX_MAILBOX_PORT),
-        env.MSGX_MAILBOX_HOST,
-        env.MSGX_MAILBOX_DB,
-      );
+    out.mailbox = fromSecret('mysql', mbArn, { host: env.MSGX_MAILBOX_HOST, port: env.MSGX_MAILBOX_PORT, db: env.MSGX_MAILBOX_DB });
   return out;
 }
 

@@ -1,17 +1,7 @@
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import mysql from 'mysql2/promise';
-import { migrationsDir } from '../db/migrate.ts';
-import {
-  type BackfillMark,
-  clipNote,
-  likeContaining,
-  type Mailbox,
-  type MailboxId,
-  type MailboxRow,
-  type MailboxText,
-  mailboxText,
-} from './mailbox.ts';
+import { mailboxDdl } from './ddl.ts';
+import type { BackfillMark, Mailbox, MailboxId, MailboxRow, MailboxText } from './mailbox.ts';
+import { clipNote, likeContaining, mailboxText } from './mailbox.ts';
 import { type MysqlPoolOptions, refreshingPool } from './mysqlPool.ts';
 
 export class MysqlMailbox implements Mailbox {
@@ -25,8 +15,7 @@ export class MysqlMailbox implements Mailbox {
 
   /** Twin only: create CMINMSGS/COUTMSGS when missing. The cloud never touches the owner's DDL. */
   async ensureTables(): Promise<void> {
-    const ddl = readFileSync(join(migrationsDir('mailbox-mysql'), '001_mailbox.sql'), 'utf8');
-    for (const stmt of splitStatements(ddl)) await this.#pool.query(stmt);
+    for (const stmt of splitStatements(mailboxDdl('mysql'))) await this.#pool.query(stmt);
   }
 
   async insertInbound(text: string): Promise<number> {

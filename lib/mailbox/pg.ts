@@ -1,17 +1,7 @@
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import type { Db, Queryable } from '../db/db.ts';
-import { migrationsDir } from '../db/migrate.ts';
-import {
-  type BackfillMark,
-  clipNote,
-  likeContaining,
-  type Mailbox,
-  type MailboxId,
-  type MailboxRow,
-  type MailboxText,
-  mailboxText,
-} from './mailbox.ts';
+import { mailboxDdl } from './ddl.ts';
+import type { BackfillMark, Mailbox, MailboxId, MailboxRow, MailboxText } from './mailbox.ts';
+import { clipNote, likeContaining, mailboxText } from './mailbox.ts';
 
 /**
  * Inserts several inbound rows in the caller's transaction (the embedded ingress's group commit);
@@ -32,7 +22,7 @@ export class PgMailbox implements Mailbox {
   constructor(private readonly db: Db) {}
 
   async ensureTables(): Promise<void> {
-    await this.db.query(readFileSync(join(migrationsDir('mailbox-pg'), '001_mailbox.sql'), 'utf8'));
+    await this.db.query(mailboxDdl('pg'));
   }
 
   async insertInbound(text: string): Promise<number> {

@@ -4,6 +4,7 @@ import { backoffMs } from '../../lib/shared/backoff.ts';
 import { record } from '../../lib/pipeline/group.ts';
 import type { OpenRow } from '../../lib/pipeline/procState.ts';
 import { FakeClock } from '../../lib/shared/clock.ts';
+import type { ErrorClass } from '../../lib/shared/errors.ts';
 import { localDay, localTimeToDate, formatLocalTime } from '../../lib/shared/time.ts';
 
 const row = (over: Partial<OpenRow> = {}): OpenRow => ({
@@ -22,6 +23,17 @@ const row = (over: Partial<OpenRow> = {}): OpenRow => ({
 describe('processing backoff and exhaustion', () => {
   const config = loadConfig({});
   const item = { msgId: 1, rawText: 'x', error: undefined, decoded: undefined } as never;
+  /** What record() makes of a message whose first attempt was at 00:00:00 and whose next one, after `attempts`, fails at `now`. */
+  const failing = (attempts: number, now: Date, errorClass: ErrorClass, detail: string) =>
+    record(
+      row({ attempts, first_attempt_at: new Date('2026-11-29T00:00:00Z') }),
+      { status: 'FAILED', errorClass, detail },
+      'id',
+      item,
+      now,
+      now,
+      config,
+    );
 
   it('backs off 1, 2, 4, 8, 16 s capped at 60 s', () => {
     expect([1, 2, 3, 4, 5, 6, 7, 8].map((a) => backoffMs(a, 1000, 60_000))).toEqual([
@@ -31,44 +43,20 @@ describe('processing backoff and exhaustion', () => {
 
   it('a failure under the limit is FAILED with the next attempt after its backoff', () => {
     const now = new Date('2026-11-29T00:00:10Z');
-    const r = record(
-      row({ attempts: 2, first_attempt_at: new Date('2026-11-29T00:00:00Z') }),
-      { status: 'FAILED', errorClass: 'INFRA', detail: 'down' },
-      'id',
-      item,
-      now,
-      now,
-      config,
-    );
+    const r = failing(2, now, 'INFRA', 'down');
     expect(r).toMatchObject({ status: 'FAILED', attempt: 3, errorClass: 'INFRA', errorDetail: 'down' });
     expect(r.nextAttemptAt.getTime() - now.getTime()).toBe(4000);
   });
 
   it('the fifth failure is DEAD(EXHAUSTED) naming the last class', () => {
     const now = new Date('2026-11-29T00:01:00Z');
-    const r = record(
-      row({ attempts: 4, first_attempt_at: new Date('2026-11-29T00:00:00Z') }),
-      { status: 'FAILED', errorClass: 'CODEC_ERROR', detail: 'bad GATE' },
-      'id',
-      item,
-      now,
-      now,
-      config,
-    );
+    const r = failing(4, now, 'CODEC_ERROR', 'bad GATE');
     expect(r).toMatchObject({ status: 'DEAD', errorClass: 'EXHAUSTED', errorDetail: 'CODEC_ERROR: bad GATE (after 5 attempts)' });
   });
 
   it('the head deadline counts from the first attempt, not the last update', () => {
     const now = new Date('2026-11-29T00:10:00Z');
-    const r = record(
-      row({ attempts: 1, first_attempt_at: new Date('2026-11-29T00:00:00Z') }),
-      { status: 'FAILED', errorClass: 'INFRA', detail: 'x' },
-      'id',
-      item,
-      now,
-      now,
-      config,
-    );
+    const r = failing(1, now, 'INFRA', 'x');
     expect(r).toMatchObject({ status: 'DEAD', errorClass: 'EXHAUSTED' });
     expect(r.errorDetail).toMatch(/head deadline passed/);
   });
