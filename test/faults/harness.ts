@@ -24,6 +24,7 @@ import { systemClock } from '../../lib/shared/clock.ts';
 import type { MessageTrace } from '../../lib/observability/trace.ts';
 import { flight, flop, schd } from '../fixtures/messages/build.ts';
 import { readTopicToEnd } from '../helpers/kafka.ts';
+import { rng } from '../helpers/rng.ts';
 import { makeContext } from '../helpers/pipeline.ts';
 import { freshMysql, freshPg, serviceUrls, type TestMysql, type TestPg } from '../helpers/services.ts';
 import { kafkaStart, kafkaStop, mariadbStart, mariadbStop } from './privateServices.ts';
@@ -245,16 +246,7 @@ export class RoleProcesses {
 
 // ---- The workload -------------------------------------------------------------------------------
 
-/** Deterministic PRNG (mulberry32), so a failing run can be replayed with its seed. */
-export function rng(seed: number): () => number {
-  return () => {
-    seed |= 0;
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+export { rng };
 
 const pad = (n: number, w: number) => String(n).padStart(w, '0');
 /** A wire time on DAY, `i` seconds after 06:00 (unique per i below 18 hours). */

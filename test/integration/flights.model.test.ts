@@ -4,6 +4,7 @@ import { flightJson } from '../../lib/flights/json.ts';
 import { readFlightsOfDay } from '../../lib/flights/store.ts';
 import { flight, flop, schd } from '../fixtures/messages/build.ts';
 import { flightPipeline } from '../fixtures/messages/pump.ts';
+import { rng } from '../helpers/rng.ts';
 import { freshPg, type TestPg } from '../helpers/services.ts';
 
 /**
@@ -20,16 +21,6 @@ afterAll(async () => pg?.drop());
 const FLIGHTS = 2000;
 const FLOPS = 20000;
 const DAY = '20261129';
-
-function rng(seed: number) {
-  return () => {
-    seed |= 0;
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 type Fields = Record<string, string | Record<string, string>[]>;
 interface ModelFlight {
