@@ -11,6 +11,9 @@ import { waitFor } from './services.ts';
 const ROOT = resolve(import.meta.dirname, '..', '..');
 const running = new Set<ChildProcess>();
 
+/** Also offered here, where tests found it before test/helpers/freePort.ts existed. */
+export { freePort };
+
 /** Kills every twin a test left running (afterAll). */
 export function killTwins(): void {
   for (const c of running) c.kill('SIGKILL');
