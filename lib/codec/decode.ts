@@ -15,7 +15,9 @@ export function decode(text: string, options: { timezone: string; limits?: Parti
   const limits = { ...DEFAULT_LIMITS, ...options.limits };
   const doc = parseXml(text, limits);
   const root = child(doc, 'MSG');
-  if (root === undefined || typeof root === 'string') throw new MalformedError('no <MSG> root element');
+  if (root === undefined) throw new MalformedError('no <MSG> root element');
+  // `<MSG/>` or `<MSG>text</MSG>`: the root is there, what is missing is its <META>.
+  if (typeof root === 'string') throw new MalformedError('no readable <META>');
   const metaNode = child(root, 'META');
   if (metaNode === undefined || typeof metaNode === 'string') throw new MalformedError('no readable <META>');
   const meta = readMeta(metaNode);

@@ -113,6 +113,9 @@ describe('codec: error classes', () => {
     ['ENTITY', '<MSG><!ENTITY a "b"></MSG>', /ENTITY/],
     ['no MSG root', '<X><META/></X>', /no <MSG>/],
     ['no META', '<MSG><FLOP/></MSG>', /META/],
+    // A <MSG> root that is empty or holds only text has a root; what it lacks is <META>.
+    ['an empty <MSG/>', '<MSG/>', /^no readable <META>$/],
+    ['<MSG> holding only text', '<MSG>hello</MSG>', /^no readable <META>$/],
     ['META without SEQN', '<MSG><META><SNDR>F</SNDR><TYPE>FLOP</TYPE></META></MSG>', /without SEQN/],
     ['bad DTTM', '<MSG><META><SNDR>F</SNDR><SEQN>1</SEQN><DTTM>20261399</DTTM><TYPE>FLOP</TYPE></META></MSG>', /DTTM/],
     ['too deep', `<MSG>${'<A>'.repeat(40)}${'</A>'.repeat(40)}</MSG>`, /deeper than/],
