@@ -1,14 +1,8 @@
-import { mkdtempSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Browser, openChromium } from '../helpers/chromium.ts';
-import { closeConsoleTest } from '../helpers/consoleTeardown.ts';
+import { type ConsoleTest, startConsoleTest } from '../helpers/consoleTest.ts';
 import { freePort } from '../helpers/freePort.ts';
-import { freshPg, type TestPg, waitFor } from '../helpers/services.ts';
-import { startBareTwin, type Twin } from '../helpers/twinChild.ts';
+import { waitFor } from '../helpers/services.ts';
 
 /**
  * The operations console end to end: the real twin in a child process (`node --import tsx
@@ -38,29 +32,21 @@ const msg = (seqn: number, type: string, styp: string, body: string) =>
   `<MSG><META><SNDR>FIMS</SNDR><RCVR>MSGX</RCVR><SEQN>${seqn}</SEQN><DTTM>20261129083000</DTTM><TYPE>${type}</TYPE><STYP>${styp}</STYP></META>${body}</MSG>`;
 
 describe('console end to end in Chromium against the twin', () => {
-  let pg: TestPg;
-  let dataDir: string;
-  let twin: Twin;
-  let base: string;
-  let browser: Browser;
-  let page: Page;
+  let t: ConsoleTest;
   let checkServer: Server;
   let checkAnswer: 'fail' | 'COMMIT' = 'fail';
   const ids: Record<string, number> = {};
   let txId = '';
 
   const post = async (path: string, body: string, type = 'application/xml') => {
-    const r = await fetch(base + path, { method: 'POST', headers: { 'content-type': type }, body });
+    const r = await fetch(t.base + path, { method: 'POST', headers: { 'content-type': type }, body });
     if (!r.ok) throw new Error(`${path}: ${r.status} ${await r.text()}`);
     return r.text();
   };
-  const admin = async <T>(path: string) => (await (await fetch(base + path)).json()) as T;
-  const shot = (name: string) => browser.shot(`console-${name}`);
+  const admin = async <T>(path: string) => (await (await fetch(t.base + path)).json()) as T;
+  const shot = (name: string) => t.browser.shot(`console-${name}`);
 
   beforeAll(async () => {
-    pg = await freshPg({ migrate: false }); // the twin migrates at start, as `npm start` does
-    dataDir = mkdtempSync(join(tmpdir(), 'msgx-e2e-'));
-
     const checkPort = await freePort();
     checkServer = createServer((_req, res) => {
       if (checkAnswer === 'fail') res.writeHead(503).end('producer database down');
@@ -68,20 +54,20 @@ describe('console end to end in Chromium against the twin', () => {
     });
     await new Promise<void>((r) => checkServer.listen(checkPort, '127.0.0.1', r));
 
-    twin = await startBareTwin({
-      MSGX_PG_URL: pg.url,
-      MSGX_DATA_DIR: join(dataDir, '.msgx'),
-      MSGX_HTTP_HOST: '127.0.0.1',
-      MSGX_MAX_ATTEMPTS: '1',
-      MSGX_POLL_INTERVAL_MS: '200',
-      MSGX_SCHD_FLUSH_PERIOD: '500ms',
-      MSGX_DELIVERY_POLL_INTERVAL: '200ms',
-      MSGX_TX_CHECK_ALLOWED_ORIGINS: `http://127.0.0.1:${checkPort}`,
-      MSGX_TX_CHECK_MAX: '1',
-      MSGX_TX_CHECK_INTERVAL: '1s',
-      MSGX_LOG_LEVEL: 'WARN',
-    });
-    base = twin.base;
+    t = await startConsoleTest(
+      {
+        MSGX_HTTP_HOST: '127.0.0.1',
+        MSGX_MAX_ATTEMPTS: '1',
+        MSGX_POLL_INTERVAL_MS: '200',
+        MSGX_SCHD_FLUSH_PERIOD: '500ms',
+        MSGX_DELIVERY_POLL_INTERVAL: '200ms',
+        MSGX_TX_CHECK_ALLOWED_ORIGINS: `http://127.0.0.1:${checkPort}`,
+        MSGX_TX_CHECK_MAX: '1',
+        MSGX_TX_CHECK_INTERVAL: '1s',
+        MSGX_LOG_LEVEL: 'WARN',
+      },
+      { servers: [checkServer] },
+    );
 
     // The day plan: flights 7001 and 7002, version 1.
     ids.plan = Number(
@@ -96,9 +82,9 @@ describe('console end to end in Chromium against the twin', () => {
     );
 
     // The outage: writes to flight 7001 fail in the database (removed again before the replay).
-    await pg.db.query(`CREATE FUNCTION e2e_outage() RETURNS trigger LANGUAGE plpgsql AS $$
+    await t.pg.db.query(`CREATE FUNCTION e2e_outage() RETURNS trigger LANGUAGE plpgsql AS $$
                        BEGIN RAISE EXCEPTION 'flight store unavailable (maintenance)'; END $$`);
-    await pg.db.query(`CREATE TRIGGER e2e_outage BEFORE INSERT OR UPDATE ON flight_schd FOR EACH ROW
+    await t.pg.db.query(`CREATE TRIGGER e2e_outage BEFORE INSERT OR UPDATE ON flight_schd FOR EACH ROW
                        WHEN (NEW.flid = '7001') EXECUTE FUNCTION e2e_outage()`);
     ids.dead = Number(
       await post('/cminmsgs/send', msg(2, 'FLOP', 'ETOT', '<FLOP><FLIGHT><FLID>7001</FLID><ETOT>20261129102000</ETOT></FLIGHT></FLOP>')),
@@ -135,32 +121,26 @@ describe('console end to end in Chromium against the twin', () => {
       'the tx message to die unconfirmed',
       async () => (await admin<{ status: string }>(`/v1/tx-messages/${txId}`)).status === 'DEAD',
     );
-
-    browser = await openChromium(join(dataDir, 'chromium'));
-    page = browser.page;
   }, 120_000);
 
-  afterAll(async () => {
-    await closeConsoleTest({ browser, twin, pg, dataDir });
-    await new Promise((r) => checkServer?.close(r));
-  }, 60_000);
+  afterAll(() => t?.close(), 60_000);
 
   it('overview: backlog, head, chart, events per target, dead counts, tx states, pipeline running', async () => {
-    await page.goto(`${base}/console`);
-    await page.waitForSelector('[data-test=throughput-chart]');
-    expect(await page.textContent('[data-test=pipeline-state]')).toBe('Running');
-    expect(await page.textContent('[data-test=backlog]')).toBe('0');
-    expect(await page.textContent('[data-test=dead-total]')).toBe('2'); // one message, one tx message
-    expect(await page.textContent('[data-test=dead-classes]')).toContain('EXHAUSTED');
-    expect(await page.textContent('[data-test=tx-states]')).toContain('DEAD');
-    expect(await page.textContent('[data-test=throughput-totals]')).toMatch(/^3 finished/);
-    expect(await page.locator('[data-test=throughput-chart] rect.bar').count()).toBeGreaterThan(0);
+    await t.page.goto(`${t.base}/console`);
+    await t.page.waitForSelector('[data-test=throughput-chart]');
+    expect(await t.page.textContent('[data-test=pipeline-state]')).toBe('Running');
+    expect(await t.page.textContent('[data-test=backlog]')).toBe('0');
+    expect(await t.page.textContent('[data-test=dead-total]')).toBe('2'); // one message, one tx message
+    expect(await t.page.textContent('[data-test=dead-classes]')).toContain('EXHAUSTED');
+    expect(await t.page.textContent('[data-test=tx-states]')).toContain('DEAD');
+    expect(await t.page.textContent('[data-test=throughput-totals]')).toMatch(/^3 finished/);
+    expect(await t.page.locator('[data-test=throughput-chart] rect.bar').count()).toBeGreaterThan(0);
     await shot('01-overview');
   });
 
   it('finds the dead message, opens its trace, replays it with the dry-run preview, and sees it succeed', async () => {
-    await page.click('a[data-nav=dead]');
-    const row = page.locator(`[data-test=dead-table] tr[data-id="${ids.dead}"]`);
+    await t.page.click('a[data-nav=dead]');
+    const row = t.page.locator(`[data-test=dead-table] tr[data-id="${ids.dead}"]`);
     await row.waitFor();
     const text = await row.textContent();
     expect(text).toContain('EXHAUSTED');
@@ -168,51 +148,51 @@ describe('console end to end in Chromium against the twin', () => {
     await shot('02-dead-letters');
 
     await row.locator('[data-test=trace-link]').click();
-    await page.waitForSelector('[data-test=trace-title]');
-    expect(await page.textContent('[data-test=trace-title]')).toContain(`Message #${ids.dead}`);
-    expect(await page.textContent('[data-test=trace-status]')).toBe('DEAD');
-    expect(await page.textContent('[data-test=attempts]')).toContain('EXHAUSTED');
-    expect(await page.textContent('[data-test=flight-changes]')).toContain('No flight changed');
+    await t.page.waitForSelector('[data-test=trace-title]');
+    expect(await t.page.textContent('[data-test=trace-title]')).toContain(`Message #${ids.dead}`);
+    expect(await t.page.textContent('[data-test=trace-status]')).toBe('DEAD');
+    expect(await t.page.textContent('[data-test=attempts]')).toContain('EXHAUSTED');
+    expect(await t.page.textContent('[data-test=flight-changes]')).toContain('No flight changed');
     await shot('03-trace-dead');
 
-    // The operator fixes the cause, then replays from the trace page.
-    await pg.db.query(`DROP TRIGGER e2e_outage ON flight_schd`);
-    await page.click('[data-test=trace-replay]');
-    await page.waitForSelector('[data-test=replay-preview]');
-    expect(await page.textContent('[data-test=replay-preview]')).toContain(`#${ids.dead}`);
-    expect(await page.textContent('[data-test=replay-warning]')).toMatch(
+    // The operator fixes the cause, then replays from the trace t.page.
+    await t.pg.db.query(`DROP TRIGGER e2e_outage ON flight_schd`);
+    await t.page.click('[data-test=trace-replay]');
+    await t.page.waitForSelector('[data-test=replay-preview]');
+    expect(await t.page.textContent('[data-test=replay-preview]')).toContain(`#${ids.dead}`);
+    expect(await t.page.textContent('[data-test=replay-warning]')).toMatch(
       /1 newer message\(s\) already succeeded after #\d+: replaying may overwrite newer flight state/,
     );
     await shot('04-replay-preview');
     // The dry run changed nothing.
     expect((await admin<{ message: { status: string } }>(`/admin/trace/${ids.dead}`)).message.status).toBe('DEAD');
 
-    await page.click('[data-test=replay-confirm]');
-    await page.waitForSelector('dialog[open]', { state: 'detached' }).catch(() => {});
+    await t.page.click('[data-test=replay-confirm]');
+    await t.page.waitForSelector('dialog[open]', { state: 'detached' }).catch(() => {});
     // Refresh the trace until the pump has processed it again and the relay has sent its events.
     await until('the replayed message to succeed with its events sent', async () => {
-      await page.click('button:has-text("Refresh")');
-      await page.waitForSelector('[data-test=trace-status]');
-      const status = await page.textContent('[data-test=trace-status]');
-      const events = await page.textContent('[data-test=events]');
+      await t.page.click('button:has-text("Refresh")');
+      await t.page.waitForSelector('[data-test=trace-status]');
+      const status = await t.page.textContent('[data-test=trace-status]');
+      const events = await t.page.textContent('[data-test=events]');
       return status === 'SUCCEEDED' && (events?.match(/SENT/g) ?? []).length >= 2;
     });
-    const attempts = await page.locator('[data-test=attempts] tbody tr').allTextContents();
+    const attempts = await t.page.locator('[data-test=attempts] tbody tr').allTextContents();
     expect(attempts).toHaveLength(2);
     expect(attempts[0]).toContain('DEAD');
     expect(attempts[1]).toContain('SUCCEEDED');
-    const changes = await page.textContent('[data-test=flight-changes]');
+    const changes = await t.page.textContent('[data-test=flight-changes]');
     expect(changes).toContain('7001');
     expect(changes).toContain('1 → 2');
     expect(changes).toContain('ETOT');
-    expect(await page.textContent('[data-test=timeline]')).toContain('replay');
-    expect(await page.textContent('[data-test=backfill-state]')).toMatch(/done|pending/);
+    expect(await t.page.textContent('[data-test=timeline]')).toContain('replay');
+    expect(await t.page.textContent('[data-test=backfill-state]')).toMatch(/done|pending/);
     await shot('05-trace-succeeded');
 
-    // The state and the audit trail agree with the page.
+    // The state and the audit trail agree with the t.page.
     const f = await admin<{ ETOT: string; stateVersion: number }>('/v1/flights/7001');
     expect(f).toMatchObject({ ETOT: '20261129102000', stateVersion: 2 });
-    const audit = await pg.db.query<{ actor: string; action: string }>(
+    const audit = await t.pg.db.query<{ actor: string; action: string }>(
       `SELECT actor, action FROM audit_log WHERE action LIKE 'replay.proc%' ORDER BY id`,
     );
     expect(audit.rows).toEqual([
@@ -222,57 +202,57 @@ describe('console end to end in Chromium against the twin', () => {
   });
 
   it('resends a dead transactional message and follows it from prepare to delivery in the same trace view', async () => {
-    await page.goto(`${base}/console#/dead/txmsg`);
-    const row = page.locator(`[data-test=dead-table] tr[data-id="${txId}"]`);
+    await t.page.goto(`${t.base}/console#/dead/txmsg`);
+    const row = t.page.locator(`[data-test=dead-table] tr[data-id="${txId}"]`);
     await row.waitFor();
     // rtm's message fields (docs/txmsg.md "API"): the business and the creator in the dead list and the trace.
     expect(await row.textContent()).toContain('order-points');
     expect(await row.textContent()).toContain('orders-svc');
     await row.locator('[data-test=trace-link]').click();
-    await page.waitForSelector('[data-test=trace-title]');
-    expect(await page.textContent('[data-test=trace-status]')).toBe('DEAD');
-    expect([await page.textContent('[data-test=tx-biz]'), await page.textContent('[data-test=tx-created-by]')]).toEqual([
+    await t.page.waitForSelector('[data-test=trace-title]');
+    expect(await t.page.textContent('[data-test=trace-status]')).toBe('DEAD');
+    expect([await t.page.textContent('[data-test=tx-biz]'), await t.page.textContent('[data-test=tx-created-by]')]).toEqual([
       'order-points',
       'orders-svc',
     ]);
-    expect(await page.locator('[data-test=tx-resent]').count()).toBe(0);
-    expect(await page.textContent('[data-test=timeline]')).toContain('check');
+    expect(await t.page.locator('[data-test=tx-resent]').count()).toBe(0);
+    expect(await t.page.textContent('[data-test=timeline]')).toContain('check');
 
     checkAnswer = 'COMMIT'; // the producer is back and says its local transaction committed
-    await page.click('[data-test=trace-resend]');
-    await page.click('[data-test=resend-confirm]');
+    await t.page.click('[data-test=trace-resend]');
+    await t.page.click('[data-test=resend-confirm]');
     await until('the resent message to be confirmed and delivered', async () => {
-      await page.click('button:has-text("Refresh")');
-      await page.waitForSelector('[data-test=trace-status]');
-      const status = await page.textContent('[data-test=trace-status]');
-      return status === 'DELIVERED' && (await page.textContent('[data-test=events]'))?.includes('SENT');
+      await t.page.click('button:has-text("Refresh")');
+      await t.page.waitForSelector('[data-test=trace-status]');
+      const status = await t.page.textContent('[data-test=trace-status]');
+      return status === 'DELIVERED' && (await t.page.textContent('[data-test=events]'))?.includes('SENT');
     });
-    const tl = await page.textContent('[data-test=timeline]');
+    const tl = await t.page.textContent('[data-test=timeline]');
     for (const k of ['prepare', 'check', 'dead', 'resend', 'commit', 'enqueue', 'sent']) expect(tl).toContain(k);
-    expect(await page.textContent('[data-test=tx-resent]')).toMatch(/^by console /);
+    expect(await t.page.textContent('[data-test=tx-resent]')).toMatch(/^by console /);
     await shot('06-tx-trace');
-    const audit = await pg.db.query<{ actor: string }>(`SELECT actor FROM audit_log WHERE action = 'txmsg.resend'`);
+    const audit = await t.pg.db.query<{ actor: string }>(`SELECT actor FROM audit_log WHERE action = 'txmsg.resend'`);
     expect(audit.rows).toEqual([{ actor: 'console' }]);
   });
 
   it('pauses and resumes the pipeline from the overview', async () => {
-    await page.goto(`${base}/console#/overview`);
-    await page.waitForSelector('[data-test=pause-toggle]');
-    await page.click('[data-test=pause-toggle]');
-    await page.click('[data-test=pause-confirm]');
-    await until('paused', async () => (await page.textContent('[data-test=pipeline-state]')) === 'Paused');
-    expect(await page.textContent('[data-test=pipeline-pill]')).toBe('Pipeline paused');
+    await t.page.goto(`${t.base}/console#/overview`);
+    await t.page.waitForSelector('[data-test=pause-toggle]');
+    await t.page.click('[data-test=pause-toggle]');
+    await t.page.click('[data-test=pause-confirm]');
+    await until('paused', async () => (await t.page.textContent('[data-test=pipeline-state]')) === 'Paused');
+    expect(await t.page.textContent('[data-test=pipeline-pill]')).toBe('Pipeline paused');
     await shot('07-paused');
-    await page.click('[data-test=pause-toggle]');
-    await page.click('[data-test=pause-confirm]');
-    await until('running', async () => (await page.textContent('[data-test=pipeline-state]')) === 'Running');
-    const audit = await pg.db.query<{ actor: string; action: string }>(
+    await t.page.click('[data-test=pause-toggle]');
+    await t.page.click('[data-test=pause-confirm]');
+    await until('running', async () => (await t.page.textContent('[data-test=pipeline-state]')) === 'Running');
+    const audit = await t.pg.db.query<{ actor: string; action: string }>(
       `SELECT actor, action FROM audit_log WHERE action LIKE 'pipeline.%' ORDER BY id`,
     );
     expect(audit.rows).toEqual([
       { actor: 'console', action: 'pipeline.pause' },
       { actor: 'console', action: 'pipeline.resume' },
     ]);
-    expect(browser.pageErrors).toEqual([]);
+    expect(t.browser.pageErrors).toEqual([]);
   });
 });
