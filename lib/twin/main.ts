@@ -27,7 +27,17 @@ async function main(): Promise<void> {
   const ctx = await buildContext(config, { migrate: true, log });
   const stop = new AbortController();
   const roles = await startRoles(ctx, stop.signal);
-  const server = await startHttpServer(ctx, buildRouter(roles.healthChecks), { port: config.http.port, host: config.http.host });
+  let server;
+  try {
+    server = await startHttpServer(ctx, buildRouter(roles.healthChecks), { port: config.http.port, host: config.http.host });
+  } catch (err) {
+    // The roles already run: stop them and close the database (its lock too) before saying why.
+    stop.abort();
+    await roles.done;
+    await roles.close();
+    await closeContext(ctx);
+    throw listenError(err, config.http.host, config.http.port);
+  }
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : config.http.port;
   const base = `http://${config.http.host === '0.0.0.0' ? '127.0.0.1' : config.http.host}:${port}`;
@@ -53,6 +63,22 @@ async function main(): Promise<void> {
   };
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
   process.on('SIGINT', () => void shutdown('SIGINT'));
+}
+
+/** A port that is taken or not ours to open is the user's to fix: one line naming the setting. */
+function listenError(err: unknown, host: string, port: number): unknown {
+  const code = (err as NodeJS.ErrnoException).code;
+  const why =
+    code === 'EADDRINUSE'
+      ? 'another program is using it'
+      : code === 'EACCES'
+        ? 'this user may not open it'
+        : code === 'EADDRNOTAVAIL'
+          ? 'no interface of this machine has that address'
+          : undefined;
+  if (!why) return err;
+  const fix = code === 'EADDRNOTAVAIL' ? 'set MSGX_HTTP_HOST to an address of this machine' : 'set MSGX_HTTP_PORT to a free port';
+  return new ConfigError(`cannot listen on ${host}:${port}: ${why} (${code}); ${fix}`);
 }
 
 main().catch((err) => {

@@ -1,5 +1,6 @@
 import { execFile } from 'node:child_process';
 import { once } from 'node:events';
+import { type AddressInfo, createServer } from 'node:net';
 import { mkdtempSync, readFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -8,7 +9,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { flight, flop, schd } from '../fixtures/messages/build.ts';
 import { randomTopic, readTopic } from '../helpers/kafka.ts';
 import { freshMysql, freshPg, serviceUrls, waitFor } from '../helpers/services.ts';
-import { killTwins, startTwin } from '../helpers/twinChild.ts';
+import { killTwins, spawnTwin, startTwin } from '../helpers/twinChild.ts';
 
 /**
  * The twin as a user runs it: `npm start` in a fresh directory. Embedded defaults (PGlite, mailbox
@@ -89,6 +90,29 @@ describe('the twin (npm start)', () => {
     const [code] = await once(twin.child, 'exit');
     expect(code).toBe(0);
   });
+
+  it(
+    'a port another program holds: one line naming it and MSGX_HTTP_PORT, exit 1, the data directory released',
+    { timeout: 300_000 },
+    async () => {
+      const holder = createServer();
+      await new Promise<void>((r) => holder.listen(0, '127.0.0.1', () => r()));
+      const port = (holder.address() as AddressInfo).port;
+      try {
+        const dir = mkdtempSync(join(tmpdir(), 'msgx-twin-busy-'));
+        const twin = spawnTwin({ MSGX_HTTP_PORT: String(port) }, dir);
+        expect(await twin.exited).toBe(1);
+        const lines = twin.output().trim().split('\n');
+        expect(lines.at(-1)).toBe(
+          `msgx: cannot listen on 127.0.0.1:${port}: another program is using it (EADDRINUSE); set MSGX_HTTP_PORT to a free port`,
+        );
+        expect(twin.output()).not.toMatch(/^\s+at /m);
+        expect(existsSync(join(dir, '.msgx', 'pg.lock'))).toBe(false);
+      } finally {
+        holder.close();
+      }
+    },
+  );
 
   it('with the three URLs set: real PostgreSQL, MariaDB and Kafka', { timeout: 300_000 }, async () => {
     const pg = await freshPg({ migrate: false });
