@@ -1,5 +1,5 @@
 import type { Queryable } from '../db/db.ts';
-import { finishedPerMinute, finishedTotals } from '../pipeline/procStats.ts';
+import { type FinishedCounts, finishedPerMinute, finishedTotals } from '../pipeline/procStats.ts';
 
 /**
  * Per-minute throughput and latency of the inbox pipeline over a recent window, for the console's
@@ -8,16 +8,10 @@ import { finishedPerMinute, finishedTotals } from '../pipeline/procStats.ts';
  * is finished_at − enqueued_at. Minutes with no work are present with zero counts, so the chart's
  * x axis is continuous.
  */
-export interface MinuteBucket {
+/** One minute's finished messages (latencies null when nothing finished in that minute). */
+export interface MinuteBucket extends FinishedCounts {
   /** Start of the minute, ISO. */
   minute: string;
-  processed: number;
-  succeeded: number;
-  skipped: number;
-  dead: number;
-  /** null when nothing finished in that minute. */
-  latencyAvgMs: number | null;
-  latencyP95Ms: number | null;
   latencyMaxMs: number | null;
 }
 
@@ -26,7 +20,7 @@ export interface Throughput {
   to: string;
   minutes: number;
   buckets: MinuteBucket[];
-  totals: { processed: number; succeeded: number; skipped: number; dead: number; latencyAvgMs: number | null; latencyP95Ms: number | null };
+  totals: FinishedCounts;
 }
 
 export async function readThroughput(db: Queryable, now: Date, minutes = 60): Promise<Throughput> {
