@@ -6,8 +6,12 @@ import { cliActor } from '../http/actor.ts';
 import { readIdentityMode, setIdentityMode } from '../pipeline/identityMode.ts';
 import { type AdminApi, AdminCallError, openAdminApi } from './admin.ts';
 import { setSchedulesEnabled } from './schedules.ts';
+import { renderDead, renderTrace, renderTxTrace } from './render.ts';
 import { renderStatus, type StatsView } from './status.ts';
 import { keyValues, table } from './table.ts';
+import type { MessageTrace, TimelineEntry } from '../observability/trace.ts';
+import type { TraceEventView } from '../outbox/sourceEvents.ts';
+import type { TxMessageView } from '../txmsg/view.ts';
 
 const program = new Command()
   .name('msgx')
@@ -79,15 +83,17 @@ program
 
 program
   .command('dead')
-  .description('list dead letters')
+  .description('list dead letters (a table that fits 120 columns, reasons cut; --json for whole rows)')
   .option('--kind <kind>', 'proc | event | txmsg', 'proc')
   .option('--class <errorClass>', 'only this error class (proc)')
   .option('--limit <n>', 'at most this many', '50')
-  .action(async (o: { kind: string; class?: string; limit: string }) =>
+  .option('--json', 'print the whole rows as JSON instead of a table')
+  .action(async (o: { kind: string; class?: string; limit: string; json?: boolean }) =>
     withApi(async (api) => {
       const q = new URLSearchParams({ kind: o.kind, limit: o.limit, ...(o.class ? { errorClass: o.class } : {}) });
       const r = await api.call<{ items: Record<string, unknown>[] }>('GET', `/admin/dead?${q}`);
-      process.stdout.write(`${table(r.items.map(compact))}\n`);
+      if (o.json) return void process.stdout.write(`${JSON.stringify(r, null, 2)}\n`);
+      process.stdout.write(`${renderDead(o.kind, r.items)}\n`);
     }),
   );
 
@@ -131,15 +137,20 @@ program
 
 program
   .command('trace <msgId>')
-  .description('the path of one inbound message: mailbox, attempts, flight changes, events, backfill')
+  .description('the path of one inbound message: the message, its attempts, flight changes, events and backfill')
   .option('--tx', 'trace a transactional message instead')
-  .action(async (id: string, o: { tx?: boolean }) =>
+  .option('--json', 'print the whole trace as JSON (every field, and the timeline) instead of the summary')
+  .action(async (id: string, o: { tx?: boolean; json?: boolean }) =>
     withApi(async (api) => {
       const r = await api.call<Record<string, unknown>>(
         'GET',
         o.tx ? `/admin/tx-messages/${encodeURIComponent(id)}/trace` : `/admin/trace/${encodeURIComponent(id)}`,
       );
-      process.stdout.write(`${JSON.stringify(r, null, 2)}\n`);
+      if (o.json) return void process.stdout.write(`${JSON.stringify(r, null, 2)}\n`);
+      if (!o.tx) return void process.stdout.write(renderTrace(r as unknown as MessageTrace));
+      const q = new URLSearchParams({ sourceKind: 'txmsg', sourceId: id });
+      const events = await api.call<{ items: TraceEventView[] }>('GET', `/admin/events?${q}`);
+      process.stdout.write(renderTxTrace(r as unknown as { message: TxMessageView; trace: TimelineEntry[] }, events.items));
     }),
   );
 
@@ -163,13 +174,6 @@ for (const [name, paused] of [
         process.stdout.write(`pipeline ${paused ? 'paused' : 'running'} (${api.mode})\n`);
       }),
     );
-}
-
-/** A dead letter without its bulky fields, its reason moved to the last column (which `table` never cuts). */
-function compact(row: Record<string, unknown>): Record<string, unknown> {
-  const reasons = ['lastError', 'errorDetail', 'last_error', 'error_detail'];
-  const kept = Object.entries(row).filter(([k]) => !['raw_text', 'headers', 'value'].includes(k));
-  return Object.fromEntries([...kept.filter(([k]) => !reasons.includes(k)), ...kept.filter(([k]) => reasons.includes(k))]);
 }
 
 program.parseAsync().catch((err) => {

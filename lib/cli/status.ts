@@ -1,3 +1,4 @@
+import type { OrderingStats } from '../pipeline/frontier.ts';
 import { keyValues, table } from './table.ts';
 
 /** `msgx status`: the /admin/stats answer as text (issue 13: stalled, stale and topic-less targets said plainly). */
@@ -10,6 +11,8 @@ export interface StatsView {
     byStatus: Record<string, number>;
     deadByClass: Record<string, number>;
   };
+  /** Mailbox order (docs/ordering.md): gaps waited for, holes, late rows. */
+  ordering?: OrderingStats;
   events?: {
     target: string;
     pending: number;
@@ -53,6 +56,7 @@ export function renderStatus(s: StatsView): string {
     'dead by class',
     table(Object.entries(s.pipeline.deadByClass).map(([errorClass, count]) => ({ errorClass, count }))),
   ];
+  if (s.ordering) out.push('', ...renderOrdering(s.ordering));
   if (s.events) {
     const open = new Set(s.events.map((e) => e.target));
     // Targets with dead events but nothing open are not in `events`; they still belong in the table.
@@ -93,4 +97,18 @@ export function renderStatus(s: StatsView): string {
   if (s.missingTopicsError) out.push('', `Kafka topics not checked: ${s.missingTopicsError}`);
   if (s.txmsg) out.push('', 'transactional messages by state', table(Object.entries(s.txmsg).map(([state, count]) => ({ state, count }))));
   return `${out.join('\n')}\n`;
+}
+
+/** The ORDERING section: what holds the head back (gaps) and what was given up on (holes, late rows). */
+export function renderOrdering(o: OrderingStats): string[] {
+  return [
+    // One line of hint; docs/ordering.md says the rest.
+    'ORDERING (a missing mailbox ID is a gap, waited for up to MSGX_GAP_GRACE, then a hole; a row found in a hole runs late)',
+    keyValues({
+      'gaps waiting': o.gapsWaiting ? `${o.gapsWaiting} (oldest ${Math.round(o.oldestGapSeconds)}s, rows above wait)` : 0,
+      holes: `${o.holesDeclared} declared, ${o.holesOpen} still open (never filled)`,
+      'late rows': o.lateRows,
+      frontier: `accounted ${o.accounted}, scanned ${o.scanned}`,
+    }),
+  ];
 }

@@ -354,10 +354,10 @@ describe('delivery journeys: webhook and file sink, outage, dead event and repla
     });
     const dead = cliTable(await cli('dead', '--kind', 'event')).filter((r) => r.key === poison);
     expect(dead.map((r) => r.type).sort()).toEqual(['FLIGHT_CREATED', 'UPSERT']);
-    for (const r of dead) expect(Number(r.attempts)).toBe(MAX_ATTEMPTS);
-    const deadIds = dead.map((r) => r.eventId);
-    // The CLI's table cuts the reason at 60 characters (it starts with the publisher's URL); the
-    // admin API has it whole: the receiver's 400.
+    for (const r of dead) expect(Number(r.tries)).toBe(MAX_ATTEMPTS);
+    const deadIds = dead.map((r) => r.event!);
+    // The CLI's table cuts the reason to fit 120 columns (it starts with the publisher's URL); the
+    // admin API, and `msgx dead --json`, have it whole: the receiver's 400.
     const full = await deadOverHttp();
     for (const id of deadIds) expect(full.find((x) => String(x.eventId) === id)?.lastError).toMatch(/HTTP 400/);
     // The receiver was asked exactly MAX_ATTEMPTS times for each, and refused each time.

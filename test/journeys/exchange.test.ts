@@ -224,10 +224,16 @@ describe('journeys from outside', () => {
     const id = Number(await res.text());
     model.apply('J101', nextFlop(200, 'J101').fields);
     await settled(['J101']);
+    // The summary a person reads: the message, then its flight change and the events as tables.
     const trace = await twinCli(twin.base, 'trace', String(id));
-    expect(trace).toContain(String(id));
-    expect(trace).toMatch(/SUCCEEDED/);
-    expect(trace).toContain('J101');
+    expect(trace).toMatch(new RegExp(`^message #${id} {2}FLOP/\\S+ {2}SUCCEEDED`));
+    expect(trace).toMatch(/\nFLIGHT CHANGES\nflid .*state_version[^\n]*\n[- ]+\nJ101 /);
+    expect(trace).toMatch(/\nEVENTS\nevent .*publishers/);
+    expect(trace.split('\n').filter((l) => l.length > 120)).toEqual([]);
+    // --json keeps the whole trace for scripts.
+    const json = JSON.parse(await twinCli(twin.base, 'trace', String(id), '--json'));
+    expect(json).toMatchObject({ msgId: id, message: { status: 'SUCCEEDED' }, flightChanges: [{ flid: 'J101' }] });
+    expect(await twinCli(twin.base, 'status')).toMatch(/\nORDERING \(.*\)\ngaps waiting\s+\d+.*\nholes\s+\d+ declared, \d+ still open/);
     const status = await twinCli(twin.base, 'status', '--json');
     // The model: the plan plus one message per version step of every flight, all SUCCEEDED.
     const sent = 1 + [...model.values()].reduce((n, m) => n + m.version - 1, 0);

@@ -26,3 +26,21 @@ describe('CLI tables', () => {
     expect(header!.indexOf('bb')).toBe(row!.indexOf('two'));
   });
 });
+
+describe('CLI tables with a width', () => {
+  const detail = 'CODEC_ERROR: '.padEnd(300, 'the reason goes on and on ');
+
+  it('cuts the last column so every line fits, and marks the cut', () => {
+    const text = table([{ msg: 1, class: 'CODEC_ERROR', detail }], undefined, { width: 80 });
+    for (const line of text.split('\n')) expect(line.length).toBeLessThanOrEqual(80);
+    expect(text.split('\n')[2]!.endsWith('…')).toBe(true);
+  });
+
+  it('leaves a short last column whole', () => {
+    expect(table([{ msg: 1, detail: 'short' }], undefined, { width: 80 }).split('\n')[2]).toBe('1    short');
+  });
+
+  it('keeps a row on one line when a value holds line breaks', () => {
+    expect(table([{ a: 'x\ny', b: 'z' }]).split('\n')).toHaveLength(3);
+  });
+});
