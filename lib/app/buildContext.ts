@@ -1,6 +1,7 @@
 import type { Config } from '../config/config.ts';
 import type { UrlSources } from '../config/secrets.ts';
 import { migrate } from '../db/migrate.ts';
+import { reaching } from './serviceErrors.ts';
 import { openDb } from '../db/open.ts';
 import { openMailbox } from '../mailbox/open.ts';
 import { checkIdentityMode } from '../pipeline/identityMode.ts';
@@ -33,20 +34,26 @@ export async function buildContext(
     max: options.poolSize ?? (config.runtime === 'lambda' ? 3 : 10),
     refreshUrl: options.credentials?.pg,
   });
-  if (options.migrate) {
-    const r = await migrate(db, { onProgress: (name, i, n) => log.info(`migration ${i}/${n} applied`, { name }) });
-    if (r.applied.length) log.info('migrations applied', { applied: r.applied });
+  let mailbox;
+  try {
+    // The first statements reach the database: a wrong MSGX_PG_URL is named here, in one line.
+    await reaching('MSGX_PG_URL', config.pgUrl ?? '', async () => {
+      if (options.migrate) {
+        const r = await migrate(db, { onProgress: (name, i, n) => log.info(`migration ${i}/${n} applied`, { name }) });
+        if (r.applied.length) log.info('migrations applied', { applied: r.applied });
+      }
+      // The identity algorithm in force must be the configured one (a ConfigError of one line if not).
+      if (options.checkIdentity !== false)
+        await checkIdentityMode(db, config.pipeline.identityDayBoundary, (options.clock ?? systemClock).now());
+    });
+    mailbox = await reaching('MSGX_MAILBOX_URL', config.mailboxUrl ?? '', () =>
+      openMailbox(config, db, { refreshUrl: options.credentials?.mailbox }),
+    );
+  } catch (err) {
+    // The embedded database's directory lock goes with it.
+    await db.close().catch(() => {});
+    throw err;
   }
-  // The identity algorithm in force must be the configured one (a ConfigError of one line if not).
-  if (options.checkIdentity !== false) {
-    try {
-      await checkIdentityMode(db, config.pipeline.identityDayBoundary, (options.clock ?? systemClock).now());
-    } catch (err) {
-      await db.close().catch(() => {});
-      throw err;
-    }
-  }
-  const mailbox = await openMailbox(config, db, { refreshUrl: options.credentials?.mailbox });
   return { config, db, mailbox, clock: options.clock ?? systemClock, log, registry: defaultRegistry() };
 }
 

@@ -1,5 +1,6 @@
 import { Command } from 'commander';
 import { loadConfig } from '../config/config.ts';
+import { reaching } from '../app/serviceErrors.ts';
 import { migrate } from '../db/migrate.ts';
 import { openDb } from '../db/open.ts';
 import { cliActor } from '../http/actor.ts';
@@ -34,7 +35,9 @@ program
     const config = loadConfig({ ...process.env, MSGX_RUNTIME: 'twin' });
     const db = await openDb(config);
     try {
-      const r = await migrate(db, { onProgress: (name, i, n) => process.stderr.write(`[${i}/${n}] ${name}\n`) });
+      const r = await reaching('MSGX_PG_URL', config.pgUrl ?? '', () =>
+        migrate(db, { onProgress: (name, i, n) => process.stderr.write(`[${i}/${n}] ${name}\n`) }),
+      );
       process.stdout.write(r.applied.length ? `applied ${r.applied.length} migration(s)\n` : `up to date (${r.alreadyApplied} applied)\n`);
     } finally {
       await db.close();
@@ -53,7 +56,7 @@ program
     const config = loadConfig({ ...process.env, MSGX_RUNTIME: 'twin' });
     const db = await openDb(config);
     try {
-      await migrate(db);
+      await reaching('MSGX_PG_URL', config.pgUrl ?? '', () => migrate(db));
       if (o.dayBoundary === undefined) {
         const mode = await readIdentityMode(db);
         process.stdout.write(`identity day boundary: ${mode === undefined ? 'not recorded yet' : mode ? 'on' : 'off'}\n`);

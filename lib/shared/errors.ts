@@ -62,8 +62,8 @@ export class RequestError extends Error {
 
 /** Raised at start-up when a setting is missing, malformed or unsafe; names the variable. */
 export class ConfigError extends Error {
-  constructor(message: string) {
-    super(message);
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
     this.name = 'ConfigError';
   }
 }

@@ -26,7 +26,11 @@ async function main(): Promise<void> {
   }
   const ctx = await buildContext(config, { migrate: true, log });
   const stop = new AbortController();
-  const roles = await startRoles(ctx, stop.signal);
+  // Kafka is reached here. No role runs yet if that fails: close the database (its lock too) before saying why.
+  const roles = await startRoles(ctx, stop.signal).catch(async (err: unknown) => {
+    await closeContext(ctx);
+    throw err;
+  });
   let server;
   try {
     server = await startHttpServer(ctx, buildRouter(roles.healthChecks), { port: config.http.port, host: config.http.host });
@@ -85,6 +89,8 @@ main().catch((err) => {
   // A reason the user can act on: one line, no stack.
   if (err instanceof EmbeddedStoreError || err instanceof ConfigError) {
     process.stderr.write(`msgx: ${err.message}\n`);
+    // The driver's own error, for whoever debugs the start (MSGX_LOG_LEVEL=DEBUG).
+    if (process.env.MSGX_LOG_LEVEL === 'DEBUG' && err.cause instanceof Error) process.stderr.write(`${err.cause.stack}\n`);
     process.exit(1);
   }
   process.stderr.write(`msgx: failed to start: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);

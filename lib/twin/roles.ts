@@ -5,6 +5,7 @@ import { topicForTarget } from '../outbox/publish.ts';
 import { ensureTopics } from '../outbox/topics.ts';
 import type { AppContext } from '../app/context.ts';
 import { SCHEDULED_ROLES } from '../app/catalogue.ts';
+import { reaching } from '../app/serviceErrors.ts';
 import { localPorts, localRole, superviseRole } from '../app/localRoles.ts';
 
 /**
@@ -16,7 +17,8 @@ export async function startRoles(
   signal: AbortSignal,
 ): Promise<{ done: Promise<unknown>; close: () => Promise<void>; healthChecks: Record<string, HealthCheck> }> {
   const listed = ctx.config.txmsg.topics.map((t) => topicForTarget(ctx.config, `tx:${t}`)!);
-  const topics = await ensureTopics(ctx.config, listed, { log: ctx.log });
+  const brokers = ctx.config.kafka.brokers.join(',');
+  const topics = await reaching('MSGX_KAFKA_BROKERS', brokers, () => ensureTopics(ctx.config, listed, { log: ctx.log }));
   if (topics.created.length) ctx.log.info('topics created', { topics: topics.created });
   for (const w of topics.warnings) ctx.log.warn(w);
   await warnMissingTopics(ctx);

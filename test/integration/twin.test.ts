@@ -114,6 +114,68 @@ describe('the twin (npm start)', () => {
     },
   );
 
+  // A service the twin cannot use: one line naming the setting, the target (no password), the
+  // reason and what to do; exit 1, no stack, the data directory released. The databases named
+  // here do not exist on the real local servers; nothing listens on port 1.
+  const missing = `msgx_missing_${process.pid}`;
+  const pgAt = (hostPort: string, db: string) => {
+    const u = new URL(serviceUrls().pgUrl);
+    return `${u.protocol}//${u.username || 'postgres'}:s3cret-pw@${hostPort}/${db}`;
+  };
+  const myAt = (hostPort: string, db: string) => {
+    const u = new URL(serviceUrls().mailboxUrl);
+    return `${u.protocol}//${u.username ? `${u.username}${u.password ? `:${u.password}` : ''}@` : ''}${hostPort}/${db}`;
+  };
+  const pgHost = () => new URL(serviceUrls().pgUrl).host;
+  const myHost = () => new URL(serviceUrls().mailboxUrl).host;
+  const unusable: [string, () => Record<string, string>, () => string][] = [
+    [
+      'MSGX_PG_URL naming a database that does not exist',
+      () => ({ MSGX_PG_URL: pgAt(pgHost(), missing) }),
+      () =>
+        `msgx: MSGX_PG_URL: cannot use PostgreSQL at ${pgHost()}/${missing}: database "${missing}" does not exist (3D000); create the database or correct MSGX_PG_URL`,
+    ],
+    [
+      'MSGX_PG_URL at a port nothing listens on',
+      () => ({ MSGX_PG_URL: pgAt('127.0.0.1:1', 'test') }),
+      () =>
+        'msgx: MSGX_PG_URL: cannot use PostgreSQL at 127.0.0.1:1/test: connection refused (ECONNREFUSED); is the database server running? start it or correct MSGX_PG_URL',
+    ],
+    [
+      'MSGX_MAILBOX_URL naming a MariaDB database that does not exist',
+      () => ({ MSGX_MAILBOX_URL: myAt(myHost(), missing) }),
+      () =>
+        `msgx: MSGX_MAILBOX_URL: cannot use the MySQL/MariaDB mailbox at ${myHost()}/${missing}: Unknown database '${missing}' (ER_BAD_DB_ERROR); create the database or correct MSGX_MAILBOX_URL`,
+    ],
+    [
+      'MSGX_MAILBOX_URL at a port nothing listens on',
+      () => ({ MSGX_MAILBOX_URL: myAt('127.0.0.1:1', 'test') }),
+      () =>
+        'msgx: MSGX_MAILBOX_URL: cannot use the MySQL/MariaDB mailbox at 127.0.0.1:1/test: connection refused (ECONNREFUSED); is the database server running? start it or correct MSGX_MAILBOX_URL',
+    ],
+    [
+      'MSGX_KAFKA_BROKERS with no broker listening',
+      () => ({ MSGX_KAFKA_BROKERS: '127.0.0.1:1' }),
+      () =>
+        'msgx: MSGX_KAFKA_BROKERS: cannot use Kafka at 127.0.0.1:1: connection refused (ECONNREFUSED); is the broker running? start it or correct MSGX_KAFKA_BROKERS',
+    ],
+  ];
+  for (const [what, env, line] of unusable) {
+    it(
+      `${what}: one line naming the setting and what to do, exit 1, no stack, the data directory released`,
+      { timeout: 300_000 },
+      async () => {
+        const dir = mkdtempSync(join(tmpdir(), 'msgx-twin-unusable-'));
+        const twin = spawnTwin(env(), dir);
+        expect(await twin.exited).toBe(1);
+        expect(twin.output().trim().split('\n').at(-1)).toBe(line());
+        expect(twin.output()).not.toMatch(/^\s+at /m);
+        expect(twin.output()).not.toContain('s3cret-pw');
+        expect(existsSync(join(dir, '.msgx', 'pg.lock'))).toBe(false);
+      },
+    );
+  }
+
   it('with the three URLs set: real PostgreSQL, MariaDB and Kafka', { timeout: 300_000 }, async () => {
     const pg = await freshPg({ migrate: false });
     const my = await freshMysql();
