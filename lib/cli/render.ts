@@ -198,14 +198,14 @@ export function renderDead(kind: string, items: Record<string, unknown>[]): stri
         'last error': x.lastError,
       };
     if (kind === 'txmsg')
+      // Every row is DEAD (GET /admin/dead?kind=txmsg): the phase says where it died.
       return {
         id: x.id,
         topic: x.topic,
-        status: x.status,
         phase: x.deadPhase,
-        tries: x.attempts,
         checks: x.checks,
-        updated: when(x.updatedAt as string | null),
+        tries: x.attempts,
+        at: when(x.updatedAt as string | null),
         reason: [x.deadReason, x.lastError].filter(Boolean).join(' / '),
       };
     return {
@@ -218,7 +218,8 @@ export function renderDead(kind: string, items: Record<string, unknown>[]): stri
       detail: x.error_detail,
     };
   });
-  return table(rows, undefined, { width: WIDTH });
+  // An ID is what the replay or resend is asked with, and a cut time is no time: never cut.
+  return table(rows, undefined, { width: WIDTH, keepWhole: ['msg', 'event', 'id', 'at', 'dead at'] });
 }
 
 const isoOf = (v: unknown): string | null => (v === null || v === undefined ? null : v instanceof Date ? v.toISOString() : String(v));

@@ -1,5 +1,5 @@
 /** Plain text tables for people: aligned columns, a header rule, nothing fancy. */
-export function table(rows: Record<string, unknown>[], columns?: string[], opts: { width?: number } = {}): string {
+export function table(rows: Record<string, unknown>[], columns?: string[], opts: { width?: number; keepWhole?: string[] } = {}): string {
   if (rows.length === 0) return '(none)';
   const cols = columns ?? Object.keys(rows[0]!);
   const data = rows.map((r) => cols.map((c) => cell(r[c])));
@@ -9,8 +9,19 @@ export function table(rows: Record<string, unknown>[], columns?: string[], opts:
   const widths = cols.map((c, i) => Math.max(c.length, ...data.map((d) => d[i]!.length)));
   const shown = widths.map((w, i) => (i === last ? w : Math.min(60, w)));
   if (opts.width !== undefined) {
-    const before = shown.slice(0, last).reduce((n, w) => n + w + 2, 0);
-    shown[last] = Math.max(cols[last]!.length, Math.min(shown[last]!, opts.width - before));
+    // Too wide even before the last column has room for a few words: narrow the widest other
+    // column (never below its header or 12 characters, never one named in keepWhole) until it fits.
+    const room = Math.min(shown[last]!, Math.max(cols[last]!.length, 24));
+    const before = () => shown.slice(0, last).reduce((n, w) => n + w + 2, 0);
+    while (before() + room > opts.width) {
+      let widest = -1;
+      for (let i = 0; i < last; i++)
+        if (!opts.keepWhole?.includes(cols[i]!) && shown[i]! > Math.max(12, cols[i]!.length) && (widest < 0 || shown[i]! > shown[widest]!))
+          widest = i;
+      if (widest < 0) break;
+      shown[widest]!--;
+    }
+    shown[last] = Math.max(cols[last]!.length, Math.min(shown[last]!, opts.width - before()));
   }
   const cutLast = opts.width !== undefined;
   const line = (cells: string[]) =>

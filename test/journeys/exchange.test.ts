@@ -323,6 +323,10 @@ describe('journeys from outside', () => {
     });
     expect(checkCalls.filter((c) => c === `/check/later ${String(p.body.id)}`).length).toBeGreaterThanOrEqual(2);
     committedLater = true;
+    // The operator's view of it: one row within 120 columns naming where it died.
+    const deadTable = await twinCli(twin.base, 'dead', '--kind', 'txmsg');
+    expect(deadTable).toMatch(new RegExp(`\\n${String(p.body.id)}\\s+msgx\\.journe\\S*\\s+check\\s+\\d+\\s`));
+    expect(deadTable.split('\n').filter((l) => l.length > 120)).toEqual([]);
     const resent = await txCall('POST', `/admin/tx-messages/${String(p.body.id)}/resend`);
     expect(resent.status).toBe(200);
     await waitFor(async () => (await statusOf(p.body.id)) === 'DELIVERED', {
@@ -332,6 +336,15 @@ describe('journeys from outside', () => {
     const records = await readTopicToEnd(brokers, txTopic2);
     expect(records.map((r) => r.key)).toEqual(['points-1', 'points-2']);
     expect(JSON.parse(records[1]!.value!)).toEqual({ points: 20 });
+    // Its trace from the CLI: the message, its timeline with the resend, its event on Kafka.
+    const trace = await twinCli(twin.base, 'trace', '--tx', String(p.body.id));
+    expect(trace).toMatch(new RegExp(`^transactional message ${String(p.body.id)} {2}${txTopic2.replaceAll('.', '\\.')} {2}DELIVERED`));
+    expect(trace).toMatch(/\nTIMELINE\n[\s\S]* resend /);
+    expect(trace).toMatch(/\nEVENTS\n[\s\S]* ok p\d+@\d+/);
+    expect(trace.split('\n').filter((l) => l.length > 120)).toEqual([]);
+    expect(JSON.parse(await twinCli(twin.base, 'trace', '--tx', String(p.body.id), '--json'))).toMatchObject({
+      message: { id: p.body.id },
+    });
   });
 
   it('requests: request-day from the CLI writes an RQFD to COUTMSGS; the upstream answer in the mailbox creates the flights', async () => {

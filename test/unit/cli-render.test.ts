@@ -209,8 +209,31 @@ describe('msgx dead', () => {
       },
     ]);
     expect(fits(tx)).toEqual([]);
-    expect(tx).toMatch(/abc\s+orders.events\s+DEAD\s+check\s+0\s+12\s+2026-11-29 09:00:00\s+check-back said UNKNOWN 12 times/);
+    expect(tx).toMatch(/abc\s+orders.events\s+check\s+12\s+0\s+2026-11-29 09:00:00\s+check-back said UNKNOWN 12 times/);
     expect(tx).not.toContain('ppp');
+  });
+});
+
+describe('msgx dead --kind txmsg with a long topic', () => {
+  it('keeps the ID whole (a resend needs it) and still fits 120 columns', () => {
+    const id = '0b7f6c2e-1a2b-4c3d-8e9f-001122334455';
+    const text = renderDead('txmsg', [
+      {
+        id,
+        topic: 'msgx.journey.points.1764559861234-8f3a2c',
+        status: 'DEAD',
+        deadPhase: 'delivery',
+        attempts: 12,
+        checks: 2,
+        updatedAt: T1,
+        deadReason: 'delivery attempts exhausted',
+        lastError: longError,
+      },
+    ]);
+    expect(fits(text)).toEqual([]);
+    expect(text.split('\n')[2]).toMatch(
+      new RegExp(`^${id}  msgx\\.journe\\S*…\\s+delivery\\s+2\\s+12\\s+2026-11-29 09:00:00\\s+delivery attempts`),
+    );
   });
 });
 

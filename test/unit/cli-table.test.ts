@@ -44,3 +44,21 @@ describe('CLI tables with a width', () => {
     expect(table([{ a: 'x\ny', b: 'z' }]).split('\n')).toHaveLength(3);
   });
 });
+
+describe('CLI tables too wide for their width', () => {
+  const row = {
+    id: '0b7f6c2e-1a2b-4c3d-8e9f-001122334455',
+    topic: `orders.${'t'.repeat(50)}`,
+    where: 'w'.repeat(50),
+    reason: 'r'.repeat(80),
+  };
+
+  it('narrow the widest other column, never one kept whole, so the last one has room', () => {
+    const text = table([row], undefined, { width: 120, keepWhole: ['id'] });
+    for (const line of text.split('\n')) expect(line.length).toBeLessThanOrEqual(120);
+    const line = text.split('\n')[2]!;
+    expect(line).toContain(row.id);
+    expect(line).toMatch(/orders\.t+…/);
+    expect(line).toMatch(/ r{23}…$/);
+  });
+});
