@@ -21,8 +21,16 @@ export class PgMailbox implements Mailbox {
 
   constructor(private readonly db: Db) {}
 
+  /**
+   * Twins starting together on one MSGX_PG_URL would race in CREATE TABLE IF NOT EXISTS (one
+   * failing on a duplicate pg_type row): one at a time, under a transaction advisory lock.
+   */
   async ensureTables(): Promise<void> {
-    await this.db.query(mailboxDdl('pg'));
+    if (this.db.kind !== 'pg') return void (await this.db.query(mailboxDdl('pg')));
+    await this.db.tx(async (tx) => {
+      await tx.query(`SELECT pg_advisory_xact_lock(hashtext('msgx:mailbox-ddl'))`);
+      await tx.query(mailboxDdl('pg'));
+    });
   }
 
   async insertInbound(text: string): Promise<number> {

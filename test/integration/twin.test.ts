@@ -176,6 +176,44 @@ describe('the twin (npm start)', () => {
     );
   }
 
+  it(
+    'two twins on one MSGX_PG_URL, started together: both serve, results are right, each role runs in one of them',
+    { timeout: 300_000 },
+    async () => {
+      const pg = await freshPg({ migrate: false });
+      try {
+        const env = { MSGX_PG_URL: pg.url };
+        // Together on an empty database: migrations and the mailbox tables are created once.
+        const [a, b] = await Promise.all([
+          startTwin(env, mkdtempSync(join(tmpdir(), 'msgx-twin-a-'))),
+          startTwin(env, mkdtempSync(join(tmpdir(), 'msgx-twin-b-'))),
+        ]);
+        expect((await post(a.base, dayPlan)).status).toBe(200);
+        expect((await post(b.base, gateChange)).status).toBe(200);
+        for (const twin of [a, b])
+          await waitFor(
+            async () => {
+              const f = (await (await fetch(`${twin.base}/v1/flights/1001`)).json()) as {
+                stateVersion?: number;
+                GATE?: { CODE: string }[];
+              };
+              return f.stateVersion === 2 && f.GATE?.[0]?.CODE === 'B14';
+            },
+            { what: `flight 1001 at B14 through ${twin.base}` },
+          );
+        // One holder per role lock (poller, pump, dispatcher, sweep) across both twins.
+        const held = await pg.db.query<{ n: number }>(
+          `SELECT COUNT(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`,
+        );
+        expect(held.rows[0]!.n).toBe(4);
+        expect(await a.stop('SIGTERM')).toBe(0);
+        expect(await b.stop('SIGTERM')).toBe(0);
+      } finally {
+        await pg.drop();
+      }
+    },
+  );
+
   it('with the three URLs set: real PostgreSQL, MariaDB and Kafka', { timeout: 300_000 }, async () => {
     const pg = await freshPg({ migrate: false });
     const my = await freshMysql();
