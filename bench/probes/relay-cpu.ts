@@ -10,23 +10,12 @@
 import { readFileSync } from 'node:fs';
 import { dispatcherRole } from '../../lib/jobs/roles.ts';
 import { PgMailbox } from '../../lib/mailbox/pg.ts';
-import { enqueueEvents, type NewEvent } from '../../lib/outbox/enqueue.ts';
+import { enqueueEvents } from '../../lib/outbox/enqueue.ts';
+import { eventOf } from '../scenarios/relay.ts';
 import type { OutRecord, Publisher, PublishResult } from '../../lib/outbox/types.ts';
 import { benchContext, freshPg } from '../lib/env.ts';
 
 const N = Number(process.argv[2] ?? 20_000);
-
-/** The relay scenario's event: about the size of the pump's msgx.msg value. */
-function eventOf(i: number): NewEvent {
-  const flid = String(100000 + (i % 2000));
-  return {
-    target: 'msg',
-    key: flid,
-    type: 'FLIGHT_UPDATED',
-    flid,
-    value: { v: 1, type: 'FLIGHT_UPDATED', flid, opdy: '20261129', stateVersion: 2 + Math.floor(i / 2000), pad: 'x'.repeat(200) },
-  };
-}
 
 let offset = 0;
 const instant: Publisher = {

@@ -13,7 +13,7 @@ import { figure, ratios, type RunOptions, type ScenarioResult } from '../lib/res
 import { latency, sleep } from '../lib/stats.ts';
 
 /** A flight-update-sized event (the pump's msgx.msg value is about this size). */
-function eventOf(i: number): NewEvent {
+export function eventOf(i: number): NewEvent {
   const flid = String(100000 + (i % 2000));
   return {
     target: 'msg',
