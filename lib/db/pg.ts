@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { retryOnAuthFailure } from '../config/credentials.ts';
 import type { Db, Queryable, QueryResult, Session } from './db.ts';
+import { type LocalWake, LocalWakes } from './localWake.ts';
 
 // int8 (ids, counts) as JS numbers: ids stay far below 2^53, and numbers keep the code simple.
 pg.types.setTypeParser(20, (v) => Number.parseInt(v, 10));
@@ -53,6 +54,7 @@ export class PgDb implements Db {
   readonly #max: number;
   readonly #options: PgDbOptions;
   #refreshing: Promise<void> | undefined;
+  readonly #wakes = new LocalWakes();
 
   constructor(url: string, options: PgDbOptions = {}) {
     this.#url = url;
@@ -138,14 +140,26 @@ export class PgDb implements Db {
 
   async listen(channel: string, onNotify: (payload: string) => void): Promise<() => Promise<void>> {
     const client = await this.#connect();
+    const local = this.#wakes.add(channel, onNotify);
     client.on('notification', (n) => {
-      if (n.channel === channel) onNotify(n.payload ?? '');
+      if (n.channel === channel) local.notified(n.payload ?? '');
     });
     client.on('error', () => {});
-    await client.query(`LISTEN ${quoteIdent(channel)}`);
+    try {
+      await client.query(`LISTEN ${quoteIdent(channel)}`);
+    } catch (err) {
+      local.remove();
+      await client.end().catch(() => {});
+      throw err;
+    }
     return async () => {
+      local.remove();
       await client.end().catch(() => {});
     };
+  }
+
+  localWake(channel: string, payload?: string): LocalWake {
+    return this.#wakes.wake(channel, payload);
   }
 
   async session(): Promise<Session> {

@@ -1,5 +1,6 @@
 import { PGlite, type Results, type Transaction } from '@electric-sql/pglite';
 import type { Db, Queryable, QueryResult, Session } from './db.ts';
+import type { LocalWake } from './localWake.ts';
 import { EmbeddedStoreError, ensureDataDir, lockDataDir } from './pgliteDir.ts';
 
 /**
@@ -72,6 +73,11 @@ export class PgliteDb implements Db {
 
   async listen(channel: string, onNotify: (payload: string) => void): Promise<() => Promise<void>> {
     return this.#db.listen(channel, onNotify);
+  }
+
+  localWake(_channel: string, payload = ''): LocalWake {
+    // PGlite delivers its notifications in this process as the notifying statement ends.
+    return { payload, now: () => {} };
   }
 
   async session(): Promise<Session> {

@@ -6,7 +6,7 @@ import type { Prepared } from './attempt.ts';
 import { GroupScope } from './groupScope.ts';
 import { noteFor } from './backfill.ts';
 import { backoffMs } from '../shared/backoff.ts';
-import { type AttemptRecord, identityHolders, lockOpen, type OpenRow, writeAttempts } from './procState.ts';
+import { type AttemptRecord, lockOpen, type OpenRow, writeAttempts } from './procState.ts';
 import { IGNORED_TYPES } from './processor.ts';
 import type { ProcStatus } from './states.ts';
 
@@ -36,12 +36,9 @@ export async function applyGroup(
   options: { deferWrites?: boolean } = {},
 ): Promise<GroupResult> {
   const { config } = ctx;
-  const locked = await lockOpen(
+  const { locked, holders } = await lockOpen(
     tx,
     group.map((g) => g.msgId),
-  );
-  const holders = await identityHolders(
-    tx,
     group.flatMap((g) => (g.decoded ? [g.decoded.identity] : [])),
   );
   const boundHere = new Map<string, number>();

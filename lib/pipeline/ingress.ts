@@ -53,9 +53,12 @@ export async function acceptInbound(
   // The row goes through the poller like any other, so it cannot overtake an older mailbox row
   // the poller has not read yet (docs/ordering.md); the NOTIFY wakes the poller at once. If it is
   // lost, the poller finds the row on its next tick.
+  // A poller in this process (the twin) starts now, while the NOTIFY goes out to any other.
+  const wake = ctx.db.localWake(MAILBOX_CHANNEL, String(msgId));
+  wake.now();
   let woken = false;
   try {
-    await ctx.db.query(`SELECT pg_notify($1, $2)`, [MAILBOX_CHANNEL, String(msgId)]);
+    await ctx.db.query(`SELECT pg_notify($1, $2)`, [MAILBOX_CHANNEL, wake.payload]);
     woken = true;
   } catch (err) {
     ctx.log.warn('waking the poller after a mailbox insert failed; it finds the row on its next tick', { msgId, error: String(err) });

@@ -50,7 +50,9 @@ export async function pollOnce(ctx: Pick<AppContext, 'db' | 'mailbox' | 'clock' 
   // The common tick (new rows, no gap opened, closed or given up): one statement, one round trip.
   const woke = r.frontier.accounted > frontier.accounted;
   if (r.late.length === 0 && r.newHoles.length === 0 && JSON.stringify(r.gaps) === JSON.stringify(gaps)) {
-    const ids = await enqueueWithFact(ctx.db, r.enqueue, now, { key: FRONTIER_KEY, value: r.frontier }, woke);
+    const wake = ctx.db.localWake(INBOX_CHANNEL);
+    const { ids, notified } = await enqueueWithFact(ctx.db, r.enqueue, now, { key: FRONTIER_KEY, value: r.frontier }, woke, wake.payload);
+    if (notified) wake.now();
     lastScanned.set(ctx.db, r.frontier.scanned);
     return {
       scanned: fresh.length,

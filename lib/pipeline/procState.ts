@@ -46,8 +46,9 @@ export async function enqueueWithFact(
   now: Date,
   fact: { key: string; value: unknown },
   wake: boolean,
-): Promise<number[]> {
-  const r = await q.query<{ ids: (number | string)[] | null; notified: unknown }>(
+  wakePayload = '',
+): Promise<{ ids: number[]; notified: boolean }> {
+  const r = await q.query<{ ids: (number | string)[] | null; notified: boolean }>(
     `WITH ins AS (
        INSERT INTO proc_state (msg_id, status, next_attempt_at, received_at, enqueued_at, updated_at)
        SELECT v.id, 'PENDING', $3, v.received, $3, $3
@@ -58,12 +59,17 @@ export async function enqueueWithFact(
      fact AS (
        INSERT INTO msgx_state (key, value, updated_at) VALUES ($4, $5::jsonb, $3)
        ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, updated_at = EXCLUDED.updated_at
-       WHERE msgx_state.value IS DISTINCT FROM EXCLUDED.value)
+       WHERE msgx_state.value IS DISTINCT FROM EXCLUDED.value),
+     wake AS (SELECT $6::boolean OR EXISTS (SELECT 1 FROM ins) AS due)
      SELECT (SELECT array_agg(msg_id ORDER BY msg_id) FROM ins) AS ids,
-            CASE WHEN $6::boolean OR EXISTS (SELECT 1 FROM ins) THEN pg_notify($7, '') END AS notified`,
-    [rows.map((x) => x.id), rows.map((x) => x.receivedAt), now, fact.key, JSON.stringify(fact.value), wake, INBOX_CHANNEL],
+            (SELECT due FROM wake) AS notified,
+            CASE WHEN (SELECT due FROM wake) THEN pg_notify($7, $8) END AS notify,
+            -- Like the poller's transaction path, no wait for the WAL flush: the mailbox is the
+            -- durable record, and an enqueue lost in a crash (with its frontier) is read again.
+            set_config('synchronous_commit', 'off', true) AS async_commit`,
+    [rows.map((x) => x.id), rows.map((x) => x.receivedAt), now, fact.key, JSON.stringify(fact.value), wake, INBOX_CHANNEL, wakePayload],
   );
-  return (r.rows[0]?.ids ?? []).map(Number);
+  return { ids: (r.rows[0]?.ids ?? []).map(Number), notified: r.rows[0]?.notified === true };
 }
 
 /**
@@ -100,27 +106,31 @@ export async function holdHead(q: Queryable, msgId: number, reason: string, unti
   );
 }
 
-/** Locks the group's rows; returns those still open (a replay or another pump may have moved one). */
-export async function lockOpen(q: Queryable, ids: number[]): Promise<Map<number, OpenRow>> {
-  const r = await q.query<OpenRow>(
-    `SELECT msg_id, status, attempts, next_attempt_at, first_attempt_at, identity_key, raw_text, error_class, error_detail
-     FROM proc_state WHERE msg_id = ANY($1::bigint[]) AND status IN ('PENDING', 'FAILED')
-     ORDER BY msg_id FOR UPDATE`,
-    [ids],
+/**
+ * Locks the group's rows that are still open (a replay or another pump may have moved one) and
+ * says who already holds each of its identities, live or archived: one round trip.
+ */
+export async function lockOpen(
+  q: Queryable,
+  ids: number[],
+  identities: string[],
+): Promise<{ locked: Map<number, OpenRow>; holders: Map<string, number> }> {
+  const r = await q.query<OpenRow & { holders: [string, number][] | null }>(
+    `WITH locked AS (
+       SELECT msg_id, status, attempts, next_attempt_at, first_attempt_at, identity_key, raw_text, error_class, error_detail
+       FROM proc_state WHERE msg_id = ANY($1::bigint[]) AND status IN ('PENDING', 'FAILED')
+       ORDER BY msg_id FOR UPDATE),
+     holders AS (
+       SELECT json_agg(json_build_array(identity_key, msg_id)) AS holders FROM (
+         SELECT identity_key, msg_id FROM proc_state WHERE identity_key = ANY($2::text[])
+         UNION ALL
+         SELECT identity_key, msg_id FROM proc_state_hst WHERE identity_key = ANY($2::text[])) x)
+     SELECT locked.*, holders.holders FROM holders LEFT JOIN locked ON true ORDER BY locked.msg_id`,
+    [ids, identities],
   );
-  return new Map(r.rows.map((row) => [row.msg_id, row]));
-}
-
-/** Who already holds each identity, live or archived. */
-export async function identityHolders(q: Queryable, identities: string[]): Promise<Map<string, number>> {
-  if (identities.length === 0) return new Map();
-  const r = await q.query<{ identity_key: string; msg_id: number }>(
-    `SELECT identity_key, msg_id FROM proc_state WHERE identity_key = ANY($1::text[])
-     UNION ALL
-     SELECT identity_key, msg_id FROM proc_state_hst WHERE identity_key = ANY($1::text[])`,
-    [identities],
-  );
-  return new Map(r.rows.map((row) => [row.identity_key, row.msg_id]));
+  const locked = new Map<number, OpenRow>();
+  for (const { holders: _h, ...row } of r.rows) if (row.msg_id !== null) locked.set(row.msg_id, row as OpenRow);
+  return { locked, holders: new Map(r.rows[0]?.holders ?? []) };
 }
 
 /**

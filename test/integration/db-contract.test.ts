@@ -287,4 +287,21 @@ describe('the database contract: PgDb (PostgreSQL) and PgliteDb answer alike', (
       await stop();
     }
   });
+
+  it('a local wake reaches this process at once and its NOTIFY is not delivered here again; other NOTIFYs still are', async () => {
+    const got: string[] = [];
+    const stop = await pg.db.listen('c_local', (p) => got.push(p));
+    const wake = pg.db.localWake('c_local');
+    wake.now();
+    // Delivered before any round trip to the server.
+    expect(got).toEqual([wake.payload]);
+    await pg.db.query(`SELECT pg_notify('c_local', $1)`, [wake.payload]);
+    await pg.db.query(`SELECT pg_notify('c_local', $1)`, ['from another process']);
+    await waitFor(() => got.length === 2, { what: 'the other notification' });
+    // A second copy of the first payload from elsewhere would be a new wake: only one is skipped.
+    await pg.db.query(`SELECT pg_notify('c_local', $1)`, [wake.payload]);
+    await waitFor(() => got.length === 3, { what: 'the repeated payload' });
+    expect(got).toEqual([wake.payload, 'from another process', wake.payload]);
+    await stop();
+  });
 });

@@ -128,6 +128,7 @@ describe('ingress over HTTP', () => {
       query: failEnqueue(pg.db).query,
       tx: <T>(fn: (tx: Queryable) => Promise<T>) => pg.db.tx((tx) => fn(failEnqueue(tx))),
       listen: pg.db.listen.bind(pg.db),
+      localWake: pg.db.localWake.bind(pg.db),
       session: pg.db.session.bind(pg.db),
       close: async () => {},
     });

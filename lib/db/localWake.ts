@@ -1,0 +1,56 @@
+import { randomUUID } from 'node:crypto';
+
+/** How many wakes may wait for their NOTIFY at once; beyond it the oldest are forgotten. */
+const MAX_PENDING = 10_000;
+
+interface Listener {
+  onNotify: (payload: string) => void;
+  /** Payloads already delivered locally: their NOTIFY is skipped when it arrives. */
+  delivered: Set<string>;
+}
+
+/** A wake-up sent by this process: the NOTIFY's payload, and `now()` once its commit is done. */
+export interface LocalWake {
+  payload: string;
+  now(): void;
+}
+
+/**
+ * Wakes listeners in the same process without the server's round trip. In the twin every role
+ * shares one process: the poller's commit can start the pump at once instead of ~0.3 ms later,
+ * when its NOTIFY comes back from PostgreSQL. The NOTIFY is still sent, for listeners in other
+ * processes; here it carries a payload unique to this wake, and is skipped when it arrives.
+ */
+export class LocalWakes {
+  readonly #listeners = new Map<string, Set<Listener>>();
+  readonly #prefix = `wake:${randomUUID().slice(0, 8)}:`;
+  #next = 0;
+
+  /** Registers a listener; `notified` is what to call for each NOTIFY the server delivers. */
+  add(channel: string, onNotify: (payload: string) => void): { notified: (payload: string) => void; remove: () => void } {
+    const listener: Listener = { onNotify, delivered: new Set() };
+    let set = this.#listeners.get(channel);
+    if (!set) this.#listeners.set(channel, (set = new Set()));
+    set.add(listener);
+    return {
+      notified: (payload) => {
+        if (!listener.delivered.delete(payload)) onNotify(payload);
+      },
+      remove: () => set.delete(listener),
+    };
+  }
+
+  /** `payload` must be unique to this wake (a mailbox ID is); by default one is made up. */
+  wake(channel: string, payload = `${this.#prefix}${this.#next++}`): LocalWake {
+    return {
+      payload,
+      now: () => {
+        for (const l of this.#listeners.get(channel) ?? []) {
+          l.delivered.add(payload);
+          if (l.delivered.size > MAX_PENDING) l.delivered.delete(l.delivered.values().next().value!);
+          l.onNotify(payload);
+        }
+      },
+    };
+  }
+}
