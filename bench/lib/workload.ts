@@ -2,7 +2,7 @@ import mysql from 'mysql2/promise';
 import type { Db } from '../../lib/db/db.ts';
 import type { Mailbox } from '../../lib/mailbox/mailbox.ts';
 import { pollOnce } from '../../lib/pipeline/poller.ts';
-import { pumpOnce } from '../../lib/pipeline/pump.ts';
+import { GROUPS_PER_STEP, pumpOnce } from '../../lib/pipeline/pump.ts';
 import type { AppContext } from '../../lib/app/context.ts';
 import { flight, flop, schd } from '../../test/fixtures/messages/build.ts';
 
@@ -62,11 +62,11 @@ export async function pollAll(ctx: AppContext, onProgress?: (n: number) => void)
   }
 }
 
-/** pumpOnce until idle; returns the messages processed. Throws if the head gets stuck. */
+/** pumpOnce until idle, in steps like the pump role's; returns the messages processed. Throws if the head gets stuck. */
 export async function pumpAll(ctx: AppContext, onProgress?: (n: number) => void): Promise<number> {
   let total = 0;
   for (;;) {
-    const r = await pumpOnce(ctx);
+    const r = await pumpOnce(ctx, { maxGroups: GROUPS_PER_STEP });
     if (r.kind === 'idle') return total;
     if (r.kind !== 'processed') throw new Error(`pump stopped: ${JSON.stringify(r)}`);
     if (r.stopped) throw new Error(`pump head failed after ${total} messages`);

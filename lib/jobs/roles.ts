@@ -7,7 +7,7 @@ import type { Publisher } from '../outbox/types.ts';
 import { backfillSweep, reconcileBackfill } from '../pipeline/backfill.ts';
 import { MAILBOX_CHANNEL, pollOnce } from '../pipeline/poller.ts';
 import { INBOX_CHANNEL } from '../pipeline/procState.ts';
-import { pumpOnce } from '../pipeline/pump.ts';
+import { GROUPS_PER_STEP, pumpOnce } from '../pipeline/pump.ts';
 import { rescanOnce } from '../pipeline/rescan.ts';
 import { expireRequests } from '../requests/send.ts';
 import { reconcileRequests } from '../requests/reconcile.ts';
@@ -30,7 +30,7 @@ export function pumpRole(ctx: AppContext): RoleSpec {
     role: 'pump' satisfies ScheduledRole,
     wakeOn: [INBOX_CHANNEL],
     async step() {
-      const r = await pumpOnce(ctx);
+      const r = await pumpOnce(ctx, { maxGroups: GROUPS_PER_STEP });
       if (r.kind === 'processed') return { busy: true };
       if (r.kind === 'waiting') return { busy: false, restMs: r.untilMs - ctx.clock.now().getTime() };
       return { busy: false };

@@ -16,14 +16,102 @@ export type PumpStep =
   | { kind: 'waiting'; untilMs: number; msgId: number };
 
 /**
+ * Groups per step of the pump role: enough to keep the mailbox read, the commit and the back-fill
+ * overlapping under a backlog, few enough that a step of 50-message groups ends well within a
+ * second (a Lambda's budget is checked between steps).
+ */
+export const GROUPS_PER_STEP = 8;
+
+export interface PumpOptions {
+  /**
+   * Groups applied in this step (default 1). Beyond the first, each group's mailbox read and
+   * decode run while the group before it commits, and each back-fill while the next group is
+   * read and applied; the step returns once every group's back-fill is done.
+   */
+  maxGroups?: number;
+}
+
+/**
  * One step of the FIFO pump: the smallest open message is the head (PENDING and FAILED both hold
  * it). A FAILED head not yet due makes the pump wait; otherwise the head and the due run behind it
- * are applied in one transaction. The caller holds the pump's advisory lock.
+ * are applied in one transaction, then up to `maxGroups - 1` further runs. The caller holds the
+ * pump's advisory lock.
  */
-export async function pumpOnce(ctx: AppContext): Promise<PumpStep> {
+export async function pumpOnce(ctx: AppContext, options: PumpOptions = {}): Promise<PumpStep> {
+  const maxGroups = Math.max(1, options.maxGroups ?? 1);
+  const lookahead = new Lookahead();
+  // One back-fill at a time, in commit order. A mailbox failure is handled inside (the sweep
+  // retries); anything else fails the step once every back-fill has had its turn.
+  let backfilling: Promise<void> = Promise.resolve();
+  let backfillError: unknown;
+  const backfill = (marks: GroupResult['marks'], now: Date) =>
+    (backfilling = backfilling.then(() =>
+      backfillNow(ctx, marks, now).then(
+        () => {},
+        (err: unknown) => void (backfillError ??= err),
+      ),
+    ));
+  let processed = 0;
+  let step: PumpStep;
+  try {
+    for (let g = 1; ; g++) {
+      const next = await applyNextGroup(ctx, lookahead, g < maxGroups, backfill);
+      if (next.kind !== 'processed') {
+        step = processed > 0 ? { kind: 'processed', count: processed, stopped: false } : next;
+        break;
+      }
+      processed += next.count;
+      if (next.stopped || g >= maxGroups) {
+        step = { kind: 'processed', count: processed, stopped: next.stopped };
+        break;
+      }
+    }
+  } finally {
+    await backfilling;
+  }
+  if (backfillError !== undefined) throw backfillError;
+  return step;
+}
+
+/** Prepared messages read and decoded ahead, while the group before them commits. */
+class Lookahead {
+  readonly #ahead = new Map<number, Promise<Prepared | undefined>>();
+
+  /** Reads and decodes `rows` in the background (a failure only means they are read again). */
+  start(ctx: AppContext, rows: OpenRow[]): void {
+    this.#ahead.clear();
+    if (rows.length === 0) return;
+    const all = prepareGroup(ctx, rows).catch(() => undefined);
+    rows.forEach((r, i) =>
+      this.#ahead.set(
+        r.msg_id,
+        all.then((p) => p?.[i]),
+      ),
+    );
+  }
+
+  /** The group prepared: what was read ahead where it succeeded, the rest now. */
+  async prepare(ctx: AppContext, group: OpenRow[]): Promise<Prepared[]> {
+    const ready = await Promise.all(group.map((r) => this.#ahead.get(r.msg_id) ?? Promise.resolve(undefined)));
+    this.#ahead.clear();
+    const missing = group.filter((_, i) => ready[i] === undefined);
+    const fresh = missing.length ? await prepareGroup(ctx, missing) : [];
+    let k = 0;
+    return group.map((_, i) => ready[i] ?? fresh[k++]!);
+  }
+}
+
+async function applyNextGroup(
+  ctx: AppContext,
+  lookahead: Lookahead,
+  more: boolean,
+  backfill: (marks: GroupResult['marks'], now: Date) => Promise<void>,
+): Promise<PumpStep> {
   const now = ctx.clock.now();
   const t0 = performance.now();
-  const { paused, rows, heldBack } = await readHead(ctx.db, ctx.config.pipeline.groupCommit);
+  const groupCommit = ctx.config.pipeline.groupCommit;
+  // With more groups to come, the next group's rows are read too, to be prepared ahead.
+  const { paused, rows, heldBack } = await readHead(ctx.db, more ? groupCommit * 2 : groupCommit);
   const readHeadMs = since(t0);
   if (paused) return { kind: 'paused' };
   const head = rows[0];
@@ -33,13 +121,13 @@ export async function pumpOnce(ctx: AppContext): Promise<PumpStep> {
 
   // Only the head may be FAILED. Should another FAILED row ever sit behind it (a replay race), the
   // group stops before it: nothing overtakes a failure.
-  const firstGap = rows.findIndex((r, i) => i > 0 && r.status !== 'PENDING');
+  const firstGap = rows.findIndex((r, i) => i > 0 && (r.status !== 'PENDING' || i >= groupCommit));
   const group = firstGap > 0 ? rows.slice(0, firstGap) : rows;
 
   let prepared: Prepared[];
   const tPrepare = performance.now();
   try {
-    prepared = await prepareGroup(ctx, group);
+    prepared = await lookahead.prepare(ctx, group);
   } catch (err) {
     // A mailbox read error is INFRA, never "missing". It is an outage, not a fault of the message:
     // the head shows FAILED(INFRA) and waits, but no attempt is counted, so an outage of minutes
@@ -57,8 +145,13 @@ export async function pumpOnce(ctx: AppContext): Promise<PumpStep> {
     });
     return { kind: 'waiting', untilMs, msgId: head.msg_id };
   }
-
   const prepareMs = since(tPrepare);
+
+  if (more)
+    lookahead.start(
+      ctx,
+      rows.slice(group.length).filter((r) => r.status === 'PENDING'),
+    );
   const tCommit = performance.now();
   const committed = await commitGroup(ctx, prepared, now);
   const commitMs = since(tCommit);
@@ -69,7 +162,9 @@ export async function pumpOnce(ctx: AppContext): Promise<PumpStep> {
   const result = committed.result;
   logFailedAttempts(ctx.log, result.records);
   const tBackfill = performance.now();
-  await backfillNow(ctx, result.marks, now);
+  const backfilled = backfill(result.marks, now);
+  // The last group of a step waits for its back-fill here; earlier ones overlap the next group.
+  if (!more || result.stopped) await backfilled;
   logPumpStep(ctx.log, {
     processed: result.records.length,
     stopped: result.stopped,
