@@ -11,7 +11,7 @@ import { pgbenchCommitRate } from '../lib/pgbench.ts';
 import { type Progress, progress } from '../lib/progress.ts';
 import { figure, ratios, type RunOptions, type ScenarioResult } from '../lib/result.ts';
 import { sleep } from '../lib/stats.ts';
-import { peakRssMiB, startTwin, stopTwin } from '../lib/twin.ts';
+import { cpuSeconds, peakRssMiB, startTwin, stopTwin } from '../lib/twin.ts';
 import { bulkInsertMailbox, DAY, flidOf, planText } from '../lib/workload.ts';
 
 const FLIGHTS = 2000;
@@ -33,6 +33,8 @@ interface E2eRun {
   deliveredMs: number;
   peakRss: number;
   records: number;
+  /** The twin's CPU until all were terminal, 100 = one core. */
+  twinCpuPct: number;
 }
 
 /** Sum of the end offsets of every partition of `topic`: what the broker acknowledged. */
@@ -96,12 +98,14 @@ async function timedE2e(kind: 'mysql' | 'pg', count: number, p: Progress, label:
     p.step(label, `${FLIGHTS} flights planned and delivered; inserting ${count} gate changes (mailbox ${kind})`);
 
     const tick = p.counter(label, count, 'terminal');
+    const cpu0 = cpuSeconds(twin.pid!);
     const t0 = performance.now();
     await bulkInsertMailbox(
       target,
       Array.from({ length: count }, (_, i) => gateText(i)),
     );
     let terminalMs = 0;
+    let twinCpuPct = 0;
     let backfilledMs = 0;
     let deliveredMs = 0;
     const stop = Date.now() + 15 * 60_000;
@@ -120,7 +124,10 @@ async function timedE2e(kind: 'mysql' | 'pg', count: number, p: Progress, label:
         if (!busy || i % 20 === 0) {
           const terminal = await terminalCount();
           tick(terminal);
-          if (terminal >= count) terminalMs = now;
+          if (terminal >= count) {
+            terminalMs = now;
+            twinCpuPct = ((cpuSeconds(twin.pid!) - cpu0) / (now / 1000)) * 100;
+          }
         }
       }
       if (terminalMs && !backfilledMs && (await unprocessed()) === 0) backfilledMs = performance.now() - t0;
@@ -136,7 +143,7 @@ async function timedE2e(kind: 'mysql' | 'pg', count: number, p: Progress, label:
     if (ok !== count) throw new Error(`only ${ok} of ${count} gate changes succeeded`);
     const records = await topicRecords(topicMsg);
     if (records < count) throw new Error(`Kafka holds ${records} records on ${topicMsg}, expected at least ${count}`);
-    return { terminalMs, backfilledMs, deliveredMs, peakRss, records };
+    return { terminalMs, backfilledMs, deliveredMs, peakRss, records, twinCpuPct };
   } finally {
     if (twin) await stopTwin(twin);
     await conn?.end();
@@ -154,6 +161,7 @@ export async function e2eScenario(o: RunOptions): Promise<ScenarioResult> {
   const rate = { mysql: [] as number[], pg: [] as number[] };
   const terminalRate: number[] = [];
   const rss: number[] = [];
+  const twinCpu: number[] = [];
   const runsMeta: unknown[] = [];
   for (let r = 0; r < o.runs; r++) {
     const label = `${r + 1}/${o.runs}`;
@@ -166,9 +174,10 @@ export async function e2eScenario(o: RunOptions): Promise<ScenarioResult> {
       rate[kind].push((count / e.deliveredMs) * 1000);
       if (kind === 'mysql') terminalRate.push((count / e.terminalMs) * 1000);
       rss.push(e.peakRss);
+      if (kind === 'mysql') twinCpu.push(e.twinCpuPct);
       p.step(
         label,
-        `mailbox ${kind}: terminal ${(e.terminalMs / 1000).toFixed(1)} s, back-filled ${(e.backfilledMs / 1000).toFixed(1)} s, delivered ${(e.deliveredMs / 1000).toFixed(1)} s → ${rate[kind].at(-1)!.toFixed(0)} msg/s; twin peak RSS ${e.peakRss.toFixed(0)} MiB`,
+        `mailbox ${kind}: terminal ${(e.terminalMs / 1000).toFixed(1)} s, back-filled ${(e.backfilledMs / 1000).toFixed(1)} s, delivered ${(e.deliveredMs / 1000).toFixed(1)} s → ${rate[kind].at(-1)!.toFixed(0)} msg/s; twin CPU ${e.twinCpuPct.toFixed(0)} % until terminal, peak RSS ${e.peakRss.toFixed(0)} MiB`,
       );
     }
     p.step(label, `pgbench -c1 -T${pgbenchSecs} after`);
@@ -192,6 +201,7 @@ export async function e2eScenario(o: RunOptions): Promise<ScenarioResult> {
         target: { op: '>=', value: 3 },
       }),
       figure('e2e.rss', 'twin peak RSS during the run', 'MiB', rss, { better: 'lower' }),
+      figure('e2e.mysql.twin.cpu', 'twin CPU until all terminal, mailbox MariaDB (100 % = one core)', '%', twinCpu),
     ],
     notes: [],
     meta: { messages: count, flights: FLIGHTS, pgbenchSeconds: pgbenchSecs, runs: runsMeta },
