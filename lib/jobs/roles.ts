@@ -62,14 +62,17 @@ export function dispatcherRole(
     role: 'dispatcher' satisfies ScheduledRole,
     wakeOn: [OUTBOX_CHANNEL],
     async step() {
-      // Up to 10 batches per target per round: later claims skip discovery and overlap the
+      // Up to 40 batches per target per round: later claims skip discovery and overlap the
       // previous batch's publish, as a loop should (a single batch per round halves throughput).
+      // Each round also pays a discovery, a first claim and a last mark outside that overlap:
+      // 40 batches instead of 10 deliver a backlog 14-22 % faster (bench/probes), and a target
+      // that appears meanwhile waits at most one such round (~0.25 s under a full backlog).
       const r = await dispatchOnce(ctx, publishers, {
         onSent: txmsgSentHook,
         onDead: txmsgDeadHook,
         onRetry: txmsgRetryHook,
         hookSources: ['txmsg'],
-        maxBatches: 10,
+        maxBatches: 40,
         ...options,
       });
       // schd flushes on its own period: come back for it even when nothing else is pending.
