@@ -29,18 +29,25 @@ export async function buildContext(
   } = {},
 ): Promise<AppContext> {
   const log = options.log ?? createLogger('msgx', config.logLevel === 'SILENT' ? 'SILENT' : config.logLevel);
+  const applied: string[] = [];
+  const onProgress = (name: string, i: number, n: number) => {
+    applied.push(name);
+    log.info(`migration ${i}/${n} applied`, { name });
+  };
   const db = await openDb(config, {
     statementTimeoutMs: options.statementTimeoutMs ?? 60_000,
     max: options.poolSize ?? (config.runtime === 'lambda' ? 3 : 10),
     refreshUrl: options.credentials?.pg,
+    // A new embedded database comes migrated (lib/db/pgliteDir.ts): migrate() below finds it done.
+    migrateOnCreate: options.migrate ? { onProgress } : undefined,
   });
   let mailbox;
   try {
     // The first statements reach the database: a wrong MSGX_PG_URL is named here, in one line.
     await reaching('MSGX_PG_URL', config.pgUrl ?? '', async () => {
       if (options.migrate) {
-        const r = await migrate(db, { onProgress: (name, i, n) => log.info(`migration ${i}/${n} applied`, { name }) });
-        if (r.applied.length) log.info('migrations applied', { applied: r.applied });
+        await migrate(db, { onProgress });
+        if (applied.length) log.info('migrations applied', { applied });
       }
       // The identity algorithm in force must be the configured one (a ConfigError of one line if not).
       if (options.checkIdentity !== false)

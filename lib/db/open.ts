@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import type { Config } from '../config/config.ts';
 import type { Db } from './db.ts';
+import { migrationsDir } from './migrate.ts';
 import type { PgDbOptions } from './pg.ts';
 
 /**
@@ -8,11 +9,23 @@ import type { PgDbOptions } from './pg.ts';
  * is imported only when used: the cloud never loads PGlite (half a megabyte of every bundle), and
  * the embedded twin never loads `pg` (~13 MB resident it would not use).
  */
-export async function openDb(config: Pick<Config, 'pgUrl' | 'dataDir'>, options: PgDbOptions = {}): Promise<Db> {
+export async function openDb(config: Pick<Config, 'pgUrl' | 'dataDir'>, options: OpenDbOptions = {}): Promise<Db> {
   if (config.pgUrl) {
     const { PgDb } = await import('./pg.ts');
     return new PgDb(config.pgUrl, options);
   }
   const { PgliteDb } = await import('./pglite.ts');
-  return PgliteDb.open(join(config.dataDir, 'pg'));
+  const { migrateOnCreate } = options;
+  return PgliteDb.open(join(config.dataDir, 'pg'), {
+    migrations: migrateOnCreate && { dir: migrationsDir(), onProgress: migrateOnCreate.onProgress },
+  });
+}
+
+export interface OpenDbOptions extends PgDbOptions {
+  /**
+   * For a caller that migrates next: an embedded database created by this open gets the migrations
+   * in the child that creates it (lib/db/pgliteDir.ts ensureDataDir), where the memory they take
+   * is returned; `onProgress` reports each as migrate() would. PostgreSQL ignores it.
+   */
+  migrateOnCreate?: { onProgress?: (name: string, index: number, total: number) => void };
 }

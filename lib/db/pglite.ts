@@ -1,7 +1,7 @@
 import { PGlite, type Results, type Transaction } from '@electric-sql/pglite';
 import type { Db, Queryable, QueryResult, Session } from './db.ts';
 import type { LocalWake } from './localWake.ts';
-import { EmbeddedStoreError, ensureDataDir, lockDataDir } from './pgliteDir.ts';
+import { EmbeddedStoreError, ensureDataDir, lockDataDir, type NewDatabaseMigrations } from './pgliteDir.ts';
 
 /**
  * PGlite's defaults reserve 160 MB of shared buffers, sized for a server; the twin's working set
@@ -31,10 +31,10 @@ export class PgliteDb implements Db {
 
   /**
    * `dataDir` undefined keeps everything in memory (tests). A directory is locked to this process
-   * for as long as it is open, and created on first use; anything that stops it being opened is
-   * an EmbeddedStoreError whose message says what to do.
+   * for as long as it is open, and created on first use (with `migrations` applied, when given);
+   * anything that stops it being opened is an EmbeddedStoreError whose message says what to do.
    */
-  static async open(dataDir?: string): Promise<PgliteDb> {
+  static async open(dataDir?: string, options: { migrations?: NewDatabaseMigrations } = {}): Promise<PgliteDb> {
     const release = dataDir ? lockDataDir(dataDir) : () => {};
     // A process that ends without closing (an uncaught error) still leaves no lock behind.
     process.once('exit', release);
@@ -43,14 +43,14 @@ export class PgliteDb implements Db {
       release();
     };
     try {
-      if (dataDir) await ensureDataDir(dataDir);
+      if (dataDir) await ensureDataDir(dataDir, options);
       // PostgreSQL's own words on why it cannot start (PANIC: could not locate a valid checkpoint …).
       let said = '';
       const onStderr = (text: string) => {
         if (/\b(PANIC|FATAL|ERROR):/.test(text)) said = text.replace(/^.*?\b(PANIC|FATAL|ERROR):\s*/, '').trim();
         return true;
       };
-      const db = new PGlite(dataDir, { parsers: { 20: (v: string) => Number.parseInt(v, 10) }, startParams: START_PARAMS, onStderr });
+      const db = start(dataDir, onStderr);
       await db.waitReady.catch((err: unknown) => {
         throw new EmbeddedStoreError(
           `the embedded database in ${dataDir} cannot be opened (${said || oneLine(err)}); it was probably left inconsistent by a crash: move it aside (mv ${dataDir} ${dataDir}.broken) and start again with an empty database, or restore it from a copy`,
@@ -61,6 +61,17 @@ export class PgliteDb implements Db {
       unlock();
       throw err;
     }
+  }
+
+  /**
+   * Creates a database in the empty or missing `dataDir` (PGlite runs initdb in this process) and
+   * opens it, without the lock: only for the child that creates the twin's database in a
+   * directory of its own (lib/db/pgliteCreate.ts).
+   */
+  static async create(dataDir: string): Promise<PgliteDb> {
+    const db = start(dataDir);
+    await db.waitReady;
+    return new PgliteDb(db, () => {});
   }
 
   query<T>(sql: string, params: unknown[] = []): Promise<QueryResult<T>> {
@@ -92,6 +103,10 @@ export class PgliteDb implements Db {
       this.#unlock();
     }
   }
+}
+
+function start(dataDir: string | undefined, onStderr?: (text: string) => boolean): PGlite {
+  return new PGlite(dataDir, { parsers: { 20: (v: string) => Number.parseInt(v, 10) }, startParams: START_PARAMS, onStderr });
 }
 
 /**

@@ -1,6 +1,7 @@
 import { execFile } from 'node:child_process';
 import { existsSync, linkSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 
 /**
@@ -72,13 +73,27 @@ function isRunning(pid: number): boolean {
   }
 }
 
+/** Migrations for a database being created: applied before it is moved into place. */
+export interface NewDatabaseMigrations {
+  /** The folder of numbered .sql files (lib/db/migrate.ts migrationsDir()). */
+  dir: string;
+  /** Called for each migration applied, in order, once the database is in place. */
+  onProgress?: (name: string, index: number, total: number) => void;
+}
+
 /**
- * Creates the database on first start. initdb runs in a short-lived child process: in this
- * process its WebAssembly instance would stay resident (~600 MB) for the life of the twin. It
- * writes to a sibling directory renamed into place at the end, so a first start interrupted
- * half-way leaves nothing that looks like a database.
+ * Creates the database on first start. initdb, and the migrations when asked for, run in a
+ * short-lived child process (lib/db/pgliteCreate.ts): in this process initdb's WebAssembly
+ * instance would stay resident (~600 MB) for the life of the twin, and so would the ~45 MB of
+ * machine code and compiler memory V8 spends optimising the PostgreSQL functions that the DDL of
+ * the migrations makes hot. It writes to a sibling directory renamed into place at the end, so a
+ * first start interrupted half-way leaves nothing that looks like a database.
+ *
+ * A migration that fails in the child stops the child's migrations there (each is its own
+ * transaction): the database is moved into place with those before it applied, and the caller's
+ * own migrate() meets the same failure and reports it as on any other start.
  */
-export async function ensureDataDir(dir: string): Promise<void> {
+export async function ensureDataDir(dir: string, options: { migrations?: NewDatabaseMigrations } = {}): Promise<void> {
   if (existsSync(join(dir, 'PG_VERSION'))) return;
   if (existsSync(dir) && readdirSync(dir).length > 0)
     throw new EmbeddedStoreError(`${dir} exists but holds no database (an interrupted first start?); delete it and start again`);
@@ -88,10 +103,11 @@ export async function ensureDataDir(dir: string): Promise<void> {
   for (const f of readdirSync(parent))
     if (f.startsWith(`${basename(dir)}.init-`)) rmSync(join(parent, f), { recursive: true, force: true });
   const tmp = `${dir}.init-${process.pid}`;
-  const pglite = import.meta.resolve('@electric-sql/pglite');
-  const code = `const { PGlite } = await import(${JSON.stringify(pglite)}); const db = new PGlite(${JSON.stringify(tmp)}); await db.waitReady; await db.close();`;
+  const args = ['--import', import.meta.resolve('tsx'), fileURLToPath(new URL('./pgliteCreate.ts', import.meta.url)), tmp];
+  if (options.migrations) args.push(options.migrations.dir);
+  let stdout: string;
   try {
-    await run(process.execPath, ['--input-type=module', '-e', code], { env: { PATH: process.env.PATH ?? '' } });
+    ({ stdout } = await run(process.execPath, args, { env: { PATH: process.env.PATH ?? '' } }));
   } catch (err) {
     rmSync(tmp, { recursive: true, force: true });
     const stderr = String((err as { stderr?: string }).stderr ?? '')
@@ -102,4 +118,9 @@ export async function ensureDataDir(dir: string): Promise<void> {
   }
   if (existsSync(dir)) rmSync(dir, { recursive: true, force: true }); // empty, checked above
   renameSync(tmp, dir);
+  for (const line of stdout.split('\n')) {
+    if (!line.startsWith('{')) continue;
+    const m = JSON.parse(line) as { name: string; index: number; total: number };
+    options.migrations?.onProgress?.(m.name, m.index, m.total);
+  }
 }
