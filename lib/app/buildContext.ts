@@ -3,7 +3,7 @@ import type { UrlSources } from '../config/secrets.ts';
 import { migrate } from '../db/migrate.ts';
 import { reaching } from './serviceErrors.ts';
 import { openDb } from '../db/open.ts';
-import { openMailbox } from '../mailbox/open.ts';
+import { mailboxDdlFiles, openMailbox } from '../mailbox/open.ts';
 import { checkIdentityMode } from '../pipeline/identityMode.ts';
 import { createLogger, type Log } from '../observability/logger.ts';
 import { defaultRegistry } from './registry.ts';
@@ -38,8 +38,9 @@ export async function buildContext(
     statementTimeoutMs: options.statementTimeoutMs ?? 60_000,
     max: options.poolSize ?? (config.runtime === 'lambda' ? 3 : 10),
     refreshUrl: options.credentials?.pg,
-    // A new embedded database comes migrated (lib/db/pgliteDir.ts): migrate() below finds it done.
-    migrateOnCreate: options.migrate ? { onProgress } : undefined,
+    // A new embedded database comes migrated, with the twin's mailbox tables (lib/db/pgliteDir.ts):
+    // migrate() and openMailbox() below find them there, as on a restart.
+    migrateOnCreate: options.migrate ? { onProgress, then: mailboxDdlFiles(config) } : undefined,
   });
   let mailbox;
   try {

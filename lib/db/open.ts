@@ -17,7 +17,7 @@ export async function openDb(config: Pick<Config, 'pgUrl' | 'dataDir'>, options:
   const { PgliteDb } = await import('./pglite.ts');
   const { migrateOnCreate } = options;
   return PgliteDb.open(join(config.dataDir, 'pg'), {
-    migrations: migrateOnCreate && { dir: migrationsDir(), onProgress: migrateOnCreate.onProgress },
+    migrations: migrateOnCreate && { dir: migrationsDir(), onProgress: migrateOnCreate.onProgress, then: migrateOnCreate.then },
   });
 }
 
@@ -25,7 +25,8 @@ export interface OpenDbOptions extends PgDbOptions {
   /**
    * For a caller that migrates next: an embedded database created by this open gets the migrations
    * in the child that creates it (lib/db/pgliteDir.ts ensureDataDir), where the memory they take
-   * is returned; `onProgress` reports each as migrate() would. PostgreSQL ignores it.
+   * is returned; `onProgress` reports each as migrate() would; `then` are files of SQL that can run
+   * again, run there too (the twin's mailbox tables). PostgreSQL ignores it.
    */
-  migrateOnCreate?: { onProgress?: (name: string, index: number, total: number) => void };
+  migrateOnCreate?: { onProgress?: (name: string, index: number, total: number) => void; then?: string[] };
 }

@@ -79,19 +79,25 @@ export interface NewDatabaseMigrations {
   dir: string;
   /** Called for each migration applied, in order, once the database is in place. */
   onProgress?: (name: string, index: number, total: number) => void;
+  /**
+   * Files of SQL that can run again (CREATE … IF NOT EXISTS) run after the migrations: what the
+   * caller creates next on every start (the twin's mailbox tables), so that it finds it there.
+   */
+  then?: string[];
 }
 
 /**
  * Creates the database on first start. initdb, and the migrations when asked for, run in a
  * short-lived child process (lib/db/pgliteCreate.ts): in this process initdb's WebAssembly
- * instance would stay resident (~600 MB) for the life of the twin, and so would the ~45 MB of
- * machine code and compiler memory V8 spends optimising the PostgreSQL functions that the DDL of
- * the migrations makes hot. It writes to a sibling directory renamed into place at the end, so a
+ * instance would stay resident (~600 MB) for the life of the twin, and so would the memory V8
+ * spends optimising the PostgreSQL functions that the DDL makes hot (tens of MB that glibc keeps
+ * once freed; docs/twin.md). It writes to a sibling directory renamed into place at the end, so a
  * first start interrupted half-way leaves nothing that looks like a database.
  *
- * A migration that fails in the child stops the child's migrations there (each is its own
- * transaction): the database is moved into place with those before it applied, and the caller's
- * own migrate() meets the same failure and reports it as on any other start.
+ * A migration (or `then` file) that fails in the child stops the child there (each migration is
+ * its own transaction): the database is moved into place with what came before it, and the
+ * caller's own migrate() (or table creation) meets the same failure and reports it as on any
+ * other start.
  */
 export async function ensureDataDir(dir: string, options: { migrations?: NewDatabaseMigrations } = {}): Promise<void> {
   if (existsSync(join(dir, 'PG_VERSION'))) return;
@@ -104,7 +110,7 @@ export async function ensureDataDir(dir: string, options: { migrations?: NewData
     if (f.startsWith(`${basename(dir)}.init-`)) rmSync(join(parent, f), { recursive: true, force: true });
   const tmp = `${dir}.init-${process.pid}`;
   const args = ['--import', import.meta.resolve('tsx'), fileURLToPath(new URL('./pgliteCreate.ts', import.meta.url)), tmp];
-  if (options.migrations) args.push(options.migrations.dir);
+  if (options.migrations) args.push(options.migrations.dir, ...(options.migrations.then ?? []));
   let stdout: string;
   try {
     ({ stdout } = await run(process.execPath, args, { env: { PATH: process.env.PATH ?? '' } }));

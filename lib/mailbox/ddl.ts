@@ -7,5 +7,9 @@ import { migrationsDir } from '../db/migrate.ts';
  * The cloud never runs it: there the tables are the owner's.
  */
 export function mailboxDdl(engine: 'mysql' | 'pg'): string {
-  return readFileSync(join(migrationsDir(`mailbox-${engine}`), '001_mailbox.sql'), 'utf8');
+  return readFileSync(mailboxDdlFile(engine), 'utf8');
+}
+
+export function mailboxDdlFile(engine: 'mysql' | 'pg'): string {
+  return join(migrationsDir(`mailbox-${engine}`), '001_mailbox.sql');
 }

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import type { Config } from '../config/config.ts';
 import type { Db } from '../db/db.ts';
+import { mailboxDdlFile } from './ddl.ts';
 import type { Mailbox } from './mailbox.ts';
 import { PgMailbox } from './pg.ts';
 import { ConfigError } from '../shared/errors.ts';
@@ -27,6 +28,15 @@ function noMailbox(): Mailbox {
     ping: refuse,
     close: async () => {},
   };
+}
+
+/**
+ * Files of SQL that openMailbox() runs against msgx's own database on every start (the mailbox
+ * tables of the twin without MSGX_MAILBOX_URL; none otherwise): a new embedded database gets them
+ * where it is created (lib/db/pgliteDir.ts).
+ */
+export function mailboxDdlFiles(config: Pick<Config, 'mailboxUrl' | 'runtime'>): string[] {
+  return !config.mailboxUrl && config.runtime === 'twin' ? [mailboxDdlFile('pg')] : [];
 }
 
 /**

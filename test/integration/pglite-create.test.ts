@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { migrate, migrationsDir, readMigrations } from '../../lib/db/migrate.ts';
 import { PgliteDb } from '../../lib/db/pglite.ts';
+import { mailboxDdlFile } from '../../lib/mailbox/ddl.ts';
 
 /**
  * The embedded database's first start (lib/db/pgliteDir.ts ensureDataDir): initdb and the
@@ -21,14 +22,18 @@ const tempDir = () => {
 };
 
 describe('creating the embedded database', () => {
-  it('comes migrated from the child: each migration reported in order, nothing left beside it, migrate() finds it done', async () => {
+  it('comes migrated, with the mailbox tables, from the child: each migration reported in order, nothing left beside it, migrate() finds it done', async () => {
     const dir = tempDir();
     // What a first start killed half-way leaves: taken away by the next one.
     mkdirSync(join(dir, 'pg.init-99999999'));
     writeFileSync(join(dir, 'pg.init-99999999', 'PG_VERSION'), '17\n');
     const seen: string[] = [];
     const db = await PgliteDb.open(join(dir, 'pg'), {
-      migrations: { dir: migrationsDir(), onProgress: (name, i, n) => seen.push(`${i}/${n} ${name}`) },
+      migrations: {
+        dir: migrationsDir(),
+        onProgress: (name, i, n) => seen.push(`${i}/${n} ${name}`),
+        then: [mailboxDdlFile('pg')],
+      },
     });
     try {
       const all = readMigrations();
@@ -36,6 +41,8 @@ describe('creating the embedded database', () => {
       expect(readdirSync(dir).sort()).toEqual(['pg', 'pg.lock']);
       const r = await migrate(db);
       expect(r).toEqual({ applied: [], alreadyApplied: all.length });
+      // The twin's mailbox tables came with it.
+      expect((await db.query(`SELECT 1 FROM pg_tables WHERE tablename IN ('CMINMSGS', 'COUTMSGS')`)).rowCount).toBe(2);
     } finally {
       await db.close();
     }
