@@ -15,6 +15,8 @@ export interface Queryable {
 
 /** A dedicated session: advisory locks and LISTEN live on it and die with it. */
 export interface Session extends Queryable {
+  /** The connection closed or failed (no round trip: its socket said so). */
+  lost(): boolean;
   release(): Promise<void>;
 }
 

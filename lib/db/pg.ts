@@ -164,9 +164,12 @@ export class PgDb implements Db {
 
   async session(): Promise<Session> {
     const client = await this.#connect();
-    client.on('error', () => {});
+    let lost = false;
+    client.on('error', () => (lost = true));
+    client.on('end', () => (lost = true));
     return {
       query: async <R>(sql: string, params: unknown[] = []) => shape<R>(await client.query(sql, params)),
+      lost: () => lost,
       release: async () => {
         await client.end().catch(() => {});
       },

@@ -93,7 +93,7 @@ export class PgliteDb implements Db {
 
   async session(): Promise<Session> {
     // One process, one connection: the advisory lock is taken on the only session there is.
-    return { query: (sql, params) => this.query(sql, params), release: async () => {} };
+    return { query: (sql, params) => this.query(sql, params), lost: () => false, release: async () => {} };
   }
 
   async close(): Promise<void> {

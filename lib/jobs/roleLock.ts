@@ -13,6 +13,8 @@ export interface HeldLock {
   session: Session;
   /** Throws when the locking session is gone (then the lock is gone too: stop working). */
   check(): Promise<void>;
+  /** The locking session is known to be gone, without asking the server. */
+  lost(): boolean;
   release(): Promise<void>;
 }
 
@@ -32,8 +34,10 @@ export async function tryRoleLock(db: Db, role: string): Promise<HeldLock | null
   return {
     session,
     async check() {
+      if (session.lost()) throw new Error('the role lock session is gone');
       await session.query('SELECT 1');
     },
+    lost: () => session.lost(),
     async release() {
       if (released) return;
       released = true;

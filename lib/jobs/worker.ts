@@ -51,12 +51,17 @@ export async function runWorker(ctx: Pick<AppContext, 'db' | 'config' | 'clock' 
   const budget = o.budgetMs ?? Number.POSITIVE_INFINITY;
   let wake = new AbortController();
   const unlisten: (() => Promise<void>)[] = [];
+  // The lock is checked while the worker rests, so a wake-up does not wait for that round trip: at
+  // the wake the check has answered since the last step, and a session lost after it has said so
+  // itself (its socket closed).
+  let checkedAtRest: Promise<void> | null = null;
   try {
     for (const channel of o.wakeOn ?? []) unlisten.push(await ctx.db.listen(channel, () => wake.abort()));
     while (!o.signal?.aborted && Date.now() - started < budget) {
       if (lock) {
         try {
-          await lock.check();
+          await (checkedAtRest && !lock.lost() ? checkedAtRest : lock.check());
+          checkedAtRest = null;
         } catch {
           summary.stoppedBy = 'lock-lost';
           ctx.log.warn('role lock session lost; stopping', { role: o.role });
@@ -85,8 +90,12 @@ export async function runWorker(ctx: Pick<AppContext, 'db' | 'config' | 'clock' 
         ctx.log.error('worker step failed', { role: o.role, error: err as Error });
       }
       rest = Math.min(rest, budget - (Date.now() - started));
+      checkedAtRest = null;
       if (wake.signal.aborted) wake = new AbortController();
-      else await ctx.clock.sleep(rest, anySignal([wake.signal, o.signal]));
+      else {
+        if (lock) (checkedAtRest = lock.check()).catch(() => {});
+        await ctx.clock.sleep(rest, anySignal([wake.signal, o.signal]));
+      }
       if (wake.signal.aborted) wake = new AbortController();
     }
     if (o.signal?.aborted) summary.stoppedBy = 'signal';

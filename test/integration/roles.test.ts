@@ -172,4 +172,33 @@ describe('role locks and killed workers', () => {
     expect(lock).not.toBeNull();
     await lock!.release();
   });
+
+  it('a worker whose lock session is terminated while it rests stops before its next step, and another takes the role', async () => {
+    const ctx = makeContext({ db: pg.db, mailbox: my.mailbox, clock: systemClock, env: { MSGX_POLL_INTERVAL_MS: '400' } });
+    let steps = 0;
+    let stepped = () => {};
+    const run = runWorker(ctx, {
+      role: 'terminated',
+      step: async () => {
+        steps++;
+        stepped();
+        return { busy: false };
+      },
+    });
+    // Right after a step the worker rests 400 ms: its session is terminated in that rest.
+    await new Promise<void>((resolve) => (stepped = resolve));
+    const holder = await pg.db.query<{ pid: number }>(
+      `SELECT l.pid FROM pg_locks l JOIN pg_database d ON d.oid = l.database
+       WHERE l.locktype = 'advisory' AND l.granted AND d.datname = current_database()`,
+    );
+    expect(holder.rowCount).toBe(1);
+    await pg.db.query('SELECT pg_terminate_backend($1)', [holder.rows[0]!.pid]);
+    const stepsAtKill = steps;
+    const summary = await run;
+    expect(summary.stoppedBy).toBe('lock-lost');
+    expect(steps).toBe(stepsAtKill);
+    const next = await tryRoleLock(pg.db, 'terminated');
+    expect(next).not.toBeNull();
+    await next!.release();
+  });
 });
