@@ -1,6 +1,7 @@
 import type { AppContext } from '../app/context.ts';
 import { FRONTIER_KEY, loadFrontier, saveFrontier } from './frontier.ts';
 import { advance, idsIn } from './gaps.ts';
+import { noteEnqueued } from './justEnqueued.ts';
 import { enqueueMessages, enqueueWithFact, INBOX_CHANNEL } from './procState.ts';
 
 /** The ingress NOTIFYs this channel after a mailbox insert: the poller reads the row at once. */
@@ -52,6 +53,7 @@ export async function pollOnce(ctx: Pick<AppContext, 'db' | 'mailbox' | 'clock' 
   if (r.late.length === 0 && r.newHoles.length === 0 && JSON.stringify(r.gaps) === JSON.stringify(gaps)) {
     const wake = ctx.db.localWake(INBOX_CHANNEL);
     const { ids, notified } = await enqueueWithFact(ctx.db, r.enqueue, now, { key: FRONTIER_KEY, value: r.frontier }, woke, wake.payload);
+    noteEnqueued(ctx.mailbox, ids, ctx.config.pipeline.groupCommit);
     if (notified) wake.now();
     lastScanned.set(ctx.db, r.frontier.scanned);
     return {

@@ -3,6 +3,7 @@ import type { MailboxText } from '../mailbox/mailbox.ts';
 import { asMsgxError } from '../shared/errors.ts';
 import { type Prepared, prepare } from './attempt.ts';
 import { backfillNow, noteFor } from './backfill.ts';
+import { takeEnqueued } from './justEnqueued.ts';
 import { applyGroup, type GroupResult, record } from './group.ts';
 import { holdHead, type OpenRow, readHead, writeAttempts } from './procState.ts';
 import { logFailedAttempts, logPumpStep, since } from './stepLog.ts';
@@ -40,6 +41,11 @@ export interface PumpOptions {
 export async function pumpOnce(ctx: AppContext, options: PumpOptions = {}): Promise<PumpStep> {
   const maxGroups = Math.max(1, options.maxGroups ?? 1);
   const lookahead = new Lookahead();
+  // Woken by this process's poller: its new rows' texts are read while the head is.
+  lookahead.start(
+    ctx,
+    takeEnqueued(ctx.mailbox).map((id) => ({ msg_id: id, raw_text: null })),
+  );
   // One back-fill at a time, in commit order. A mailbox failure is handled inside (the sweep
   // retries); anything else fails the step once every back-fill has had its turn.
   let backfilling: Promise<void> = Promise.resolve();
@@ -78,7 +84,7 @@ class Lookahead {
   readonly #ahead = new Map<number, Promise<Prepared | undefined>>();
 
   /** Reads and decodes `rows` in the background (a failure only means they are read again). */
-  start(ctx: AppContext, rows: OpenRow[]): void {
+  start(ctx: AppContext, rows: Pick<OpenRow, 'msg_id' | 'raw_text'>[]): void {
     this.#ahead.clear();
     if (rows.length === 0) return;
     const all = prepareGroup(ctx, rows).catch(() => undefined);
@@ -206,7 +212,7 @@ async function commitGroup(ctx: AppContext, prepared: Prepared[], now: Date): Pr
   return { error: asMsgxError(last).message };
 }
 
-async function prepareGroup(ctx: AppContext, group: OpenRow[]): Promise<Prepared[]> {
+async function prepareGroup(ctx: AppContext, group: Pick<OpenRow, 'msg_id' | 'raw_text'>[]): Promise<Prepared[]> {
   const missing = group.filter((r) => r.raw_text === null).map((r) => r.msg_id);
   const texts = missing.length ? await ctx.mailbox.readTexts(missing) : new Map<number, MailboxText>();
   const { timezone } = ctx.config;
