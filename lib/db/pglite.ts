@@ -1,3 +1,4 @@
+import { setFlagsFromString } from 'node:v8';
 import { PGlite, type Results, type Transaction } from '@electric-sql/pglite';
 import type { Db, Queryable, QueryResult, Session } from './db.ts';
 import type { LocalWake } from './localWake.ts';
@@ -50,6 +51,7 @@ export class PgliteDb implements Db {
         if (/\b(PANIC|FATAL|ERROR):/.test(text)) said = text.replace(/^.*?\b(PANIC|FATAL|ERROR):\s*/, '').trim();
         return true;
       };
+      oneCompilationThread(); // not in the creating child: its memory is returned, its time is not
       const db = start(dataDir, onStderr);
       await db.waitReady.catch((err: unknown) => {
         throw new EmbeddedStoreError(
@@ -103,6 +105,23 @@ export class PgliteDb implements Db {
       this.#unlock();
     }
   }
+}
+
+/**
+ * V8 optimises PGlite's hot PostgreSQL functions (TurboFan) on as many background threads as it
+ * has, each with its own glibc arena, and glibc keeps each arena at its peak once the compiler's
+ * memory is freed: the twin's resident memory after start varied 275-320 MiB with who was compiling
+ * what when. One compilation thread at a time keeps ~30 MiB less and steadier (docs/twin.md); the
+ * functions are optimised all the same, a little later. Only this process's WebAssembly is
+ * affected, and only once an embedded database is opened in it (not in the child that creates
+ * one: its memory goes with it, and its time is the first start's).
+ */
+let compileFlagsSet = false;
+
+function oneCompilationThread(): void {
+  if (compileFlagsSet) return;
+  setFlagsFromString('--wasm-num-compilation-tasks=1');
+  compileFlagsSet = true;
 }
 
 function start(dataDir: string | undefined, onStderr?: (text: string) => boolean): PGlite {
