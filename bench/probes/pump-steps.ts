@@ -4,7 +4,7 @@
  * steps, with the mean of each stage of the `pump_step_timing` log line per step, the process's
  * CPU, and the wall time of every statement kind inside the groups' transactions.
  *
- *   npx tsx bench/probes/pump-steps.ts [messages=5000]
+ *   [MSGX_GROUP_COMMIT=50] npx tsx bench/probes/pump-steps.ts [messages=5000]
  */
 import type { Queryable } from '../../lib/db/db.ts';
 import { MysqlMailbox } from '../../lib/mailbox/mysql.ts';
@@ -17,7 +17,7 @@ const STAGES = ['read_head_ms', 'prepare_ms', 'commit_ms', 'backfill_ms', 'total
 const pg = await freshPg();
 const my = await freshMysql();
 const mailbox = new MysqlMailbox(my.url);
-const base = benchContext({ db: pg.db, mailbox });
+const base = benchContext({ db: pg.db, mailbox, env: { MSGX_GROUP_COMMIT: process.env.MSGX_GROUP_COMMIT ?? '50' } });
 await loadPlan(base, mailbox, 2000);
 await bulkInsertMailbox(
   { kind: 'mysql', url: my.url },

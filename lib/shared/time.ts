@@ -49,7 +49,29 @@ function wallClock(timeZone: string): Intl.DateTimeFormat {
   return f;
 }
 
+/** The zone's offset from UTC at an instant, in ms. */
 function offsetMs(utcMs: number, timeZone: string): number {
+  if (timeZone === 'UTC' || timeZone === 'Etc/UTC') return 0;
+  // formatToParts is the dear part of a conversion, and offsets change only at transitions, which
+  // since the 1970s fall on quarter hours in every zone: one look-up per zone and quarter hour, kept
+  // when the quarter's first and last second agree (a quarter holding a transition is not kept).
+  const quarter = Math.floor(utcMs / QUARTER_MS);
+  let zone = offsets.get(timeZone);
+  if (!zone) offsets.set(timeZone, (zone = new Map()));
+  const known = zone.get(quarter);
+  if (known !== undefined) return known;
+  const start = computeOffsetMs(quarter * QUARTER_MS, timeZone);
+  const end = computeOffsetMs((quarter + 1) * QUARTER_MS - 1000, timeZone);
+  if (start !== end) return computeOffsetMs(utcMs, timeZone);
+  if (zone.size >= 10_000) zone.clear();
+  zone.set(quarter, start);
+  return start;
+}
+
+const QUARTER_MS = 15 * 60_000;
+const offsets = new Map<string, Map<number, number>>();
+
+function computeOffsetMs(utcMs: number, timeZone: string): number {
   const parts = wallClock(timeZone).formatToParts(new Date(utcMs));
   const get = (t: string) => Number(parts.find((p) => p.type === t)?.value);
   const wall = Date.UTC(get('year'), get('month') - 1, get('day'), get('hour'), get('minute'), get('second'));

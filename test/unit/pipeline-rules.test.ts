@@ -68,6 +68,38 @@ describe('airport local time', () => {
     expect(localTimeToDate('20260329023000', 'Europe/Berlin').toISOString()).toBe('2026-03-29T01:30:00.000Z');
     expect(() => localTimeToDate('20261331000000', 'Asia/Shanghai')).toThrow(/not a valid date/);
   });
+  it('reads every wall time right across daylight-saving changes, half-hour and quarter-hour zones included', () => {
+    // Independent oracle: a fresh formatter's wall time of each instant, read back by msgx, must give
+    // that wall time again (and the instant itself where the wall time is not repeated by a fall-back).
+    const zones = ['Europe/Berlin', 'America/New_York', 'Australia/Lord_Howe', 'Asia/Kathmandu', 'Pacific/Chatham', 'UTC'];
+    const days = ['2026-03-08', '2026-03-29', '2026-04-05', '2026-09-27', '2026-10-04', '2026-10-25', '2026-11-01'];
+    for (const zone of zones) {
+      const wall = new Intl.DateTimeFormat('en-US', {
+        timeZone: zone,
+        hourCycle: 'h23',
+        year: 'numeric',
+        month: '2-digit',
+        day: '2-digit',
+        hour: '2-digit',
+        minute: '2-digit',
+        second: '2-digit',
+      });
+      const text = (at: number) => {
+        const p = Object.fromEntries(wall.formatToParts(new Date(at)).map((x) => [x.type, x.value]));
+        return `${p.year}${p.month}${p.day}${p.hour}${p.minute}${p.second}`;
+      };
+      for (const day of days) {
+        const from = Date.parse(`${day}T00:00:00Z`) - 86_400_000;
+        for (let at = from; at < from + 2 * 86_400_000; at += 5 * 60_000) {
+          const t = text(at);
+          const read = localTimeToDate(t, zone).getTime();
+          expect(text(read), `${zone} ${t}`).toBe(t);
+          if (text(at - 3_600_000) !== t && text(at + 3_600_000) !== t && text(at - 1_800_000) !== t && text(at + 1_800_000) !== t)
+            expect(read, `${zone} ${t}`).toBe(at);
+        }
+      }
+    }
+  });
   it('formats and gives the local day', () => {
     const at = new Date('2026-11-29T17:00:00Z');
     expect(localDay(at, 'Asia/Shanghai')).toBe('20261130');
