@@ -6,9 +6,13 @@ import { sleep } from './stats.ts';
 
 const root = join(import.meta.dirname, '..', '..');
 
-/** The twin (`lib/twin/main.ts`, every role) as a child process; resolves once /health is 200. */
+/**
+ * The twin (`lib/twin/main.ts`, every role) as a child process; resolves once /health is 200.
+ * `MSGX_BENCH_TWIN_NODE_ARGS` adds node options to it only (e.g. `--cpu-prof --cpu-prof-dir=/tmp/p`).
+ */
 export async function startTwin(env: Record<string, string>, port: number): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'lib/twin/main.ts'], {
+  const extra = (process.env.MSGX_BENCH_TWIN_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  const child = spawn(process.execPath, [...extra, '--import', 'tsx', 'lib/twin/main.ts'], {
     cwd: root,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'ignore', 'pipe'],

@@ -2,6 +2,7 @@ import pg from 'pg';
 import { retryOnAuthFailure } from '../config/credentials.ts';
 import type { Db, Queryable, QueryResult, Session } from './db.ts';
 import { type LocalWake, LocalWakes } from './localWake.ts';
+import { isStalePlan, queryConfig } from './prepared.ts';
 
 // int8 (ids, counts) as JS numbers: ids stay far below 2^53, and numbers keep the code simple.
 pg.types.setTypeParser(20, (v) => Number.parseInt(v, 10));
@@ -106,7 +107,8 @@ export class PgDb implements Db {
 
   async query<T>(sql: string, params: unknown[] = []): Promise<QueryResult<T>> {
     // A refused login fails before the statement is sent: retrying the whole query is safe.
-    return shape<T>(await this.#authRetry(() => this.#pool.query(sql, params)));
+    // A failed query's connection leaves the pool (pg-pool), a stale prepared plan with it.
+    return shape<T>(await this.#authRetry(() => this.#pool.query(queryConfig(sql, params))));
   }
 
   async tx<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
@@ -122,7 +124,15 @@ export class PgDb implements Db {
     try {
       await client.query('BEGIN');
       const q: Queryable = {
-        query: async <R>(sql: string, params: unknown[] = []) => shape<R>(await client.query(sql, params)),
+        query: async <R>(sql: string, params: unknown[] = []) => {
+          try {
+            return shape<R>(await client.query(queryConfig(sql, params)));
+          } catch (err) {
+            // The connection's prepared statement outlived a migration: a fresh connection prepares it again.
+            if (isStalePlan(err)) broken = true;
+            throw err;
+          }
+        },
       };
       const result = await fn(q);
       await client.query('COMMIT');

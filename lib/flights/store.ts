@@ -2,6 +2,7 @@ import type { Item } from '../codec/message.ts';
 import { RESOURCE_KINDS, type ResourceKind, SCALARS, type ScalarName, TIME_SCALARS } from '../codec/vocabulary.ts';
 import type { XmlNode } from '../codec/xml.ts';
 import type { Queryable } from '../db/db.ts';
+import { prepared } from '../db/prepared.ts';
 import { collectionFilter, DETAIL_TABLES, keyExpr, SCALAR_COLUMNS, TIME_COLUMNS, toInstant } from './tables.ts';
 import { emptyResources, type FlightState } from './model.ts';
 
@@ -54,10 +55,20 @@ function fromRow(r: Row): FlightState {
   };
 }
 
+// The pump's read, prepared: each FLID is looked up by primary key and locked in the order given,
+// so the plan stays a key look-up even when the server plans it once for all values and has no
+// statistics yet (a generic plan of `flid = ANY($1)` on a fresh table scanned it whole).
+const LOCKED_BY_FLID = prepared(
+  SELECT.replace(
+    ' FROM flight_schd f',
+    ' FROM unnest($1::text[]) WITH ORDINALITY AS k(flid, ord) CROSS JOIN LATERAL (SELECT * FROM flight_schd s WHERE s.flid = k.flid FOR UPDATE) f',
+  ) + ' ORDER BY k.ord',
+);
+
 /** The current state of these flights, locked for the rest of the transaction (in FLID order). */
 export async function loadFlightsForUpdate(q: Queryable, flids: string[]): Promise<Map<string, FlightState>> {
   if (flids.length === 0) return new Map();
-  const r = await q.query<Row>(`${SELECT} WHERE f.flid = ANY($1::text[]) ORDER BY f.flid FOR UPDATE OF f`, [flids]);
+  const r = await q.query<Row>(LOCKED_BY_FLID, [[...new Set(flids)].sort()]);
   return new Map(r.rows.map((row) => [row.flid, fromRow(row)]));
 }
 
@@ -152,7 +163,8 @@ export async function writeFlights(q: Queryable, writes: FlightWrite[], tz: stri
             (SELECT * FROM unnest(${rowFlidP}::text[], ${keyCols.map((k) => `${cols.find(([c]) => c.column === k)![1]}::text[]`).join(', ')})))`,
     );
   }
-  await q.query(`WITH ${ctes.join(',\n')} SELECT 1`, params);
+  // One shape per set of changed kinds: a bounded number of texts, each prepared once.
+  await q.query(prepared(`WITH ${ctes.join(',\n')} SELECT 1`), params);
 }
 
 /** Removes flights and all their details (history sweep), in one statement. */

@@ -1,4 +1,5 @@
 import type { Queryable } from '../db/db.ts';
+import { prepared } from '../db/prepared.ts';
 
 /**
  * An event for the relay. Written inside the caller's own transaction, so the event exists if and
@@ -41,7 +42,7 @@ export async function enqueueEvents(client: Queryable, events: NewEvent[], optio
     sid: e.sourceId ?? null,
   }));
   const r = await client.query<{ event_id: number }>(
-    `WITH ins AS (
+    prepared(`WITH ins AS (
        INSERT INTO msg_event (target, partition_key, event_type, value, headers, flid, state_version,
                               source_kind, source_id, next_attempt_at, created_at)
        SELECT t.target, t.key, t.type, t.value, t.headers, t.flid, t.version, t.skind, t.sid, $2, $2
@@ -51,7 +52,7 @@ export async function enqueueEvents(client: Queryable, events: NewEvent[], optio
        ORDER BY t.ord
        RETURNING event_id),
      wake AS (SELECT pg_notify($3, ''))
-     SELECT event_id FROM ins, wake`,
+     SELECT event_id FROM ins, wake`),
     [JSON.stringify(rows), now, OUTBOX_CHANNEL],
   );
   return r.rows.map((row) => row.event_id).sort((a, b) => a - b);

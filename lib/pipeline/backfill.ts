@@ -1,4 +1,5 @@
 import type { Queryable } from '../db/db.ts';
+import { prepared } from '../db/prepared.ts';
 import type { BackfillMark, Mailbox } from '../mailbox/mailbox.ts';
 import type { AppContext } from '../app/context.ts';
 import { backoffMs } from '../shared/backoff.ts';
@@ -77,7 +78,7 @@ export async function backfillNow(
     });
     return false;
   }
-  await ctx.db.query(`DELETE FROM backfill_todo WHERE msg_id = ANY($1::bigint[])`, [marks.map((m) => m.id)]);
+  await ctx.db.query(prepared(`DELETE FROM backfill_todo WHERE msg_id = ANY($1::bigint[])`), [marks.map((m) => m.id)]);
   return true;
 }
 

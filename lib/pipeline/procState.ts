@@ -1,4 +1,5 @@
 import type { Queryable } from '../db/db.ts';
+import { prepared } from '../db/prepared.ts';
 import type { BackfillMark } from '../mailbox/mailbox.ts';
 import type { ErrorClass } from '../shared/errors.ts';
 import type { ProcStatus } from './states.ts';
@@ -49,7 +50,7 @@ export async function enqueueWithFact(
   wakePayload = '',
 ): Promise<{ ids: number[]; notified: boolean }> {
   const r = await q.query<{ ids: (number | string)[] | null; notified: boolean }>(
-    `WITH ins AS (
+    prepared(`WITH ins AS (
        INSERT INTO proc_state (msg_id, status, next_attempt_at, received_at, enqueued_at, updated_at)
        SELECT v.id, 'PENDING', $3, v.received, $3, $3
        FROM unnest($1::bigint[], $2::timestamptz[]) AS v(id, received)
@@ -66,7 +67,7 @@ export async function enqueueWithFact(
             CASE WHEN (SELECT due FROM wake) THEN pg_notify($7, $8) END AS notify,
             -- Like the poller's transaction path, no wait for the WAL flush: the mailbox is the
             -- durable record, and an enqueue lost in a crash (with its frontier) is read again.
-            set_config('synchronous_commit', 'off', true) AS async_commit`,
+            set_config('synchronous_commit', 'off', true) AS async_commit`),
     [rows.map((x) => x.id), rows.map((x) => x.receivedAt), now, fact.key, JSON.stringify(fact.value), wake, INBOX_CHANNEL, wakePayload],
   );
   return { ids: (r.rows[0]?.ids ?? []).map(Number), notified: r.rows[0]?.notified === true };
@@ -79,13 +80,13 @@ export async function enqueueWithFact(
  */
 export async function readHead(q: Queryable, limit: number): Promise<{ paused: boolean; rows: OpenRow[]; heldBack: number | null }> {
   const r = await q.query<OpenRow & { paused: boolean | null; held: string | null }>(
-    `WITH flag AS (
+    prepared(`WITH flag AS (
        SELECT COALESCE((SELECT (value->>'paused')::boolean FROM msgx_state WHERE key = 'pipeline.paused'), false) AS paused,
               COALESCE((SELECT (value->>'accounted')::bigint FROM msgx_state WHERE key = 'mailbox.frontier'), 0) AS frontier),
      h AS (SELECT msg_id, status, attempts, next_attempt_at, first_attempt_at, identity_key, raw_text, error_class, error_detail
            FROM proc_state WHERE status IN ('PENDING', 'FAILED') ORDER BY msg_id LIMIT $1)
      SELECT flag.paused, (SELECT min(msg_id) FROM h WHERE h.msg_id > flag.frontier) AS held, h.*
-     FROM flag LEFT JOIN h ON h.msg_id <= flag.frontier ORDER BY h.msg_id`,
+     FROM flag LEFT JOIN h ON h.msg_id <= flag.frontier ORDER BY h.msg_id`),
     [limit],
   );
   const paused = r.rows[0]?.paused === true;
@@ -116,7 +117,7 @@ export async function lockOpen(
   identities: string[],
 ): Promise<{ locked: Map<number, OpenRow>; holders: Map<string, number> }> {
   const r = await q.query<OpenRow & { holders: [string, number][] | null }>(
-    `WITH locked AS (
+    prepared(`WITH locked AS (
        SELECT msg_id, status, attempts, next_attempt_at, first_attempt_at, identity_key, raw_text, error_class, error_detail
        FROM proc_state WHERE msg_id = ANY($1::bigint[]) AND status IN ('PENDING', 'FAILED')
        ORDER BY msg_id FOR UPDATE),
@@ -125,7 +126,7 @@ export async function lockOpen(
          SELECT identity_key, msg_id FROM proc_state WHERE identity_key = ANY($2::text[])
          UNION ALL
          SELECT identity_key, msg_id FROM proc_state_hst WHERE identity_key = ANY($2::text[])) x)
-     SELECT locked.*, holders.holders FROM holders LEFT JOIN locked ON true ORDER BY locked.msg_id`,
+     SELECT locked.*, holders.holders FROM holders LEFT JOIN locked ON true ORDER BY locked.msg_id`),
     [ids, identities],
   );
   const locked = new Map<number, OpenRow>();
@@ -174,7 +175,7 @@ export async function writeAttempts(q: Queryable, recs: AttemptRecord[], todos: 
   const col = <K extends keyof AttemptRecord>(k: K) => recs.map((r) => r[k]);
   const terminal = recs.map((r) => (r.status === 'PENDING' || r.status === 'FAILED' ? null : r.finishedAt));
   await q.query(
-    `WITH v AS (
+    prepared(`WITH v AS (
        SELECT * FROM unnest($1::bigint[], $2::text[], $3::int[], $4::text[], $5::text[], $6::text[], $7::timestamptz[],
                             $8::timestamptz[], $9::text[], $10::text[], $11::text[], $12::text[], $13::timestamptz[],
                             $14::timestamptz[], $15::timestamptz[])
@@ -199,7 +200,7 @@ export async function writeAttempts(q: Queryable, recs: AttemptRecord[], todos: 
        SELECT t.id, t.status, t.note, t.at, t.at FROM unnest($16::bigint[], $17::text[], $18::text[], $19::timestamptz[]) AS t(id, status, note, at)
        ON CONFLICT (msg_id) DO UPDATE SET proc_status = EXCLUDED.proc_status, proc_note = EXCLUDED.proc_note,
          processed_at = EXCLUDED.processed_at, attempts = 0, next_attempt_at = EXCLUDED.next_attempt_at, last_error = NULL)
-     SELECT 1`,
+     SELECT 1`),
     [
       col('msgId'),
       col('status'),

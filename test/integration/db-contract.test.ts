@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Db, QueryResult } from '../../lib/db/db.ts';
+import { PgDb } from '../../lib/db/pg.ts';
 import { PgliteDb } from '../../lib/db/pglite.ts';
+import { prepared } from '../../lib/db/prepared.ts';
 import { freshPg, type TestPg, waitFor } from '../helpers/services.ts';
 
 /**
@@ -303,5 +305,53 @@ describe('the database contract: PgDb (PostgreSQL) and PgliteDb answer alike', (
     await waitFor(() => got.length === 3, { what: 'the repeated payload' });
     expect(got).toEqual([wake.payload, 'from another process', wake.payload]);
     await stop();
+  });
+
+  it('a prepared statement answers like any other; after a migration changes its result type, one call fails and the next ones work', async () => {
+    const one = new PgDb(pg.url, { max: 1 });
+    try {
+      for (const db of [one, lite] as Db[]) {
+        await db.query('CREATE TABLE c_prep (id int PRIMARY KEY)');
+        await db.query('INSERT INTO c_prep VALUES (1), (2)');
+        // Deliberately `SELECT *`, the shape lib/db/prepared.ts tells callers to avoid.
+        const sql = prepared('SELECT * FROM c_prep WHERE id >= $1 ORDER BY id');
+        // Past the server's first five custom plans, so its generic plan answers too.
+        for (let i = 0; i < 7; i++) {
+          expect((await db.query(sql, [1])).rows, db.kind).toEqual([{ id: 1 }, { id: 2 }]);
+          expect(await db.tx((tx) => tx.query(sql, [2])), db.kind).toEqual({ rowCount: 1, rows: [{ id: 2 }] });
+        }
+        if (db === one) {
+          const named = await one.query(`SELECT generic_plans > 0 AS generic FROM pg_prepared_statements WHERE statement = $1`, [sql]);
+          expect(named.rows).toEqual([{ generic: true }]);
+        }
+        const after = async (run: () => Promise<{ rows: unknown[] }>) => {
+          const seen: unknown[] = [];
+          for (let i = 0; i < 3; i++)
+            seen.push(
+              await run().then(
+                (r) => r.rows,
+                (e: Error) => e.message,
+              ),
+            );
+          return seen;
+        };
+        await db.query(`ALTER TABLE c_prep ADD COLUMN v text DEFAULT 'x'`);
+        const inTx = await after(() => db.tx((tx) => tx.query(sql, [2])));
+        await db.query(`ALTER TABLE c_prep ADD COLUMN w int DEFAULT 7`);
+        const alone = await after(() => db.query(sql, [2]));
+        const v = [{ id: 2, v: 'x' }];
+        const w = [{ id: 2, v: 'x', w: 7 }];
+        if (db === one) {
+          // PostgreSQL refuses the stale plan once; the connection is replaced and prepares it anew.
+          expect(inTx).toEqual([expect.stringMatching(/cached plan must not change result type/), v, v]);
+          expect(alone).toEqual([expect.stringMatching(/cached plan must not change result type/), w, w]);
+        } else {
+          expect(inTx).toEqual([v, v, v]);
+          expect(alone).toEqual([w, w, w]);
+        }
+      }
+    } finally {
+      await one.close();
+    }
   });
 });
