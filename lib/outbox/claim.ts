@@ -1,3 +1,4 @@
+import { prepared } from '../db/prepared.ts';
 import type { DeliverySettings } from './settings.ts';
 import type { DispatchContext } from './types.ts';
 import { round, type TargetReport } from './report.ts';
@@ -62,7 +63,10 @@ export interface ClaimedRow {
 // advisory lock, then leases the open events in event_id order, cut before the first one that is
 // leased by someone else or not due. A head that failed before is retried alone, so a poison
 // event is isolated and innocent followers are not charged for it. One round trip.
-const CLAIM_SQL = `SELECT * FROM msgx_outbox_claim($1, $2, $3, $4, $5, $6)`;
+const CLAIM_SQL = prepared(
+  `SELECT locked, event_id, partition_key, event_type, value, headers, attempts, source_kind, source_id, delivered_to
+   FROM msgx_outbox_claim($1, $2, $3, $4, $5, $6)`,
+);
 
 // schd: group the open events per FLID, take the newest state_version of each group whose newest
 // is due and which nobody else holds, oldest groups first, at most the flush limit; lease every

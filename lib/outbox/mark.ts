@@ -1,4 +1,5 @@
 import type { Queryable } from '../db/db.ts';
+import { prepared } from '../db/prepared.ts';
 import type { Outcome, RowUpdate } from './decide.ts';
 import type { DispatchContext, DispatchOptions, SentEvent } from './types.ts';
 import { round, type TargetReport } from './report.ts';
@@ -7,7 +8,10 @@ import { round, type TargetReport } from './report.ts';
  * onSent/onDead hooks in the same transaction so their effects commit with the marks. */
 
 // One call records a whole batch: every row's new state and every publisher outcome (migration 004, as 009 left it).
-const MARK_SQL = `SELECT * FROM msgx_outbox_mark($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`;
+const MARK_SQL = prepared(
+  `SELECT event_id, status, source_kind, source_id
+   FROM msgx_outbox_mark($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
+);
 
 /** Marks one batch and counts the result into the report; rows whose lease we lost are not ours to count. */
 export async function markRun(
