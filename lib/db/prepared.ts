@@ -9,9 +9,10 @@
  */
 const names = new Map<string, string>();
 
-// Texts are fixed in the code or built from a bounded set of shapes (writeFlights): the bound only
-// guards against a shape nobody foresaw growing every connection's statement cache.
-const MAX_NAMED = 500;
+// Texts are fixed in the code or built from a bounded set of shapes (writeFlights: one per set of
+// changed resource kinds, a dozen or so in practice). The bound keeps a workload that changes every
+// combination from keeping hundreds of plans in every server session; beyond it texts run unnamed.
+const MAX_NAMED = 100;
 
 /** Marks `text` as a hot statement and returns it unchanged. */
 export function prepared(text: string): string {
