@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { type BrowserContext, chromium, type Page } from 'playwright-core';
 
@@ -7,6 +7,7 @@ import { type BrowserContext, chromium, type Page } from 'playwright-core';
  * end-to-end tests. Screenshots go to test/artifacts/ (gitignored).
  */
 const ARTIFACTS = join(process.cwd(), 'test', 'artifacts');
+const EXECUTABLE = '/usr/bin/chromium';
 const CHROMIUM_ARGS = [
   '--headless',
   '--no-sandbox',
@@ -30,9 +31,12 @@ export interface Browser {
 
 /** Starts Chromium with its profile in `userDataDir` (the caller removes it). */
 export async function openChromium(userDataDir: string, viewport = { width: 1360, height: 900 }): Promise<Browser> {
+  // A fresh machine may lack it: fail with what to do (.ci/run installs it), never skip.
+  if (!existsSync(EXECUTABLE))
+    throw new Error(`the console's browser tests need Debian's Chromium at ${EXECUTABLE}: apt-get install chromium (as .ci/run does)`);
   mkdirSync(ARTIFACTS, { recursive: true });
   const context = await chromium.launchPersistentContext(userDataDir, {
-    executablePath: '/usr/bin/chromium',
+    executablePath: EXECUTABLE,
     headless: true,
     args: CHROMIUM_ARGS,
     viewport,
