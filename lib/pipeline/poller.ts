@@ -65,12 +65,15 @@ export async function pollOnce(ctx: Pick<AppContext, 'db' | 'mailbox' | 'clock' 
     };
   }
 
+  // Gaps opened, closed or given up: the frontier's tables change with the enqueue, in one
+  // transaction. Its wake reaches this process's pump at commit, like the common tick's.
+  const wake = ctx.db.localWake(INBOX_CHANNEL);
   const enqueued = await ctx.db.tx(async (tx) => {
     // The mailbox is the durable record: a commit lost in a crash is read again by the next poll.
     // (WAL is one sequence: a pump commit that follows is durable only with this one before it.)
     // So the wake-up path does not wait for a WAL flush here.
     await tx.query(`SET LOCAL synchronous_commit TO OFF`);
-    const ids = await enqueueMessages(tx, r.enqueue, now);
+    const ids = await enqueueMessages(tx, r.enqueue, now, wake.payload);
     const fresh = new Set(ids);
     await saveFrontier(tx, {
       loaded: gaps,
@@ -81,9 +84,10 @@ export async function pollOnce(ctx: Pick<AppContext, 'db' | 'mailbox' | 'clock' 
       now,
     });
     // The pump waits on the frontier, not only on new rows: wake it when the frontier moves.
-    if (woke && ids.length === 0) await tx.query(`SELECT pg_notify($1, '')`, [INBOX_CHANNEL]);
+    if (woke && ids.length === 0) await tx.query(`SELECT pg_notify($1, $2)`, [INBOX_CHANNEL, wake.payload]);
     return ids.length;
   });
+  if (enqueued > 0 || woke) wake.now();
   lastScanned.set(ctx.db, r.frontier.scanned);
   for (const h of r.newHoles)
     ctx.log.warn('mailbox IDs declared a hole: no row committed within the grace; the pipeline moves on', {

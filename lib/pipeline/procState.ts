@@ -20,8 +20,16 @@ export interface OpenRow {
 
 export const INBOX_CHANNEL = 'msgx_inbox';
 
-/** Idempotent enqueue of mailbox rows; archived IDs are never enqueued again. Returns new IDs. */
-export async function enqueueMessages(q: Queryable, rows: { id: number; receivedAt: Date | null }[], now: Date): Promise<number[]> {
+/**
+ * Idempotent enqueue of mailbox rows; archived IDs are never enqueued again. Returns new IDs.
+ * The NOTIFY for new rows carries `wakePayload` (a local wake's, lib/db/localWake.ts).
+ */
+export async function enqueueMessages(
+  q: Queryable,
+  rows: { id: number; receivedAt: Date | null }[],
+  now: Date,
+  wakePayload = '',
+): Promise<number[]> {
   if (rows.length === 0) return [];
   const r = await q.query<{ msg_id: number }>(
     `INSERT INTO proc_state (msg_id, status, next_attempt_at, received_at, enqueued_at, updated_at)
@@ -32,7 +40,7 @@ export async function enqueueMessages(q: Queryable, rows: { id: number; received
      RETURNING msg_id`,
     [rows.map((r) => r.id), rows.map((r) => r.receivedAt), now],
   );
-  if (r.rowCount > 0) await q.query(`SELECT pg_notify($1, '')`, [INBOX_CHANNEL]);
+  if (r.rowCount > 0) await q.query(`SELECT pg_notify($1, $2)`, [INBOX_CHANNEL, wakePayload]);
   return r.rows.map((x) => x.msg_id);
 }
 

@@ -2,10 +2,12 @@ import mysql from 'mysql2/promise';
 import { expect, it } from 'vitest';
 import { orderingStats } from '../../lib/pipeline/frontier.ts';
 import { pollOnce } from '../../lib/pipeline/poller.ts';
+import { INBOX_CHANNEL } from '../../lib/pipeline/procState.ts';
 import { rescanOnce } from '../../lib/pipeline/rescan.ts';
 import { FakeClock } from '../../lib/shared/clock.ts';
 import { makeContext, wire } from '../helpers/pipeline.ts';
 import { useFreshDatabases } from '../helpers/freshDatabases.ts';
+import { waitFor } from '../helpers/services.ts';
 
 /**
  * The holes msgx reports open (GET /admin/stats `ordering.holesOpen`, docs/ordering.md) are the IDs
@@ -57,4 +59,26 @@ it('a hole filled by a row the re-scan finds is no longer counted open; a rolled
     lateRows: 1,
     gapsWaiting: 0,
   });
+});
+
+it('a poll that opens a gap wakes a pump in the same process at its commit, without waiting for the NOTIFY', async () => {
+  const ctx = makeContext({ db: dbs.pg.db, mailbox: dbs.my.mailbox, env: { MSGX_LOG_LEVEL: 'SILENT' } });
+  const woken: string[] = [];
+  const stop = await dbs.pg.db.listen(INBOX_CHANNEL, (payload) => woken.push(payload));
+  await dbs.my.mailbox.insertInbound(wire({ TYPE: 'LDM', SEQN: 1 }));
+  const slow = await hold(); // an ID between two rows, not committed yet: the poll opens a gap
+  try {
+    await dbs.my.mailbox.insertInbound(wire({ TYPE: 'LDM', SEQN: 2 }));
+    const r = await pollOnce(ctx);
+    expect(r).toMatchObject({ enqueued: 2, waiting: 1 });
+    // Already delivered when the poll returns: the local wake, not the server's NOTIFY (payload '').
+    expect(woken).toEqual([expect.stringMatching(/^wake:/)]);
+    // The same wake's NOTIFY, when the server delivers it, is not a second wake-up here.
+    await dbs.pg.db.query(`SELECT pg_notify($1, 'probe')`, [INBOX_CHANNEL]);
+    await waitFor(() => woken.includes('probe'), { what: 'the probe NOTIFY' });
+    expect(woken).toEqual([expect.stringMatching(/^wake:/), 'probe']);
+  } finally {
+    await slow.end('ROLLBACK');
+    await stop();
+  }
 });
