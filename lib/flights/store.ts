@@ -5,6 +5,7 @@ import type { Queryable } from '../db/db.ts';
 import { prepared } from '../db/prepared.ts';
 import { collectionFilter, DETAIL_TABLES, keyExpr, SCALAR_COLUMNS, TIME_COLUMNS, toInstant } from './tables.ts';
 import { emptyResources, type FlightState } from './model.ts';
+import { type FlightStateCache, rowVersion } from './stateCache.ts';
 
 /** All SQL on flight_schd and the detail tables. Set-based: one statement for any number of flights. */
 
@@ -65,11 +66,49 @@ const LOCKED_BY_FLID = prepared(
   ) + ' ORDER BY k.ord',
 );
 
-/** The current state of these flights, locked for the rest of the transaction (in FLID order). */
-export async function loadFlightsForUpdate(q: Queryable, flids: string[]): Promise<Map<string, FlightState>> {
+// With a cache: lock first and learn each row's version, then read in full only the flights the
+// cache does not hold at that version (the pump's groups mostly touch flights it wrote itself).
+const LOCK_VERSIONS = prepared(
+  `SELECT f.flid, f.version FROM unnest($1::text[]) WITH ORDINALITY AS k(flid, ord)
+   CROSS JOIN LATERAL (SELECT s.flid, ${rowVersion('s')} AS version
+                       FROM flight_schd s WHERE s.flid = k.flid FOR UPDATE) f ORDER BY k.ord`,
+);
+const READ_BY_FLID = prepared(
+  SELECT.replace(
+    ' FROM flight_schd f',
+    ' FROM unnest($1::text[]) WITH ORDINALITY AS k(flid, ord) CROSS JOIN LATERAL (SELECT * FROM flight_schd s WHERE s.flid = k.flid) f',
+  ) + ' ORDER BY k.ord',
+);
+
+/**
+ * The current state of these flights, locked for the rest of the transaction (in FLID order).
+ * With `cache`, flights it holds at their current row version are not read again.
+ */
+export async function loadFlightsForUpdate(q: Queryable, flids: string[], cache?: FlightStateCache): Promise<Map<string, FlightState>> {
   if (flids.length === 0) return new Map();
-  const r = await q.query<Row>(LOCKED_BY_FLID, [[...new Set(flids)].sort()]);
-  return new Map(r.rows.map((row) => [row.flid, fromRow(row)]));
+  const sorted = [...new Set(flids)].sort();
+  if (!cache) {
+    const r = await q.query<Row>(LOCKED_BY_FLID, [sorted]);
+    return new Map(r.rows.map((row) => [row.flid, fromRow(row)]));
+  }
+  const locked = (await q.query<{ flid: string; version: string }>(LOCK_VERSIONS, [sorted])).rows;
+  const out = new Map<string, FlightState>();
+  const unknown: string[] = [];
+  const versions = new Map<string, string>();
+  for (const { flid, version } of locked) {
+    const state = cache.get(flid, version);
+    if (state) out.set(flid, state);
+    else (unknown.push(flid), versions.set(flid, version));
+  }
+  if (unknown.length > 0) {
+    // Already locked above, so the row cannot have moved on since its version was read.
+    for (const row of (await q.query<Row>(READ_BY_FLID, [unknown])).rows) {
+      const state = fromRow(row);
+      out.set(row.flid, state);
+      cache.set(row.flid, versions.get(row.flid)!, state);
+    }
+  }
+  return out;
 }
 
 export async function readFlight(q: Queryable, flid: string): Promise<FlightState | undefined> {
@@ -94,7 +133,7 @@ export interface FlightWrite {
  * and for each resource kind that changed, an upsert of the new items plus a delete of items no
  * longer present. Old and new keys never overlap between the two, so they cannot collide.
  */
-export async function writeFlights(q: Queryable, writes: FlightWrite[], tz: string): Promise<void> {
+export async function writeFlights(q: Queryable, writes: FlightWrite[], tz: string, cache?: FlightStateCache): Promise<void> {
   if (writes.length === 0) return;
   const params: unknown[] = [];
   const p = (v: unknown) => (params.push(v), `$${params.length}`);
@@ -132,7 +171,8 @@ export async function writeFlights(q: Queryable, writes: FlightWrite[], tz: stri
       ON CONFLICT (flid) DO UPDATE SET ${mainCols
         .slice(1)
         .map((c) => `${c} = EXCLUDED.${c}`)
-        .join(', ')})`,
+        .join(', ')}
+      RETURNING flid, ${rowVersion('flight_schd')} AS version)`,
   ];
 
   for (const kind of RESOURCE_KINDS) {
@@ -164,7 +204,14 @@ export async function writeFlights(q: Queryable, writes: FlightWrite[], tz: stri
     );
   }
   // One shape per set of changed kinds: a bounded number of texts, each prepared once.
-  await q.query(prepared(`WITH ${ctes.join(',\n')} SELECT 1`), params);
+  const written = await q.query<{ flid: string; version: string }>(
+    prepared(`WITH ${ctes.join(',\n')} SELECT flid, version FROM main`),
+    params,
+  );
+  if (cache) {
+    const byFlid = new Map(states.map((s) => [s.flid, s]));
+    for (const { flid, version } of written.rows) cache.set(flid, version, byFlid.get(flid)!);
+  }
 }
 
 /** Removes flights and all their details (history sweep), in one statement. */

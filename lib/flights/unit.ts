@@ -2,13 +2,15 @@ import type { DecodedMessage } from '../codec/message.ts';
 import type { ResourceKind } from '../codec/vocabulary.ts';
 import type { Queryable } from '../db/db.ts';
 import { enqueueEvents, type NewEvent } from '../outbox/enqueue.ts';
-import type { GroupParticipant } from '../pipeline/groupScope.ts';
+import type { GroupParticipant, GroupScope } from '../pipeline/groupScope.ts';
 import type { ProcessContext } from '../pipeline/processor.ts';
 import type { FlightState } from './model.ts';
 import { archivedVersionFloors } from './history.ts';
+import { FlightStateCache } from './stateCache.ts';
 import { loadFlightsForUpdate, writeFlights } from './store.ts';
 
 const UNIT = Symbol('flights.unit');
+const WRITTEN = Symbol('flights.written');
 
 /**
  * The flight module's unit of work for one pump group. The first read loads (and locks) every
@@ -34,6 +36,8 @@ export class FlightUnit implements GroupParticipant {
     messages: readonly DecodedMessage[],
     private readonly timezone: string,
     private readonly now: Date,
+    /** The states this database's pump wrote in earlier groups (flights that nobody changed since are not read again). */
+    private readonly written?: FlightStateCache,
   ) {
     this.#prefetch = new Set(messages.flatMap(flidsOf));
   }
@@ -43,7 +47,7 @@ export class FlightUnit implements GroupParticipant {
     const missing = flids.filter((f) => !this.#working.has(f));
     if (missing.length > 0) {
       const toLoad = [...new Set([...missing, ...[...this.#prefetch].filter((f) => !this.#working.has(f))])].sort();
-      const loaded = await loadFlightsForUpdate(this.tx, toLoad);
+      const loaded = await loadFlightsForUpdate(this.tx, toLoad, this.written);
       // Loaded state is the base, not a change of the current message: no journal entry.
       for (const f of toLoad) this.#working.set(f, loaded.get(f) ?? null);
       // Only flights absent from the live tables may have been archived: one more query, and only then.
@@ -102,7 +106,7 @@ export class FlightUnit implements GroupParticipant {
   async flush(): Promise<void> {
     const tx = this.tx;
     const writes = [...this.#changed].map(([flid, kinds]) => ({ state: this.#working.get(flid)!, kinds: [...kinds] }));
-    await writeFlights(tx, writes, this.timezone);
+    await writeFlights(tx, writes, this.timezone, this.written);
     await enqueueEvents(tx, this.#events, { now: this.now });
     this.#changed.clear();
     this.#events = [];
@@ -113,7 +117,10 @@ export class FlightUnit implements GroupParticipant {
 export function flightUnit(ctx: ProcessContext): { unit: FlightUnit; standalone: boolean } {
   if (ctx.group)
     return {
-      unit: ctx.group.participant(UNIT, () => new FlightUnit(ctx.group!.tx, ctx.group!.messages, ctx.config.timezone, ctx.now)),
+      unit: ctx.group.participant(
+        UNIT,
+        () => new FlightUnit(ctx.group!.tx, ctx.group!.messages, ctx.config.timezone, ctx.now, writtenFlightStates(ctx.group!)),
+      ),
       standalone: false,
     };
   return { unit: new FlightUnit(ctx.tx, [ctx.message], ctx.config.timezone, ctx.now), standalone: true };
@@ -124,4 +131,9 @@ function flidsOf(m: DecodedMessage): string[] {
   if (p.kind === 'SCHD' || p.kind === 'FLOP') return p.flights.flatMap((f) => (f.FLID ? [f.FLID] : []));
   if (p.kind === 'FDEL') return p.flids;
   return [];
+}
+
+/** The flight states the pump wrote on this group's database, kept from group to group. */
+export function writtenFlightStates(group: GroupScope): FlightStateCache {
+  return group.retained(WRITTEN, () => new FlightStateCache());
 }

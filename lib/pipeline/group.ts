@@ -50,6 +50,7 @@ export async function applyGroup(
       : new GroupScope(
           tx,
           group.flatMap((g) => (g.decoded ? [g.decoded] : [])),
+          ctx.db,
         );
   const records: AttemptRecord[] = [];
   let stopped = false;

@@ -25,12 +25,27 @@ export class GroupScope {
 
   /**
    * `tx` is the group's own transaction, outside any message's savepoint: what a participant
-   * reads or locks through it stays valid whatever happens to the message that asked.
+   * reads or locks through it stays valid whatever happens to the message that asked. `database`
+   * is the pool the transaction came from: what a module keeps between groups is kept per database.
    */
   constructor(
     readonly tx: Queryable,
     readonly messages: readonly DecodedMessage[],
+    private readonly database: object = {},
   ) {}
+
+  /**
+   * What a module keeps from one group to the next on the same database (the flight states it
+   * wrote). Only a hint: whoever keeps something must check it against the database before use, as
+   * other writers and rolled-back groups can make it stale. Per database, because one process may
+   * serve several (tests, the bench) and what holds in one says nothing of another.
+   */
+  retained<T>(key: symbol, create: () => T): T {
+    let kept = retainedByDatabase.get(this.database);
+    if (!kept) retainedByDatabase.set(this.database, (kept = new Map()));
+    if (!kept.has(key)) kept.set(key, create());
+    return kept.get(key) as T;
+  }
 
   participant<T extends GroupParticipant>(key: symbol, create: () => T): T {
     let p = this.#participants.get(key) as T | undefined;
@@ -61,3 +76,5 @@ export class GroupScope {
     for (const p of this.#participants.values()) await p.flush();
   }
 }
+
+const retainedByDatabase = new WeakMap<object, Map<symbol, unknown>>();
