@@ -34,7 +34,10 @@ export async function enqueueEvents(client: Queryable, events: NewEvent[], optio
     target: e.target,
     key: e.key ?? null,
     type: e.type,
-    value: e.value === null || e.value === undefined ? null : typeof e.value === 'string' ? e.value : JSON.stringify(e.value),
+    // A value that is not text rides inside the parameter as JSON and is stored as that JSON's
+    // text (the same bytes JSON.stringify gives), so it is neither encoded twice nor escaped.
+    vj: e.value === null || e.value === undefined || typeof e.value === 'string' ? null : e.value,
+    vt: typeof e.value === 'string' ? e.value : null,
     headers: e.headers ?? {},
     flid: e.flid ?? null,
     version: e.stateVersion ?? null,
@@ -45,10 +48,10 @@ export async function enqueueEvents(client: Queryable, events: NewEvent[], optio
     prepared(`WITH ins AS (
        INSERT INTO msg_event (target, partition_key, event_type, value, headers, flid, state_version,
                               source_kind, source_id, next_attempt_at, created_at)
-       SELECT t.target, t.key, t.type, t.value, t.headers, t.flid, t.version, t.skind, t.sid, $2, $2
+       SELECT t.target, t.key, t.type, coalesce(t.vj::text, t.vt), t.headers, t.flid, t.version, t.skind, t.sid, $2, $2
        FROM ROWS FROM (json_to_recordset($1::json)
-              AS (target text, key text, type text, value text, headers jsonb, flid text, version int, skind text, sid text))
-            WITH ORDINALITY AS t(target, key, type, value, headers, flid, version, skind, sid, ord)
+              AS (target text, key text, type text, vj json, vt text, headers jsonb, flid text, version int, skind text, sid text))
+            WITH ORDINALITY AS t(target, key, type, vj, vt, headers, flid, version, skind, sid, ord)
        ORDER BY t.ord
        RETURNING event_id),
      wake AS (SELECT pg_notify($3, ''))

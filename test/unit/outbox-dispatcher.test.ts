@@ -64,6 +64,21 @@ async function statusOf(ids: number[]): Promise<Record<number, { status: string;
 }
 
 describe('ordinary targets', () => {
+  test('a value reaches the publisher exactly as given: an object as its JSON text, text as is, null as a tombstone', async () => {
+    const { clock, ctx } = setup();
+    const object = { b: 1, a: ['x"y', 'é\\n', { nested: null }], toString: 'own key', emoji: '✈️' };
+    const text = '{"kept": "as sent",  "spaces": true}';
+    await enqueue(clock, [
+      ev('msg', 1, { value: object }),
+      ev('msg', 2, { value: text }),
+      ev('msg', 3, { value: null }),
+      ev('msg', 4, { value: [1, 'two'] }),
+    ]);
+    const pub = new FakePublisher('kafka');
+    await dispatchOnce(ctx, [pub]);
+    expect(pub.delivered.map((r) => r.value)).toEqual([JSON.stringify(object), text, null, '[1,"two"]']);
+  });
+
   test('delivers each target in event_id order with the msgx headers and records the outcome', async () => {
     const { clock, ctx } = setup();
     const ids = await enqueue(clock, [ev('msg', 1, { headers: { trace: 't1' } }), ev('msg', 2), ev('tx:orders', 3), ev('msg', 4)]);
