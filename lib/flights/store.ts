@@ -93,19 +93,18 @@ export async function loadFlightsForUpdate(q: Queryable, flids: string[], cache?
   }
   const locked = (await q.query<{ flid: string; version: string }>(LOCK_VERSIONS, [sorted])).rows;
   const out = new Map<string, FlightState>();
-  const unknown: string[] = [];
-  const versions = new Map<string, string>();
+  const unknown = new Map<string, string>(); // FLID → its row version, for flights to read in full
   for (const { flid, version } of locked) {
     const state = cache.get(flid, version);
     if (state) out.set(flid, state);
-    else (unknown.push(flid), versions.set(flid, version));
+    else unknown.set(flid, version);
   }
-  if (unknown.length > 0) {
+  if (unknown.size > 0) {
     // Already locked above, so the row cannot have moved on since its version was read.
-    for (const row of (await q.query<Row>(READ_BY_FLID, [unknown])).rows) {
+    for (const row of (await q.query<Row>(READ_BY_FLID, [[...unknown.keys()]])).rows) {
       const state = fromRow(row);
       out.set(row.flid, state);
-      cache.set(row.flid, versions.get(row.flid)!, state);
+      cache.set(row.flid, unknown.get(row.flid)!, state);
     }
   }
   return out;
