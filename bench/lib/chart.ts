@@ -26,8 +26,8 @@ const RED = '#c62828';
 const BLUE = '#1565c0';
 const GREY = '#757575';
 
-const W = 900;
-const LABEL_W = 330;
+const W = 1120;
+const LABEL_W = 430;
 const BAR_W = 400;
 const BAR_H = 16;
 const GAP = 8;
@@ -38,7 +38,9 @@ function renderPanel(p: Panel, y0: number): { svg: string; height: number } {
   let s = `<text x="10" y="${y0 + 16}" font-size="14" font-weight="bold">${esc(p.title)}</text>`;
   let y = y0 + 28;
   for (const b of p.bars) {
-    s += `<text x="${LABEL_W - 8}" y="${y + BAR_H - 4}" font-size="12" text-anchor="end">${esc(b.label)}</text>`;
+    // ~6.5 px a character at 12 px: a longer label would run off the left edge (the table has it whole).
+    const label = b.label.length > 64 ? `${b.label.slice(0, 63)}…` : b.label;
+    s += `<text x="${LABEL_W - 8}" y="${y + BAR_H - 4}" font-size="12" text-anchor="end">${esc(label)}</text>`;
     s += `<rect x="${LABEL_W}" y="${y}" width="${(x(b.value) - LABEL_W).toFixed(1)}" height="${BAR_H}" fill="${b.color}" opacity="0.85"/>`;
     if (b.max > b.min) {
       const cy = y + BAR_H / 2;
@@ -98,7 +100,17 @@ export function renderChart(results: ScenarioResult[], title: string): string {
       .map((f) => ({ label: f.label, value: f.median, min: f.min, max: f.max, text: fmtValue(f), color: colorOf(f.id) }));
     if (bars.length) panels.push({ title, bars });
   };
-  const msgx = (id: string) => (id.startsWith('pump.') || id.startsWith('relay.msgx') || id.startsWith('peers.msgx') ? BLUE : GREY);
+  // msgx's own bars in blue; the baselines (pgbench, peers, the plain producer) in grey.
+  const msgx = (id: string) =>
+    !id.endsWith('.pgbench') &&
+    (id.startsWith('e2e.') || id.startsWith('pump.') || id.startsWith('relay.msgx') || id.startsWith('peers.msgx'))
+      ? BLUE
+      : GREY;
+  group(
+    'End to end through the twin: mailbox → terminal → on Kafka, same run (msg/s; pgbench in tx/s)',
+    ['e2e.pgbench', 'e2e.mysql', 'e2e.pg', 'e2e.mysql.terminal'],
+    msgx,
+  );
   group(
     'Serial FIFO throughput, same run (msg/s; pgbench in tx/s)',
     ['pump.pgbench', 'pump.mysql', 'pump.pg', 'peers.graphile', 'peers.pgboss'],
