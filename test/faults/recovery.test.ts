@@ -280,7 +280,9 @@ describe('recovery from service faults', () => {
       try {
         while (todosAtRestart === 0 && kills < 3) {
           const before = w.messageCount;
-          await w.insertFlopsBulk(run, 1000);
+          // Large enough that the pump is still on it when the kill comes: at ~4,000 msg/s a burst
+          // of 1,000 was over in a quarter of a second, before the aim below found a group.
+          await w.insertFlopsBulk(run, 4000);
           const burstFrom = Math.min(...w.ids.slice(before));
           await waitFor(
             async () =>
@@ -292,13 +294,13 @@ describe('recovery from service faults', () => {
               ).rows[0]!.n >= 20,
             { timeoutMs: 30_000, what: 'the pump to start on the burst' },
           );
-          // Aim at a group in progress: a msgx transaction open for a while (its texts are read,
-          // its commit and back-fill come next), up to 3 s.
+          // Aim at a group in progress: a msgx transaction open for a few milliseconds (its texts
+          // are read, its commit and back-fill come next; a group takes ~10–30 ms), up to 3 s.
           const deadline = Date.now() + 3000;
           while (Date.now() < deadline) {
             const r = await run.pg.db.query<{ n: number }>(
               `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'msgx'
-               AND pid <> pg_backend_pid() AND xact_start < now() - interval '30 milliseconds'`,
+               AND pid <> pg_backend_pid() AND xact_start < now() - interval '5 milliseconds'`,
             );
             if (r.rows[0]!.n > 0) break;
             await sleep(5);
