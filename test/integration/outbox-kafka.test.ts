@@ -204,8 +204,15 @@ describe('delivery to Kafka', () => {
   test('two dispatchers at once never deliver a target out of order', async () => {
     // One run proves something about two dispatchers only if both delivered; which one wins each
     // claim is up to the scheduler, so a run that one of them took whole is run again (new topics).
+    // Rounds of one batch, and a 10 ms rest instead of 1 s, keep both racing for every batch: with
+    // long rounds and long rests, one dispatcher could drain the 2,000 events (a fifth of a second
+    // on a fast host) while the other slept, three runs in a row.
     for (let run = 1; ; run++) {
-      const { config, ctx, topicMsg } = setup({ MSGX_DELIVERY_BATCH_SIZE: '20' });
+      const { config, ctx, topicMsg } = setup({
+        MSGX_DELIVERY_BATCH_SIZE: '20',
+        MSGX_DELIVERY_POLL_INTERVAL: '10ms',
+        MSGX_POLL_INTERVAL_MS: '10',
+      });
       const txTopic = randomTopic('msgx-tx');
       await ensureTopics(config, [txTopic]);
       const [idA, idB] = [`A${run}`, `B${run}`];
@@ -216,12 +223,12 @@ describe('delivery to Kafka', () => {
       const stop = new AbortController();
       const loops = [
         runWorker(ctx, {
-          ...dispatcherRole(ctx, [a], { dispatcherId: idA, targets: ['msg', `tx:${txTopic}`], maxBatches: 10 }),
+          ...dispatcherRole(ctx, [a], { dispatcherId: idA, targets: ['msg', `tx:${txTopic}`], maxBatches: 1 }),
           unlocked: true,
           signal: stop.signal,
         }),
         runWorker(ctx, {
-          ...dispatcherRole(ctx, [b], { dispatcherId: idB, targets: ['msg', `tx:${txTopic}`], maxBatches: 10 }),
+          ...dispatcherRole(ctx, [b], { dispatcherId: idB, targets: ['msg', `tx:${txTopic}`], maxBatches: 1 }),
           unlocked: true,
           signal: stop.signal,
         }),
@@ -251,6 +258,7 @@ describe('delivery to Kafka', () => {
       expect(tx).toHaveLength(1000);
       expect(new Set([...msg, ...tx].map((r) => r.headers['msgx-event-id'])).size).toBe(2000);
       const sentBy = Object.fromEntries(byWho.rows.map((r) => [r.locked_by, r.n]));
+      console.log(`[outbox-kafka] two dispatchers, run ${run}: ${JSON.stringify(sentBy)}`);
       if ((sentBy[idA] ?? 0) > 0 && (sentBy[idB] ?? 0) > 0) break;
       // Both worked at once in one of three runs, or this proves nothing about two dispatchers.
       expect(run, `one dispatcher delivered everything in ${run} runs: ${JSON.stringify(sentBy)}`).toBeLessThan(3);
