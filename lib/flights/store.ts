@@ -56,15 +56,18 @@ function fromRow(r: Row): FlightState {
   };
 }
 
-// The pump's read, prepared: each FLID is looked up by primary key and locked in the order given,
-// so the plan stays a key look-up even when the server plans it once for all values and has no
+// The reads by FLID list, prepared: each FLID is looked up by primary key in the order given, so
+// the plan stays a key look-up even when the server plans it once for all values and has no
 // statistics yet (a generic plan of `flid = ANY($1)` on a fresh table scanned it whole).
-const LOCKED_BY_FLID = prepared(
-  SELECT.replace(
-    ' FROM flight_schd f',
-    ' FROM unnest($1::text[]) WITH ORDINALITY AS k(flid, ord) CROSS JOIN LATERAL (SELECT * FROM flight_schd s WHERE s.flid = k.flid FOR UPDATE) f',
-  ) + ' ORDER BY k.ord',
-);
+const byFlidList = (lock: string) =>
+  prepared(
+    SELECT.replace(
+      ' FROM flight_schd f',
+      ` FROM unnest($1::text[]) WITH ORDINALITY AS k(flid, ord) CROSS JOIN LATERAL (SELECT * FROM flight_schd s WHERE s.flid = k.flid${lock}) f`,
+    ) + ' ORDER BY k.ord',
+  );
+const LOCKED_BY_FLID = byFlidList(' FOR UPDATE');
+const READ_BY_FLID = byFlidList('');
 
 // With a cache: lock first and learn each row's version, then read in full only the flights the
 // cache does not hold at that version (the pump's groups mostly touch flights it wrote itself).
@@ -72,12 +75,6 @@ const LOCK_VERSIONS = prepared(
   `SELECT f.flid, f.version FROM unnest($1::text[]) WITH ORDINALITY AS k(flid, ord)
    CROSS JOIN LATERAL (SELECT s.flid, ${rowVersion('s')} AS version
                        FROM flight_schd s WHERE s.flid = k.flid FOR UPDATE) f ORDER BY k.ord`,
-);
-const READ_BY_FLID = prepared(
-  SELECT.replace(
-    ' FROM flight_schd f',
-    ' FROM unnest($1::text[]) WITH ORDINALITY AS k(flid, ord) CROSS JOIN LATERAL (SELECT * FROM flight_schd s WHERE s.flid = k.flid) f',
-  ) + ' ORDER BY k.ord',
 );
 
 /**
