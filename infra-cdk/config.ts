@@ -306,8 +306,7 @@ export function readSettings(node: Node): MsgxSettings {
     throw new Error(`${at}.functions.timeoutSeconds.ingress must be <= 29 (API Gateway integration limit)`);
   for (const [role, n] of Object.entries(settings.functions.reservedConcurrency)) {
     // 0 would stop the function altogether; an account needs 10 unreserved, so keep these small.
-    if (!Number.isInteger(n) || (n as number) < 1)
-      throw new Error(`${at}.functions.reservedConcurrency.${role} must be a positive integer, got ${n}`);
+    if (!Number.isInteger(n) || n < 1) throw new Error(`${at}.functions.reservedConcurrency.${role} must be a positive integer, got ${n}`);
   }
   checkExisting(at, settings.existing);
 

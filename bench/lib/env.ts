@@ -9,7 +9,7 @@ import { defaultRegistry } from '../../lib/app/registry.ts';
 import type { Db } from '../../lib/db/db.ts';
 import type { Mailbox } from '../../lib/mailbox/mailbox.ts';
 
-export { freshMysql, freshPg, serviceUrls, type TestMysql, type TestPg } from '../../test/helpers/services.ts';
+export { freshMysql, freshPg, serviceUrls, type TestPg } from '../../test/helpers/services.ts';
 
 export const randomName = (prefix: string) => `${prefix}.${Date.now().toString(36)}.${randomBytes(3).toString('hex')}`;
 

@@ -42,7 +42,7 @@ const handle = async (rec: Parameters<typeof points.handle>[0]) => {
   const r = await points.handle(rec);
   console.log(`points: ${r.applied ? 'credited' : 'duplicate, acked again'} ${r.txId}`);
 };
-const stop = brokers.length
+const stop: () => void | Promise<void> = brokers.length
   ? await consumeKafka(brokers, topic, handle)
   : tailFileSink(env.MSGX_EVENTS_DIR ?? '.msgx/events', topic, handle);
 

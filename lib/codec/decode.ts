@@ -1,10 +1,10 @@
-import { CodecError, MalformedError, ProtocolError } from '../shared/errors.ts';
+import { MalformedError, ProtocolError } from '../shared/errors.ts';
 import { localTimeToDate } from '../shared/time.ts';
 import { decodeFlight, text } from './flight.ts';
 import { type DecodedMessage, identityOf, type Meta, type Payload } from './message.ts';
-import { checkWellFormed, child, DEFAULT_LIMITS, parseXml, precheck, type XmlLimits, type XmlNode, type XmlValue } from './xml.ts';
+import { checkWellFormed, child, DEFAULT_LIMITS, parseXml, type XmlLimits, type XmlNode, type XmlValue } from './xml.ts';
 
-export { checkWellFormed, DEFAULT_LIMITS, precheck };
+export { checkWellFormed, DEFAULT_LIMITS };
 
 /**
  * Text → DecodedMessage. Not well-formed or hostile input → MalformedError; a known element in a
@@ -111,5 +111,3 @@ function optionalText(nodes: XmlNode[], name: string, where: string): string | u
 function flightsOf(body: XmlNode[], where: string) {
   return body.filter((n) => n[0] === 'FLIGHT').map(([, v], i) => decodeFlight(v, `${where}/FLIGHT[${i + 1}]`));
 }
-
-export { CodecError };

@@ -6,9 +6,6 @@
 /** Scalars holding airport local times `yyyyMMddHHmmss`; also stored as timestamptz. */
 export const TIME_SCALARS = ['SOBT', 'SIBT', 'EOBT', 'EIBT', 'ETOT', 'ATOT', 'ELDT', 'ALDT', 'AIBT', 'AOBT', 'BORD', 'GTCL'] as const;
 
-/** Plain text scalars (codes, flags, numbers kept as text). */
-export const TEXT_SCALARS = ['AWCD', 'FLNO', 'FLTK', 'ADID', 'ACTP', 'ACNO', 'TERM', 'STAT', 'CANX', 'DIVT', 'RETN'] as const;
-
 /** Every known scalar in the order the read API and events list them (after FLID, OPDY). */
 export const SCALARS = [
   'AWCD',

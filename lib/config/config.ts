@@ -306,6 +306,6 @@ function assertSafeForRuntime(c: Config): void {
   if (!c.pgUrl) problems.push('MSGX_PG_URL: required in the cloud (the embedded PGlite database is for the twin only)');
   // Kafka and the mailbox are bound only to the functions that use them (docs/deploy.md): the
   // poller has no brokers, the dispatcher no mailbox. Their twin stand-ins are refused where they
-  // would be used instead (lib/outbox/publishers/index.ts, lib/outbox/topics.ts, lib/mailbox/open.ts).
+  // would be used instead (lib/outbox/publishers/build.ts, lib/outbox/topics.ts, lib/mailbox/open.ts).
   if (problems.length) throw new ConfigError(`unsafe configuration for the cloud:\n  ${problems.join('\n  ')}`);
 }

@@ -10,7 +10,6 @@ export function parseDuration(text: string): number {
 }
 
 export const positiveInt = (dflt: number) => z.coerce.number().int().positive().default(dflt);
-export const nonNegativeInt = (dflt: number) => z.coerce.number().int().nonnegative().default(dflt);
 
 /**
  * A duration setting. Intervals, timeouts and backoffs must be positive (a zero poll

@@ -30,9 +30,6 @@ export function secretsManagerReader(config: SecretsManagerClientConfig = {}): R
   };
 }
 
-/** The AWS Parameters and Secrets Lambda Extension's default port (PARAMETERS_SECRETS_EXTENSION_HTTP_PORT). */
-export const SECRETS_EXTENSION_PORT = 2773;
-
 /**
  * The AWS Parameters and Secrets Lambda Extension: a local HTTP server in the Lambda environment
  * that reads secrets with the function's role and caches them (SECRETS_MANAGER_TTL). GET

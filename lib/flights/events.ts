@@ -13,7 +13,8 @@ export const MSG_EVENT = {
 /** Event types on msgx.schd (compacted: latest whole state per FLID, null on delete). */
 export const SCHD_EVENT = { upsert: 'UPSERT', tombstone: 'TOMBSTONE' } as const;
 
-export const EVENT_VERSION = 1;
+/** The `v` of every event value: consumers branch on it when the shape changes (docs/events.md). */
+const EVENT_VERSION = 1;
 
 /** One msgx.msg event and one msgx.schd upsert or tombstone for a flight that changed. */
 export function flightEvents(
@@ -31,7 +32,7 @@ export function flightEvents(
       target: 'msg',
       type,
       value: {
-        v: 1,
+        v: EVENT_VERSION,
         type,
         flid: f.flid,
         opdy: f.operationDay,
@@ -43,7 +44,7 @@ export function flightEvents(
     },
     change.deleted
       ? { ...common, target: 'schd', type: SCHD_EVENT.tombstone, value: null }
-      : { ...common, target: 'schd', type: SCHD_EVENT.upsert, value: { v: 1, ...flight } },
+      : { ...common, target: 'schd', type: SCHD_EVENT.upsert, value: { v: EVENT_VERSION, ...flight } },
   ];
 }
 
@@ -63,7 +64,7 @@ export function purgeEvents(f: FlightState, now: Date): NewEvent[] {
       target: 'msg',
       type: MSG_EVENT.purged,
       value: {
-        v: 1,
+        v: EVENT_VERSION,
         type: MSG_EVENT.purged,
         flid: f.flid,
         opdy: f.operationDay,

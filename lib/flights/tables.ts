@@ -1,5 +1,5 @@
 import type { Item } from '../codec/message.ts';
-import { ITEM_TIMES, type ResourceKind, SCALARS, TIME_SCALARS } from '../codec/vocabulary.ts';
+import { type ResourceKind, SCALARS, TIME_SCALARS } from '../codec/vocabulary.ts';
 import { child } from '../codec/xml.ts';
 import { localTimeToDate } from '../shared/time.ts';
 
@@ -101,5 +101,3 @@ export function toInstant(text: string | null | undefined, tz: string): Date | n
     return null;
   }
 }
-
-export { ITEM_TIMES };

@@ -82,7 +82,7 @@ async function replayEvents(req: HttpRequest, body: Record<string, unknown>, db:
   if (!ids && !body.target) throw new RequestError(400, 'invalid_request', 'body: name a target or a non-empty list of ids');
   const r = await replayDeadEvents(
     db,
-    { ids: ids as number[] | undefined, target: body.target as string | undefined, dryRun: body.dryRun === true, actor: actorOf(req) },
+    { ids: ids as number[] | undefined, target: body.target, dryRun: body.dryRun === true, actor: actorOf(req) },
     { now },
   );
   // Same shape as the proc replay, so the console and CLI render both alike.

@@ -1,4 +1,4 @@
-import { buildPublishers, closePublishers } from '../outbox/publishers/index.ts';
+import { buildPublishers, closePublishers } from '../outbox/publishers/build.ts';
 import type { RoleFactory } from '../app/role.ts';
 import { dispatcherRole } from './roles.ts';
 

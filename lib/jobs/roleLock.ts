@@ -5,8 +5,6 @@ import type { Db, Session } from '../db/db.ts';
  * at a time, a second exits at once. The lock lives on a dedicated session with server-side TCP
  * keepalives and timeouts (see PgDb), so a killed worker's lock is free again within seconds.
  */
-export type Role = 'pump' | 'poller' | 'dispatcher' | 'sweep';
-
 export const roleLockKey = (role: string) => `msgx:role:${role}`;
 
 export interface HeldLock {

@@ -20,7 +20,6 @@ import { txmsgDeadHook, txmsgRetryHook, txmsgSentHook } from '../txmsg/hooks.ts'
 import { redeliverOnce } from '../txmsg/redeliver.ts';
 import type { ScheduledRole } from '../app/catalogue.ts';
 import type { RoleFactory, RoleSpec } from '../app/role.ts';
-import type { StepResult } from './worker.ts';
 
 // RoleSpec is defined with the rest of the role contract (lib/app/role.ts); still importable here.
 export type { RoleSpec } from '../app/role.ts';

@@ -44,8 +44,8 @@ type ErrLike = Error & { type?: string; code?: string | number; retriable?: bool
 export function causeChain(err: unknown): ErrLike[] {
   const out: ErrLike[] = [];
   let e: unknown = err;
-  while (e instanceof Error && out.length < 8 && !out.includes(e as ErrLike)) {
-    out.push(e as ErrLike);
+  while (e instanceof Error && out.length < 8 && !out.includes(e)) {
+    out.push(e);
     e = (e as ErrLike).cause;
   }
   return out;

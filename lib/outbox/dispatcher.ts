@@ -12,8 +12,8 @@ import type { DispatchContext, DispatchOptions, Publisher } from './types.ts';
 
 // Importers reach the relay through this file (lib/jobs/roles.ts, the tests).
 export { topicForTarget } from './publish.ts';
-export type { DispatchReport, TargetReport } from './report.ts';
-export type { DispatchContext, DispatchOptions, OutcomeHook, SentEvent } from './types.ts';
+export type { DispatchReport } from './report.ts';
+export type { DispatchContext, DispatchOptions, SentEvent } from './types.ts';
 
 /*
  * The outbox relay (issue 4, docs/outbox.md "Delivery semantics"). One round = for every target with open

@@ -1,6 +1,6 @@
 import type { Queryable } from '../db/db.ts';
 import { prepared } from '../db/prepared.ts';
-import type { BackfillMark, Mailbox } from '../mailbox/mailbox.ts';
+import type { BackfillMark } from '../mailbox/mailbox.ts';
 import type { AppContext } from '../app/context.ts';
 import { backoffMs } from '../shared/backoff.ts';
 
@@ -151,5 +151,3 @@ export function noteFor(status: string, errorClass: string | null, detail: strin
 }
 
 const toMark = (t: TodoRow): BackfillMark => ({ id: t.msg_id, status: t.proc_status, note: t.proc_note, processedAt: t.processed_at });
-
-export type { Mailbox };

@@ -151,7 +151,7 @@ function lazySavepoint(tx: Queryable) {
         }
         return tx.query<T>(sql, params);
       },
-    } as Queryable,
+    },
     release: async () => {
       if (taken) await tx.query('RELEASE SAVEPOINT msgx_msg');
     },

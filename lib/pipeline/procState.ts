@@ -102,7 +102,7 @@ export async function readHead(q: Queryable, limit: number): Promise<{ paused: b
   return {
     paused,
     heldBack: held == null ? null : Number(held),
-    rows: r.rows.filter((row) => row.msg_id !== null).map(({ paused: _p, held: _h, ...row }) => row as OpenRow),
+    rows: r.rows.filter((row) => row.msg_id !== null).map(({ paused: _p, held: _h, ...row }) => row),
   };
 }
 
@@ -138,7 +138,7 @@ export async function lockOpen(
     [ids, identities],
   );
   const locked = new Map<number, OpenRow>();
-  for (const { holders: _h, ...row } of r.rows) if (row.msg_id !== null) locked.set(row.msg_id, row as OpenRow);
+  for (const { holders: _h, ...row } of r.rows) if (row.msg_id !== null) locked.set(row.msg_id, row);
   return { locked, holders: new Map(r.rows[0]?.holders ?? []) };
 }
 

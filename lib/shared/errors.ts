@@ -35,10 +35,6 @@ export class InfraError extends MsgxError {
   readonly errorClass = 'INFRA' as const;
   readonly retriable = true;
 }
-export class ExhaustedError extends MsgxError {
-  readonly errorClass = 'EXHAUSTED' as const;
-  readonly retriable = false;
-}
 
 /** Anything that is not one of ours (a driver error, a TypeError) is treated as INFRA. */
 export function asMsgxError(err: unknown): MsgxError {

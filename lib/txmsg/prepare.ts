@@ -62,7 +62,7 @@ export async function prepare(
     return { earlierId: undefined, row };
   });
   if (outcome.row) return { row: outcome.row, created: true };
-  const row = await findMessage(ctx.db, outcome.earlierId!);
+  const row = await findMessage(ctx.db, outcome.earlierId);
   if (!row) throw new Error(`Idempotency-Key ${idempotencyKey} points at missing message ${outcome.earlierId}`);
   return { row, created: false };
 }

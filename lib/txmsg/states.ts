@@ -35,5 +35,3 @@ export const TX_TRANSITIONS: Readonly<Record<TxStatus, Partial<Record<TxEvent, T
 export function nextStatus(from: TxStatus, event: TxEvent): TxStatus | undefined {
   return TX_TRANSITIONS[from][event];
 }
-
-export const isTxStatus = (s: string): s is TxStatus => (TX_STATUSES as readonly string[]).includes(s);

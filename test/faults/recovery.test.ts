@@ -202,8 +202,8 @@ async function scenario(name: string, fault: (feed: Feed) => Promise<void>): Pro
   const explain = async (err: unknown) => {
     throw new Error(`${(err as Error).message}: ${JSON.stringify(await progress(run))}; logs in ${roles.logDir}`);
   };
-  const ms = await recovered!.catch(explain);
-  const caughtUpMs = await caughtUpAt!.catch(explain);
+  const ms = await recovered.catch(explain);
+  const caughtUpMs = await caughtUpAt.catch(explain);
   measured[name] = ms;
   const failures = roles.failures.filter((f) => f.at >= since);
   console.log(

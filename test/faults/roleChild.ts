@@ -47,7 +47,7 @@ const log: Log = {
     reportFailure(String(typeof message === 'string' ? message : JSON.stringify(message)), first?.error ?? first);
     (logger.error as (...a: unknown[]) => void)(message, ...extra);
   },
-} as Log;
+};
 const ctx = await buildContext(config, { poolSize: 4, statementTimeoutMs: 30_000, log });
 
 const spec = await localRole(ctx, role, localPorts());

@@ -199,7 +199,7 @@ export async function waitFor<T>(
   while (Date.now() < deadline) {
     try {
       const v = await check();
-      if (v) return v as NonNullable<T>;
+      if (v) return v;
     } catch (err) {
       last = err;
     }

@@ -71,8 +71,8 @@ function launch(env: NodeJS.ProcessEnv, cwd: string, port: string): Twin & { exi
   const child = spawn(process.execPath, ['--import', tsx, join(ROOT, 'lib/twin/main.ts')], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
   running.add(child);
   let output = '';
-  child.stdout!.on('data', (d) => (output += d));
-  child.stderr!.on('data', (d) => (output += d));
+  child.stdout.on('data', (d) => (output += d));
+  child.stderr.on('data', (d) => (output += d));
   const exited = once(child, 'exit').then(([code]) => {
     running.delete(child);
     return code as number | null;

@@ -117,7 +117,7 @@ describe('history sweep', () => {
           }),
         ),
     };
-    await expect(historySweep({ db: crashing as typeof pg.db, config, clock })).rejects.toThrow('killed');
+    await expect(historySweep({ db: crashing, config, clock })).rejects.toThrow('killed');
     expect(await count('flight_schd')).toBe(2);
     expect(await count('flight_hst')).toBe(0);
     await historySweep({ db: pg.db, config, clock });

@@ -36,10 +36,10 @@ it('2,000 flights and 20,000 FLOPs match the in-memory model, and schd events ho
   const flids = Array.from({ length: FLIGHTS }, (_, i) => String(100000 + i));
 
   // The plan.
-  const planFlights = flids.map((id) => ({ FLID: id, OPDY: DAY, AWCD: 'CZ', FLNO: id.slice(-4), STAT: 'SCH' }) as Fields);
+  const planFlights = flids.map((id) => ({ FLID: id, OPDY: DAY, AWCD: 'CZ', FLNO: id.slice(-4), STAT: 'SCH' }));
   for (const f of planFlights) {
     const json: Record<string, unknown> = { ...f, ...Object.fromEntries(RESOURCE_KINDS.map((k) => [k, []])), status: 'ACTIVE' };
-    model.set(f.FLID as string, { json, version: 1 });
+    model.set(f.FLID, { json, version: 1 });
   }
   const texts = [schd('DNLD', { seqn: 1, dttm: '20261129050000', opdy: DAY, flights: planFlights.map(flight) })];
   /** Per FLOP (in mailbox order): whether the model says it changes its flight. */

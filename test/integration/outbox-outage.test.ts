@@ -110,7 +110,7 @@ describe('the broker stops and comes back', () => {
         pipeline: { backlog: 0, head: null, byStatus: {}, deadByClass: {} },
         events: backlog,
         ...problems,
-      } as never);
+      });
       expect(text).toMatch(new RegExp(`${target.replaceAll('.', '\\.')}.*STALLED \\d+s`));
 
       await startKafka(inst);

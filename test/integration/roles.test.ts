@@ -5,7 +5,6 @@ import { tryRoleLock } from '../../lib/jobs/roleLock.ts';
 import { pumpRole } from '../../lib/jobs/roles.ts';
 import { runWorker, type WorkerSummary } from '../../lib/jobs/worker.ts';
 import { superviseRole } from '../../lib/app/localRoles.ts';
-import type { Db } from '../../lib/db/db.ts';
 import { type Log, silentLog } from '../../lib/observability/logger.ts';
 import { backfillSweep } from '../../lib/pipeline/backfill.ts';
 import { systemClock } from '../../lib/shared/clock.ts';
@@ -132,7 +131,7 @@ describe('role locks and killed workers', () => {
         const v = Reflect.get(target, key, target) as unknown;
         return typeof v === 'function' ? v.bind(target) : v;
       },
-    }) as Db;
+    });
     const errors: string[] = [];
     const ctx = {
       ...makeContext({ db, mailbox: my.mailbox, clock: systemClock, env: { MSGX_POLL_INTERVAL_MS: '20' } }),

@@ -5,7 +5,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { flight, flop, schd } from '../fixtures/messages/build.ts';
 import { fileSink } from '../helpers/fileSink.ts';
 import { waitFor } from '../helpers/services.ts';
-import { killTwins, spawnTwin, startTwin, type Twin } from '../helpers/twinChild.ts';
+import { killTwins, spawnTwin, startTwin } from '../helpers/twinChild.ts';
 
 /**
  * The twin on its embedded default (`npm start`: PGlite under .msgx/, mailbox tables in it, file

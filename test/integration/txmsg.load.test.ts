@@ -116,7 +116,10 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  for (const s of servers) (s.closeAllConnections?.(), s.close());
+  for (const s of servers) {
+    s.closeAllConnections?.();
+    s.close();
+  }
   await pool?.end();
   await pgdb?.drop();
 });

@@ -10,7 +10,7 @@ import { Router } from '../../lib/http/router.ts';
 import { silentLog } from '../../lib/observability/logger.ts';
 import { FakeClock, systemClock, type Clock } from '../../lib/shared/clock.ts';
 import type { AppContext } from '../../lib/app/context.ts';
-import { TxMessageClient, TxRejectedError, TxUnavailableError } from '../../lib/txmsg/client.ts';
+import { TxMessageClient, TxUnavailableError } from '../../lib/txmsg/client.ts';
 import { archiveConsumed } from '../../lib/txmsg/archive.ts';
 import { checkBackOnce } from '../../lib/txmsg/checkBack.ts';
 import { deadTxMessages } from '../../lib/txmsg/dead.ts';
@@ -171,7 +171,7 @@ async function api(method: string, path: string, body?: unknown, headers: Record
     headers: { 'content-type': 'application/json', ...headers },
     body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
   });
-  return { status: res.status, body: (await res.json()) as any };
+  return { status: res.status, body: await res.json() };
 }
 
 const prepareBody = (extra: Record<string, unknown> = {}) => ({
@@ -201,7 +201,10 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  for (const s of servers) (s.closeAllConnections?.(), s.close());
+  for (const s of servers) {
+    s.closeAllConnections?.();
+    s.close();
+  }
   await pool?.end();
   await pgdb?.drop();
 });
@@ -407,7 +410,10 @@ describe('actions on every state', () => {
     const id = (await api('POST', '/v1/tx-messages', prepareBody({ checkAfterMs: 0 }))).body.id as string;
     const kill = async () => {
       checkOverride = (_req, res) => (res.writeHead(200).end('{"status":"UNKNOWN"}'), true);
-      for (let i = 0; i < 3; i++) (await checkBackOnce(ctx), clock.advance(60_000));
+      for (let i = 0; i < 3; i++) {
+        await checkBackOnce(ctx);
+        clock.advance(60_000);
+      }
       checkOverride = undefined;
     };
     switch (state) {

@@ -28,7 +28,7 @@ const dataDir = mkdtempSync(join(tmpdir(), 'msgx-npm-start-'));
 const started: ChildProcess[] = [];
 
 afterAll(() => {
-  for (const c of started) groupAlive(c) && process.kill(-c.pid!, 'SIGKILL');
+  for (const c of started) if (groupAlive(c)) process.kill(-c.pid!, 'SIGKILL');
   rmSync(dataDir, { recursive: true, force: true });
 });
 
@@ -64,8 +64,8 @@ async function npmStart(port: number): Promise<Run> {
   });
   started.push(child);
   let output = '';
-  child.stdout!.on('data', (d) => (output += d));
-  child.stderr!.on('data', (d) => (output += d));
+  child.stdout.on('data', (d) => (output += d));
+  child.stderr.on('data', (d) => (output += d));
   const base = `http://127.0.0.1:${port}`;
   await waitFor(async () => (await fetch(`${base}/health`)).status === 200, {
     timeoutMs: 150_000,

@@ -358,10 +358,10 @@ describe('leases', () => {
     let failMark = true;
     const flaky = {
       kind: db.kind,
-      query: (async (sql: string, params?: unknown[]) => {
+      query: async (sql: string, params?: unknown[]) => {
         if (failMark && sql.includes('msgx_outbox_mark')) throw new Error('connection terminated');
         return db.query(sql, params);
-      }) as Db['query'],
+      },
       tx: db.tx.bind(db),
       listen: db.listen.bind(db),
       session: db.session.bind(db),

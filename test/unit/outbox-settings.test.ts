@@ -3,13 +3,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { loadConfig } from '../../lib/config/config.ts';
-import {
-  buildPublishers,
-  FileSinkPublisher,
-  KafkaPublisher,
-  WebhookPublisher,
-  ENFORCED_PRODUCER,
-} from '../../lib/outbox/publishers/index.ts';
+import { buildPublishers } from '../../lib/outbox/publishers/build.ts';
+import { FileSinkPublisher } from '../../lib/outbox/publishers/file.ts';
+import { ENFORCED_PRODUCER, KafkaPublisher } from '../../lib/outbox/publishers/kafka.ts';
+import { WebhookPublisher } from '../../lib/outbox/publishers/webhook.ts';
 import { backoffMs, deliverySettingsFor } from '../../lib/outbox/settings.ts';
 import { topicForTarget } from '../../lib/outbox/dispatcher.ts';
 import { FakeClock } from '../../lib/shared/clock.ts';

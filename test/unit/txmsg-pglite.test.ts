@@ -3,7 +3,6 @@ import { loadConfig } from '../../lib/config/config.ts';
 import { migrate } from '../../lib/db/migrate.ts';
 import { PgliteDb } from '../../lib/db/pglite.ts';
 import { Router } from '../../lib/http/router.ts';
-import type { HttpRequest } from '../../lib/http/types.ts';
 import { silentLog } from '../../lib/observability/logger.ts';
 import { FakeClock } from '../../lib/shared/clock.ts';
 import type { AppContext } from '../../lib/app/context.ts';
@@ -31,7 +30,7 @@ const call = (method: string, path: string, body?: unknown, headers: Record<stri
       body: body === undefined ? '' : JSON.stringify(body),
       params: {},
       isAdmin: true,
-    } as HttpRequest,
+    },
     ctx,
   );
 

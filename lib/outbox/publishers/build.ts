@@ -8,11 +8,6 @@ import { FileSinkPublisher } from './file.ts';
 import { KafkaPublisher } from './kafka.ts';
 import { WebhookPublisher } from './webhook.ts';
 
-export { FileSinkPublisher } from './file.ts';
-export { ENFORCED_PRODUCER, KafkaPublisher } from './kafka.ts';
-export { SIGNATURE_HEADER, signBody, WebhookPublisher } from './webhook.ts';
-export type { OutRecord, Publisher, PublishResult } from '../types.ts';
-
 /**
  * The publishers every target fans out to: Kafka when brokers are configured, else the file sink
  * under `<MSGX_DATA_DIR>/events/`; plus one webhook per MSGX_FANOUT_WEBHOOKS entry.
