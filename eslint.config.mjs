@@ -94,6 +94,24 @@ const SURFACES = {
 /** Domains sit below the runners: they never import lib/jobs, lib/twin, lib/cli or lib/app (but its AppContext type and the role contract). */
 const belowRunners = ['audit', 'codec', 'config', 'db', 'flights', 'mailbox', 'observability', 'outbox', 'pipeline', 'requests', 'txmsg'];
 
+/** The type-aware correctness rules (lint-rules.test.ts turns them off to lint probe files that are not on disk). */
+export const TYPE_AWARE_RULES = {
+  '@typescript-eslint/await-thenable': 'error',
+  '@typescript-eslint/no-floating-promises': 'error',
+  '@typescript-eslint/no-misused-promises': ['error', { checksVoidReturn: { arguments: false } }],
+  '@typescript-eslint/no-unnecessary-type-assertion': 'error',
+  // A caught `unknown` passed on as it came is fine; a string or a plain object thrown is not.
+  '@typescript-eslint/only-throw-error': ['error', { allowThrowingUnknown: true, allowThrowingAny: true }],
+  '@typescript-eslint/prefer-promise-reject-errors': ['error', { allowThrowingUnknown: true, allowThrowingAny: true }],
+  '@typescript-eslint/no-unused-vars': [
+    'error',
+    { argsIgnorePattern: '^_', varsIgnorePattern: '^_', destructuredArrayIgnorePattern: '^_', ignoreRestSiblings: true },
+  ],
+  '@typescript-eslint/no-unused-expressions': 'error',
+  '@typescript-eslint/no-explicit-any': 'error',
+  'prefer-const': ['error', { ignoreReadBeforeAssign: true }],
+};
+
 export default tseslint.config(
   { ignores: ['node_modules/**', 'cdk.out/**', 'dist/**', 'coverage/**', '.services/**'] },
   {
@@ -181,22 +199,7 @@ export default tseslint.config(
     ignores: ['lib/http/console/src/**'],
     languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
     plugins: { '@typescript-eslint': tseslint.plugin },
-    rules: {
-      '@typescript-eslint/await-thenable': 'error',
-      '@typescript-eslint/no-floating-promises': 'error',
-      '@typescript-eslint/no-misused-promises': ['error', { checksVoidReturn: { arguments: false } }],
-      '@typescript-eslint/no-unnecessary-type-assertion': 'error',
-      // A caught `unknown` passed on as it came is fine; a string or a plain object thrown is not.
-      '@typescript-eslint/only-throw-error': ['error', { allowThrowingUnknown: true, allowThrowingAny: true }],
-      '@typescript-eslint/prefer-promise-reject-errors': ['error', { allowThrowingUnknown: true, allowThrowingAny: true }],
-      '@typescript-eslint/no-unused-vars': [
-        'error',
-        { argsIgnorePattern: '^_', varsIgnorePattern: '^_', destructuredArrayIgnorePattern: '^_', ignoreRestSiblings: true },
-      ],
-      '@typescript-eslint/no-unused-expressions': 'error',
-      '@typescript-eslint/no-explicit-any': 'error',
-      'prefer-const': ['error', { ignoreReadBeforeAssign: true }],
-    },
+    rules: TYPE_AWARE_RULES,
   },
   // Tests may cast a parsed answer to `any` to reach into it.
   { files: ['test/**/*.ts'], rules: { '@typescript-eslint/no-explicit-any': 'off' } },
