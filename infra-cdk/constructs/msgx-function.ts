@@ -1,6 +1,6 @@
-import { cpSync, existsSync } from 'node:fs';
+import { cpSync, existsSync, rmSync } from 'node:fs';
 import { join, relative } from 'node:path';
-import { Annotations, AssetHashType, Aws, DockerImage, Duration, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
+import { Annotations, Aws, Duration, RemovalPolicy, Stack, Stage, Validations } from 'aws-cdk-lib';
 import type * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
@@ -37,6 +37,20 @@ const SECRETS_EXTENSION = lambda.ParamsAndSecretsLayerVersion.fromVersion(lambda
 
 /** Folder of the bundle inside the Lambda (`/var/task`); migrations are copied beside it. */
 const TASK_ROOT = '/var/task';
+
+/**
+ * One function's bundle in `dir` (emptied first): its entry's code by infra-cdk/bundle.ts (the
+ * same definition `npm run bench` measures), and the files only that function reads at run time —
+ * the migrations for migrate; for the ingress the console's static files and app.js built from its
+ * TypeScript (lib/http/consoleRoutes.ts serves ./console/ beside the running module: no sources,
+ * no esbuild).
+ */
+function bundleRole(repoRoot: string, role: FunctionRole, dir: string, target: string): void {
+  rmSync(dir, { recursive: true, force: true });
+  bundleFunctionSync({ repoRoot, fn: role, outdir: dir, target, sourcemap: true });
+  if (role === 'migrate') cpSync(join(repoRoot, 'migrations'), join(dir, 'migrations'), { recursive: true });
+  if (role === 'ingress') bundleConsoleSync(repoRoot, join(dir, 'console'));
+}
 
 export interface MsgxFunctionProps {
   role: FunctionRole;
@@ -127,7 +141,7 @@ export class MsgxFunction extends Construct {
       environment: {
         ...props.environment,
         MSGX_RUNTIME: 'lambda',
-        MSGX_MIGRATIONS_DIR: `${TASK_ROOT}/migrations`,
+        ...(props.role === 'migrate' ? { MSGX_MIGRATIONS_DIR: `${TASK_ROOT}/migrations` } : {}),
         POWERTOOLS_SERVICE_NAME: 'msgx',
         POWERTOOLS_METRICS_NAMESPACE: 'msgx',
         // Node 20+ runtimes ship the RDS CA bundle here but do not load it unless asked; the
@@ -147,27 +161,14 @@ export class MsgxFunction extends Construct {
     }
 
     if (this.bundled) {
-      const repoRoot = props.repoRoot;
       const target = props.runtime.replace('nodejs', 'node').replace('.x', '');
-      // Bundled locally by infra-cdk/bundle.ts (the same definition `npm run bench` measures):
-      // ESM for the runtime's Node, without the twin's code. Hashed by output, like NodejsFunction.
-      const code = lambda.Code.fromAsset(repoRoot, {
-        assetHashType: AssetHashType.OUTPUT,
-        bundling: {
-          image: DockerImage.fromRegistry('public.ecr.aws/sam/build-nodejs22.x'),
-          local: {
-            tryBundle(outputDir: string) {
-              bundleFunctionSync({ repoRoot, fn: props.role, outdir: outputDir, target, sourcemap: true });
-              // Files the code reads at run time: the migrations, and the console — its static files
-              // and app.js built from its TypeScript (lib/http/consoleRoutes.ts looks for ./console/
-              // beside the running module and serves the prebuilt app.js there: no sources, no esbuild).
-              cpSync(join(repoRoot, 'migrations'), join(outputDir, 'migrations'), { recursive: true });
-              bundleConsoleSync(repoRoot, join(outputDir, 'console'));
-              return true;
-            },
-          },
-        },
-      });
+      // Bundled before CDK sees it, into a folder of its own: the asset is that folder, hashed by
+      // its content. (A `bundling.local.tryBundle` hook cannot tell functions apart: CDK's asset
+      // cache keys bundling options by their JSON, which drops the function, so every function
+      // would get the first one's bundle.)
+      const dir = join(Stage.of(this)!.outdir, '.msgx-bundles', props.role);
+      bundleRole(props.repoRoot, props.role, dir, target);
+      const code = lambda.Code.fromAsset(dir);
       this.fn = new lambda.Function(this, 'Fn', { ...common, handler: 'index.handler', code });
     } else {
       this.fn = new lambda.Function(this, 'Fn', {
