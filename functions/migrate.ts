@@ -1,19 +1,38 @@
-import { migrate } from '../lib/db/migrate.ts';
+import type { Context } from 'aws-lambda';
+import { openMigrated } from '../lib/app/buildContext.ts';
 import { ensureAppUser } from '../lib/db/appUser.ts';
 import { appUserFromSecret } from '../lib/config/secrets.ts';
-import { lambdaContext } from '../lib/jobs/coldStart.ts';
+import { LAMBDA_STATEMENT_TIMEOUT_MS, lambdaConfig } from '../lib/jobs/coldStart.ts';
+import { createLogger } from '../lib/observability/logger.ts';
 import { topicForTarget } from '../lib/outbox/publish.ts';
 import { ensureTopics } from '../lib/outbox/topics.ts';
 
-/** Deploy-time trigger: apply pending migrations, grant the functions' user, create the topics. */
-export async function handler(): Promise<{ applied: string[]; alreadyApplied: number; topicsCreated: string[] }> {
-  const ctx = await lambdaContext();
-  const result = await migrate(ctx.db, { onProgress: (name, i, n) => ctx.log.info(`migration ${i}/${n} applied`, { name }) });
-  const appUser = await appUserFromSecret(process.env);
-  if (appUser) ctx.log.info('functions user ready', { user: appUser.username, ...(await ensureAppUser(ctx.db, appUser)) });
-  // The topics producers may name (MSGX_TX_TOPICS) are created with the configured partitions too.
-  const listed = ctx.config.txmsg.topics.map((t) => topicForTarget(ctx.config, `tx:${t}`)!);
-  const topics = await ensureTopics(ctx.config, listed, { log: ctx.log });
-  ctx.log.info('deploy-time setup done', { ...result, topics });
-  return { ...result, topicsCreated: topics.created };
+/** Kept back from the invocation's time: a migration statement is cancelled before Lambda kills the run. */
+const STOP_MARGIN_MS = 20_000;
+
+/**
+ * Deploy-time trigger: apply pending migrations (on an empty database too: nothing reads msgx's
+ * tables first), grant the functions' user, create the topics. Opens what it needs and closes it:
+ * it runs once per deploy.
+ */
+export async function handler(
+  _event?: unknown,
+  lambda?: Pick<Context, 'getRemainingTimeInMillis'>,
+): Promise<{ applied: string[]; alreadyApplied: number; topicsCreated: string[] }> {
+  const { config, credentials } = await lambdaConfig();
+  const log = createLogger('msgx', config.logLevel);
+  // A migration may rewrite a large table: it may take the invocation's time, not a step's.
+  const statementTimeoutMs = Math.max(LAMBDA_STATEMENT_TIMEOUT_MS, (lambda?.getRemainingTimeInMillis() ?? 0) - STOP_MARGIN_MS);
+  const { db, result } = await openMigrated(config, { log, statementTimeoutMs, credentials });
+  try {
+    const appUser = await appUserFromSecret(process.env);
+    if (appUser) log.info('functions user ready', { user: appUser.username, ...(await ensureAppUser(db, appUser)) });
+    // The topics producers may name (MSGX_TX_TOPICS) are created with the configured partitions too.
+    const listed = config.txmsg.topics.map((t) => topicForTarget(config, `tx:${t}`)!);
+    const topics = await ensureTopics(config, listed, { log });
+    log.info('deploy-time setup done', { ...result, topics });
+    return { ...result, topicsCreated: topics.created };
+  } finally {
+    await db.close().catch(() => {});
+  }
 }

@@ -1,12 +1,12 @@
-import { cpSync, existsSync } from 'node:fs';
+import { cpSync, existsSync, rmSync } from 'node:fs';
 import { join, relative } from 'node:path';
-import { Annotations, AssetHashType, Aws, DockerImage, Duration, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
+import { Annotations, Aws, Duration, RemovalPolicy, Stack, Stage, Validations } from 'aws-cdk-lib';
 import type * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
-import { Construct } from 'constructs';
+import { Construct, type IConstruct } from 'constructs';
 import type { BundlingMode, FunctionRole, LambdaRuntime } from '../config.ts';
 import { topicArnOf } from '../stacks/messaging-stack.ts';
 import { acknowledge } from '../nag.ts';
@@ -35,8 +35,25 @@ const SECRETS_EXTENSION = lambda.ParamsAndSecretsLayerVersion.fromVersion(lambda
   logLevel: lambda.ParamsAndSecretsLogLevel.WARN,
 });
 
+/** The alias that callers invoke; it moves to a new version only after the migration. */
+export const LIVE_ALIAS = 'live';
+
 /** Folder of the bundle inside the Lambda (`/var/task`); migrations are copied beside it. */
 const TASK_ROOT = '/var/task';
+
+/**
+ * One function's bundle in `dir` (emptied first): its entry's code by infra-cdk/bundle.ts (the
+ * same definition `npm run bench` measures), and the files only that function reads at run time —
+ * the migrations for migrate; for the ingress the console's static files and app.js built from its
+ * TypeScript (lib/http/consoleRoutes.ts serves ./console/ beside the running module: no sources,
+ * no esbuild).
+ */
+function bundleRole(repoRoot: string, role: FunctionRole, dir: string, target: string): void {
+  rmSync(dir, { recursive: true, force: true });
+  bundleFunctionSync({ repoRoot, fn: role, outdir: dir, target, sourcemap: true });
+  if (role === 'migrate') cpSync(join(repoRoot, 'migrations'), join(dir, 'migrations'), { recursive: true });
+  if (role === 'ingress') bundleConsoleSync(repoRoot, join(dir, 'console'));
+}
 
 export interface MsgxFunctionProps {
   role: FunctionRole;
@@ -99,10 +116,14 @@ export class MsgxFunction extends Construct {
   readonly logGroup: logs.LogGroup;
   /** True when the real entry was bundled; false when a placeholder stands in (tests, missing file). */
   readonly bundled: boolean;
+  /** The alias every caller invokes (LIVE_ALIAS), once publishLive() made it. */
+  live?: lambda.Alias;
+  private readonly asyncMaxEventAge?: Duration;
 
   constructor(scope: Construct, id: string, props: MsgxFunctionProps) {
     super(scope, id);
     this.role = props.role;
+    this.asyncMaxEventAge = props.asyncMaxEventAge;
     const entry = functionEntry(props.repoRoot, props.role).file;
     this.logGroup = new logs.LogGroup(this, 'Logs', {
       retention: props.logRetentionDays,
@@ -121,13 +142,11 @@ export class MsgxFunction extends Construct {
       securityGroups: props.securityGroups,
       reservedConcurrentExecutions: props.reservedConcurrency,
       paramsAndSecrets: props.secretsExtension === false ? undefined : SECRETS_EXTENSION,
-      maxEventAge: props.asyncMaxEventAge,
-      retryAttempts: props.asyncMaxEventAge ? 0 : undefined,
       description: props.description,
       environment: {
         ...props.environment,
         MSGX_RUNTIME: 'lambda',
-        MSGX_MIGRATIONS_DIR: `${TASK_ROOT}/migrations`,
+        ...(props.role === 'migrate' ? { MSGX_MIGRATIONS_DIR: `${TASK_ROOT}/migrations` } : {}),
         POWERTOOLS_SERVICE_NAME: 'msgx',
         POWERTOOLS_METRICS_NAMESPACE: 'msgx',
         // Node 20+ runtimes ship the RDS CA bundle here but do not load it unless asked; the
@@ -147,27 +166,14 @@ export class MsgxFunction extends Construct {
     }
 
     if (this.bundled) {
-      const repoRoot = props.repoRoot;
       const target = props.runtime.replace('nodejs', 'node').replace('.x', '');
-      // Bundled locally by infra-cdk/bundle.ts (the same definition `npm run bench` measures):
-      // ESM for the runtime's Node, without the twin's code. Hashed by output, like NodejsFunction.
-      const code = lambda.Code.fromAsset(repoRoot, {
-        assetHashType: AssetHashType.OUTPUT,
-        bundling: {
-          image: DockerImage.fromRegistry('public.ecr.aws/sam/build-nodejs22.x'),
-          local: {
-            tryBundle(outputDir: string) {
-              bundleFunctionSync({ repoRoot, fn: props.role, outdir: outputDir, target, sourcemap: true });
-              // Files the code reads at run time: the migrations, and the console — its static files
-              // and app.js built from its TypeScript (lib/http/consoleRoutes.ts looks for ./console/
-              // beside the running module and serves the prebuilt app.js there: no sources, no esbuild).
-              cpSync(join(repoRoot, 'migrations'), join(outputDir, 'migrations'), { recursive: true });
-              bundleConsoleSync(repoRoot, join(outputDir, 'console'));
-              return true;
-            },
-          },
-        },
-      });
+      // Bundled before CDK sees it, into a folder of its own: the asset is that folder, hashed by
+      // its content. (A `bundling.local.tryBundle` hook cannot tell functions apart: CDK's asset
+      // cache keys bundling options by their JSON, which drops the function, so every function
+      // would get the first one's bundle.)
+      const dir = join(Stage.of(this)!.outdir, '.msgx-bundles', props.role);
+      bundleRole(props.repoRoot, props.role, dir, target);
+      const code = lambda.Code.fromAsset(dir);
       this.fn = new lambda.Function(this, 'Fn', { ...common, handler: 'index.handler', code });
     } else {
       this.fn = new lambda.Function(this, 'Fn', {
@@ -204,6 +210,35 @@ export class MsgxFunction extends Construct {
 
   get functionName(): string {
     return this.fn.functionName;
+  }
+
+  /**
+   * Publishes the function's code as a version and points the `live` alias at it, both only after
+   * `after` (the migration trigger) succeeded. Every caller — the API, the schedules, the
+   * ingress's kick — invokes the alias, never $LATEST: CloudFormation updates the function's code
+   * first, but new code serves only once its migration went through, and a failed migration rolls
+   * back with the old version still live. Versions are kept (CDK's default for currentVersion), so
+   * the alias can be pointed back (docs/deploy.md). Async invokes of the alias are dropped after
+   * `asyncMaxEventAge` rather than queued.
+   */
+  publishLive(after: IConstruct): lambda.Alias {
+    const version = this.fn.currentVersion;
+    version.node.addDependency(after);
+    this.live = new lambda.Alias(this, 'Live', {
+      aliasName: LIVE_ALIAS,
+      version,
+      description: `msgx ${this.role}: the version callers invoke, moved after the migration`,
+      maxEventAge: this.asyncMaxEventAge,
+      retryAttempts: this.asyncMaxEventAge ? 0 : undefined,
+    });
+    this.live.node.addDependency(after);
+    return this.live;
+  }
+
+  /** The alias; a function without one is never invoked by another resource. */
+  private liveAlias(): lambda.Alias {
+    if (!this.live) throw new Error(`msgx ${this.role}: publishLive() first, callers invoke the live alias`);
+    return this.live;
   }
 
   env(name: string, value: string): this {
@@ -291,25 +326,11 @@ export class MsgxFunction extends Construct {
     return this.env('MSGX_KAFKA_BROKERS', k.bootstrapBrokers).env('MSGX_KAFKA_SSL', '1').env('MSGX_KAFKA_IAM_REGION', stack.region);
   }
 
-  /** Let this function start `target` asynchronously (the ingress kicking the pump). */
+  /** Let this function start `target`'s live alias asynchronously (the ingress kicking the pump). */
   bindInvoke(target: MsgxFunction, envName: string): this {
-    this.fn.addToRolePolicy(new iam.PolicyStatement({ actions: ['lambda:InvokeFunction'], resources: [target.fn.functionArn] }));
-    return this.env(envName, target.fn.functionName);
-  }
-
-  /** Pause/resume: read and update exactly these schedules (and hand Scheduler its role back). */
-  bindSchedules(group: string, names: string[], scheduleArns: string[], schedulerRole: iam.IRole): this {
-    this.fn.addToRolePolicy(
-      new iam.PolicyStatement({ actions: ['scheduler:GetSchedule', 'scheduler:UpdateSchedule'], resources: scheduleArns }),
-    );
-    // UpdateSchedule re-sends the target, whose role must be passed again.
-    this.fn.addToRolePolicy(
-      new iam.PolicyStatement({
-        actions: ['iam:PassRole'],
-        resources: [schedulerRole.roleArn],
-        conditions: { StringEquals: { 'iam:PassedToService': 'scheduler.amazonaws.com' } },
-      }),
-    );
-    return this.env('MSGX_SCHEDULE_GROUP', group).env('MSGX_SCHEDULE_NAMES', names.join(','));
+    const alias = target.liveAlias();
+    this.fn.addToRolePolicy(new iam.PolicyStatement({ actions: ['lambda:InvokeFunction'], resources: [alias.functionArn] }));
+    // Lambda's Invoke takes the alias's ARN as FunctionName.
+    return this.env(envName, alias.functionArn);
   }
 }

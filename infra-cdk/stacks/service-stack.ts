@@ -128,6 +128,21 @@ export class ServiceStack extends Stack {
       if (uses.includes('kafka')) fns[role].bindKafka({ ...kafka, writeTopics: ownTopics, writePatterns: msgx.kafka.txTopicPatterns });
       if (uses.includes('signingSecret')) fns[role].bindSigningSecret(data.signingSecret);
     }
+
+    // ---- migrations at deploy time, then the new code --------------------------------------
+    // Runs after the database and the cluster exist (they are in stacks this one depends on) and
+    // again whenever the migrate bundle (code or migrations/) changes. A failure fails the deploy.
+    const migration = new triggers.Trigger(this, 'MigrateTrigger', {
+      handler: fns.migrate.fn,
+      timeout: Duration.seconds(settings.functions.timeoutSeconds.migrate),
+      invocationType: triggers.InvocationType.REQUEST_RESPONSE,
+      executeOnHandlerChange: true,
+    });
+    // Every other function's new version goes live (its `live` alias, what every caller invokes)
+    // only after the migration succeeded: nothing runs new code against an unmigrated schema.
+    for (const role of FUNCTION_ROLES) if (role !== 'migrate') fns[role].publishLive(migration);
+    const live = (role: FunctionRole) => fns[role].live!;
+
     fns.ingress.bindInvoke(fns.pump, 'MSGX_PUMP_FUNCTION_NAME');
     fns.ingress.bindInvoke(fns.poller, 'MSGX_POLLER_FUNCTION_NAME');
 
@@ -146,7 +161,7 @@ export class ServiceStack extends Stack {
     this.schedulerRole.addToPolicy(
       new iam.PolicyStatement({
         actions: ['lambda:InvokeFunction'],
-        resources: SCHEDULED_ROLES.map((r) => fns[r].fn.functionArn),
+        resources: SCHEDULED_ROLES.map((r) => live(r).functionArn),
       }),
     );
     const scheduleNames = SCHEDULED_ROLES.map((r) => `msgx-${stage}-${r}`);
@@ -158,26 +173,14 @@ export class ServiceStack extends Stack {
         scheduleGroup: this.scheduleGroup,
         description: `msgx ${role}: one worker loop ${every === 1 ? 'a minute' : `every ${every} minutes`} (runs until its budget is spent)`,
         schedule: scheduler.ScheduleExpression.rate(Duration.minutes(every)),
-        target: new LambdaTarget(fns[role].fn, this.schedulerRole),
+        target: new LambdaTarget(live(role), this.schedulerRole),
       });
     }
     this.schedules = schedules;
-    const scheduleArns = scheduleNames.map((n) =>
-      this.formatArn({ service: 'scheduler', resource: 'schedule', resourceName: `${groupName}/${n}` }),
-    );
-    // `msgx pause|resume` through the admin API disables/enables exactly these schedules.
-    fns.ingress.bindSchedules(groupName, scheduleNames, scheduleArns, this.schedulerRole);
+    // No function calls Scheduler: `msgx pause|resume` run by an operator disables/enables these
+    // schedules with the operator's own credentials (the names are this stack's outputs).
 
-    // ---- migrations at deploy time --------------------------------------------------------
-    // Runs after the database and the cluster exist (they are in stacks this one depends on) and
-    // again whenever the migrate bundle (code or migrations/) changes. A failure fails the deploy.
-    const migration = new triggers.Trigger(this, 'MigrateTrigger', {
-      handler: fns.migrate.fn,
-      timeout: Duration.seconds(settings.functions.timeoutSeconds.migrate),
-      invocationType: triggers.InvocationType.REQUEST_RESPONSE,
-      executeOnHandlerChange: true,
-    });
-    // Nothing should run against an unmigrated schema.
+    // Explicit as well as implied by the alias the schedules invoke.
     for (const role of SCHEDULED_ROLES) migration.executeBefore(schedules[role]);
 
     // ---- HTTP API -------------------------------------------------------------------------
@@ -210,7 +213,7 @@ export class ServiceStack extends Stack {
       },
     });
     // Payload 1.0 (httpMethod, path, requestContext.identity.userArn): what lib/http/apigw.ts reads.
-    const integration = new HttpLambdaIntegration('Ingress', fns.ingress.fn, {
+    const integration = new HttpLambdaIntegration('Ingress', live('ingress'), {
       payloadFormatVersion: apigwv2.PayloadFormatVersion.VERSION_1_0,
     });
     const iamAuth = new authorizers.HttpIamAuthorizer();

@@ -1,6 +1,7 @@
 import type { Config } from '../config/config.ts';
 import type { UrlSources } from '../config/secrets.ts';
-import { migrate } from '../db/migrate.ts';
+import type { Db } from '../db/db.ts';
+import { migrate, type MigrateResult } from '../db/migrate.ts';
 import { reaching } from './serviceErrors.ts';
 import { openDb } from '../db/open.ts';
 import { mailboxDdlFiles, openMailbox } from '../mailbox/open.ts';
@@ -63,6 +64,29 @@ export async function buildContext(
     throw err;
   }
   return { config, db, mailbox, clock: options.clock ?? systemClock, log, registry: defaultRegistry() };
+}
+
+/**
+ * The deploy-time migration: the database alone, migrated before anything reads msgx's tables (a
+ * new database has none), then the identity check, so a MSGX_IDENTITY_DAY_BOUNDARY that disagrees
+ * with the stored messages fails the deploy instead of every function's start. The caller closes `db`.
+ */
+export async function openMigrated(
+  config: Config,
+  options: { log: Log; clock?: Clock; statementTimeoutMs?: number; credentials?: UrlSources },
+): Promise<{ db: Db; result: MigrateResult }> {
+  const db = await openDb(config, { statementTimeoutMs: options.statementTimeoutMs, max: 2, refreshUrl: options.credentials?.pg });
+  try {
+    const result = await reaching('MSGX_PG_URL', config.pgUrl ?? '', async () => {
+      const r = await migrate(db, { onProgress: (name, i, n) => options.log.info(`migration ${i}/${n} applied`, { name }) });
+      await checkIdentityMode(db, config.pipeline.identityDayBoundary, (options.clock ?? systemClock).now());
+      return r;
+    });
+    return { db, result };
+  } catch (err) {
+    await db.close().catch(() => {});
+    throw err;
+  }
 }
 
 export async function closeContext(ctx: AppContext): Promise<void> {

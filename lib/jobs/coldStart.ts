@@ -1,6 +1,6 @@
 import type { Context } from 'aws-lambda';
-import { loadConfig } from '../config/config.ts';
-import { lambdaSecretReader, type ReadSecret, resolveSecretEnv, urlSources } from '../config/secrets.ts';
+import { type Config, loadConfig } from '../config/config.ts';
+import { lambdaSecretReader, type ReadSecret, resolveSecretEnv, type UrlSources, urlSources } from '../config/secrets.ts';
 import type { AppContext } from '../app/context.ts';
 import { buildContext } from '../app/buildContext.ts';
 import type { ScheduledRole } from '../app/catalogue.ts';
@@ -48,16 +48,22 @@ export function configureLambda(o: { readSecret?: ReadSecret; metrics?: MetricsS
  */
 export function lambdaContext(): Promise<AppContext> {
   contextPromise ??= (async () => {
-    const read = (readSecret ??= lambdaSecretReader(process.env));
-    const env = await resolveSecretEnv(process.env, read);
-    const config = loadConfig({ ...env, MSGX_RUNTIME: 'lambda' });
-    return buildContext(config, {
-      statementTimeoutMs: LAMBDA_STATEMENT_TIMEOUT_MS,
-      credentials: urlSources(process.env, read, { fresh: true }),
-    });
+    const { config, credentials } = await lambdaConfig();
+    return buildContext(config, { statementTimeoutMs: LAMBDA_STATEMENT_TIMEOUT_MS, credentials });
   })();
   contextPromise.catch(() => (contextPromise = undefined));
   return contextPromise;
+}
+
+/**
+ * The function's configuration alone: secrets resolved (see lambdaContext), validated. What the
+ * deploy-time migration starts from; it needs the database, not the context built over it.
+ */
+export async function lambdaConfig(): Promise<{ config: Config; credentials: UrlSources }> {
+  const read = (readSecret ??= lambdaSecretReader(process.env));
+  const env = await resolveSecretEnv(process.env, read);
+  const config = loadConfig({ ...env, MSGX_RUNTIME: 'lambda' });
+  return { config, credentials: urlSources(process.env, read, { fresh: true }) };
 }
 
 /**

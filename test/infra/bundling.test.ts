@@ -10,10 +10,9 @@ import { REPO_ROOT } from '../../infra-cdk/build.ts';
 import { type BundlingMode, FUNCTION_ROLES, type FunctionRole } from '../../infra-cdk/config.ts';
 import { MsgxFunction } from '../../infra-cdk/constructs/msgx-function.ts';
 import { bundleBytes, bundleFunction } from '../../infra-cdk/bundle.ts';
-import { buildConsoleScript } from '../../lib/http/console/build.ts';
 
-function oneFunction(role: FunctionRole, repoRoot: string, bundling: BundlingMode, outdir?: string) {
-  const app = new App(outdir ? { outdir } : {});
+function oneFunction(role: FunctionRole, repoRoot: string, bundling: BundlingMode) {
+  const app = new App();
   const stack = new Stack(app, 'Fn');
   const vpc = new ec2.Vpc(stack, 'Vpc', { maxAzs: 2, natGateways: 0 });
   const fn = new MsgxFunction(stack, 'F', {
@@ -49,28 +48,6 @@ describe('MsgxFunction bundling', () => {
     const { fn } = oneFunction('pump', REPO_ROOT, 'skip');
     expect(fn.bundled).toBe(false);
   });
-
-  it('bundles functions/ingress.ts with esbuild as ESM, migrations/ and the built console beside it', async () => {
-    const outdir = mkdtempSync(join(tmpdir(), 'msgx-cdkout-'));
-    const { app, stack, fn } = oneFunction('ingress', REPO_ROOT, 'esbuild', outdir);
-    expect(fn.bundled).toBe(true);
-    app.synth();
-    Template.fromStack(stack).hasResourceProperties('AWS::Lambda::Function', {
-      Handler: 'index.handler',
-      Runtime: 'nodejs22.x',
-      Architectures: ['arm64'],
-      Environment: { Variables: Match.objectLike({ MSGX_MIGRATIONS_DIR: '/var/task/migrations' }) },
-    });
-    const assets = readdirSync(outdir).filter((d) => d.startsWith('asset.'));
-    const bundle = assets.map((d) => join(outdir, d)).find((d) => existsSync(join(d, 'index.mjs')));
-    expect(bundle, `no index.mjs among ${assets.join(', ')}`).toBeDefined();
-    const sql = readdirSync(join(bundle!, 'migrations')).filter((f) => f.endsWith('.sql'));
-    expect(sql.length).toBeGreaterThan(0);
-    // The console as served without its sources: the static files and the built app.js only
-    // (lib/http/consoleRoutes.ts reads it as it is; no TypeScript, no builder, no esbuild).
-    expect(readdirSync(join(bundle!, 'console')).sort()).toEqual(['app.js', 'index.html', 'login.html', 'style.css']);
-    expect(readFileSync(join(bundle!, 'console', 'app.js'), 'utf8')).toBe(await buildConsoleScript());
-  }, 180_000);
 
   // Issue 14: written out here, not taken from infra-cdk/bundle.ts.
   const MAX_BYTES = 1_000_000;
