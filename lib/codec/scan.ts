@@ -4,11 +4,12 @@ import { readReference } from './references.ts';
 export interface ScanLimits {
   maxDepth: number;
   maxElements: number;
+  maxAttributes: number;
 }
 
 /**
- * One forward pass over the document, before any parser sees it: element count, nesting depth, a
- * single root, and the XML 1.0 rules the validator does not enforce (references must be
+ * One forward pass over the document, before any parser sees it: element count, nesting depth,
+ * attributes per element, a single root, and the XML 1.0 rules the validator does not enforce (references must be
  * predefined or legal character references, no `]]>` in character data, no `--` inside a comment,
  * no markup declarations). Hand-written on purpose: every index only moves forward (comments,
  * CDATA and processing instructions are skipped with indexOf from where they start), so the cost
@@ -43,7 +44,7 @@ export function scanDocument(text: string, limits: ScanLimits): void {
       pos = end + 1;
     } else {
       if (lt + 1 >= n || isSpaceOrMarkup(c1)) throw new MalformedError(`not well-formed XML: "<" does not start a tag (offset ${lt})`);
-      const { end, selfClosing } = readStartTag(text, lt);
+      const { end, selfClosing } = readStartTag(text, lt, limits.maxAttributes);
       if (++elements > limits.maxElements) throw new MalformedError(`more than ${limits.maxElements} elements`);
       if (depth === 0 && ++roots > 1) throw new MalformedError('not well-formed XML: more than one root element');
       if (!selfClosing && ++depth > limits.maxDepth) throw new MalformedError(`elements nested deeper than ${limits.maxDepth}`);
@@ -94,10 +95,12 @@ function skipBang(text: string, lt: number): number {
 
 /**
  * From `<` to the `>` that ends the tag, outside quotes ('>' may stand in an attribute value, '<'
- * may not). References in attribute values are checked on the way.
+ * may not). References in attribute values are checked on the way, and attributes counted (each
+ * '=' outside quotes): the parsers' cost per attribute is high, and the wire format uses none.
  */
-function readStartTag(text: string, lt: number): { end: number; selfClosing: boolean } {
+function readStartTag(text: string, lt: number, maxAttributes: number): { end: number; selfClosing: boolean } {
   let quote = 0;
+  let attributes = 0;
   let prev = 0;
   for (let i = lt + 1; i < text.length; i++) {
     const c = text.charCodeAt(i);
@@ -106,6 +109,8 @@ function readStartTag(text: string, lt: number): { end: number; selfClosing: boo
       else if (c === 38) i = readReference(text, i).end - 1;
       else if (c === 60) throw new MalformedError(`not well-formed XML: "<" in an attribute value (offset ${i})`);
     } else if (c === 34 || c === 39) quote = c;
+    else if (c === 61 /* = */ && ++attributes > maxAttributes)
+      throw new MalformedError(`more than ${maxAttributes} attributes on one element (offset ${lt})`);
     else if (c === 62) return { end: i, selfClosing: prev === 47 };
     else if (c === 60) throw new MalformedError(`not well-formed XML: a tag is never closed (offset ${lt})`);
     prev = c;

@@ -25,9 +25,10 @@ export interface XmlLimits {
   maxBytes: number;
   maxDepth: number;
   maxElements: number;
+  maxAttributes: number;
 }
 
-export const DEFAULT_LIMITS: XmlLimits = { maxBytes: 1024 * 1024, maxDepth: 32, maxElements: 200_000 };
+export const DEFAULT_LIMITS: XmlLimits = { maxBytes: 1024 * 1024, maxDepth: 32, maxElements: 200_000, maxAttributes: 1000 };
 
 const parser = new XMLParser({
   preserveOrder: true, // unknown elements round-trip in their received order
@@ -46,7 +47,7 @@ const parser = new XMLParser({
   trimValues: true,
   ignoreDeclaration: true,
   ignorePiTags: true,
-  maxNestedTags: 64, // a second guard behind scanLimits
+  maxNestedTags: 64, // a second guard behind scanDocument
   // Keep names like toString/valueOf as received (the parser would rename them "__toString"): with
   // preserveOrder each becomes an own key of a fresh one-key object, and nodesToJson reads own keys
   // only. The names that can pollute a prototype are refused before parsing (RESERVED_NAME).
