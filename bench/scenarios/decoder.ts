@@ -17,8 +17,8 @@ interface Timing {
 
 /**
  * decode() (precheck + parse + decode, what the pump runs) on every case of the hostile corpus
- * (test/fixtures/hostile/corpus.ts, another engineer's): the slowest case, and the slowest bomb,
- * which must be refused in < 10 ms. Skipped with a note when the corpus is not there.
+ * (test/fixtures/hostile/corpus.ts, another engineer's): the slowest case, its cost per KiB, and
+ * the slowest bomb, which must be refused in < 10 ms. Skipped with a note when the corpus is not there.
  */
 export async function decoderScenario(o: RunOptions): Promise<ScenarioResult> {
   const p = progress('decoder');
@@ -46,6 +46,9 @@ export async function decoderScenario(o: RunOptions): Promise<ScenarioResult> {
   );
   const isBomb = (name: string) => BOMB.test(name) && refused.has(name);
   const slowest: number[] = [];
+  // The slowest case's cost per KiB: linear checks keep it flat whatever the shape (the worst
+  // shapes at the size limit are in the corpus as "worst-*").
+  const slowestPerKb: number[] = [];
   const bombMax: number[] = [];
   let last: Timing[] = [];
   const accepted = new Set<string>();
@@ -55,6 +58,7 @@ export async function decoderScenario(o: RunOptions): Promise<ScenarioResult> {
     const bombs = t.filter((c) => isBomb(c.name));
     for (const b of bombs) if (b.outcome.startsWith('decoded')) accepted.add(b.name);
     slowest.push(t[0]!.ms);
+    slowestPerKb.push(t[0]!.ms / (t[0]!.bytes / 1024));
     bombMax.push(Math.max(...bombs.map((b) => b.ms)));
     p.step(
       `${r + 1}/${o.runs}`,
@@ -70,6 +74,13 @@ export async function decoderScenario(o: RunOptions): Promise<ScenarioResult> {
     title: `Hostile-input decoder: ${last.length} cases`,
     figures: [
       figure('decoder.slowest', `slowest case (${last[0]!.name})`, 'ms', slowest, { better: 'lower' }),
+      figure(
+        'decoder.slowestPerKb',
+        `slowest case's cost per KiB (${last[0]!.name}, ${(last[0]!.bytes / 1024).toFixed(0)} KiB)`,
+        'ms/KiB',
+        slowestPerKb,
+        { better: 'lower', headline: true },
+      ),
       figure('decoder.bomb', `slowest bomb of ${bombs.length} (${bombs[0]?.name})`, 'ms', bombMax, {
         target: { op: '<', value: 10 },
         headline: true,
@@ -77,6 +88,13 @@ export async function decoderScenario(o: RunOptions): Promise<ScenarioResult> {
     ],
     notes: [
       `slowest five: ${top.join('; ')}`,
+      `highest cost per KiB among cases of 256 KiB or more: ${last
+        .filter((c) => c.bytes >= 256 * 1024)
+        .map((c) => ({ c, perKb: c.ms / (c.bytes / 1024) }))
+        .sort((a, b) => b.perKb - a.perKb)
+        .slice(0, 3)
+        .map(({ c, perKb }) => `${c.name} ${perKb.toFixed(3)} ms/KiB`)
+        .join('; ')}`,
       ...(accepted.size ? [`bomb cases decoded instead of refused: ${[...accepted].join(', ')}`] : []),
     ],
     meta: {

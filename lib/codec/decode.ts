@@ -2,7 +2,7 @@ import { MalformedError, ProtocolError } from '../shared/errors.ts';
 import { localTimeToDate } from '../shared/time.ts';
 import { decodeFlight, text } from './flight.ts';
 import { type DecodedMessage, identityOf, type Meta, type Payload } from './message.ts';
-import { checkWellFormed, child, DEFAULT_LIMITS, parseXml, type XmlLimits, type XmlNode, type XmlValue } from './xml.ts';
+import { checkWellFormed, child, DEFAULT_LIMITS, parseXml, textOf, type XmlLimits, type XmlNode, type XmlValue } from './xml.ts';
 
 export { checkWellFormed, DEFAULT_LIMITS };
 
@@ -52,10 +52,11 @@ const SUBTYPE_REQUIRED: ReadonlySet<string> = new Set(['SCHD', 'FLOP']);
 
 function readMeta(nodes: XmlNode[]): Meta {
   const get = (name: string): string | undefined => {
-    const v = child(nodes, name);
-    if (v === undefined || v === '') return undefined;
-    if (typeof v !== 'string') throw new MalformedError(`META/${name} is not text`);
-    return v;
+    const raw = child(nodes, name);
+    if (raw === undefined) return undefined;
+    const v = textOf(raw);
+    if (v === undefined) throw new MalformedError(`META/${name} is not text`);
+    return v === '' ? undefined : v;
   };
   const SNDR = get('SNDR');
   const TYPE = get('TYPE');

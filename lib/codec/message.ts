@@ -26,8 +26,13 @@ export interface FlightPatch {
   OPDY?: string;
   scalars: Record<string, string>;
   resources: Partial<Record<ResourceKind, Item[]>>;
-  /** Elements the model does not know, verbatim and in order. */
+  /** Elements the model does not know, verbatim and in order; the FLIGHT's own attributes as `@name` nodes. */
   extra: XmlNode[];
+  /**
+   * The attributes of each known element present (FLID, OPDY, scalars, collections), `[]` when it
+   * has none: the element's presence replaces what the state held for it (docs/flights.md "Attributes").
+   */
+  attrs?: Record<string, [string, string][]>;
 }
 
 export interface SchdPayload {

@@ -55,6 +55,16 @@ export const RESOURCE_KEY: Record<ResourceKind, readonly string[]> = {
 /** Item children that are times (validated, and stored as timestamptz beside their text). */
 export const ITEM_TIMES = new Set(['BEG', 'END']);
 
+/** Item children the model reads (keys and typed columns); any other child is kept as received. */
+export const ITEM_FIELDS: ReadonlySet<string> = new Set(['CODE', 'BEG', 'END', 'SEQ', 'APCD', 'AWCD', 'FLNO', 'MIN']);
+
+/**
+ * Where the attributes of known elements live: one node of this name on the FLIGHT (or the ITEM)
+ * maps each known element that carried attributes to them, so known fields keep their JSON shape
+ * (`"ETOT": "…"`, `"GATE": […]`) and their attributes are still kept (`"@": {"ETOT": {"@src": "A"}}`).
+ */
+export const KNOWN_ATTRS = '@';
+
 const timeSet = new Set<string>(TIME_SCALARS);
 const scalarSet = new Set<string>(SCALARS);
 const kindSet = new Set<string>(RESOURCE_KINDS);

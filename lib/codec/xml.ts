@@ -1,43 +1,63 @@
 import { XMLParser, XMLValidator } from 'fast-xml-parser';
 import { MalformedError } from '../shared/errors.ts';
+import { decodeAttribute, decodeText } from './references.ts';
+import { scanDocument } from './scan.ts';
 
 /**
  * The XML layer of the codec: hostile-input limits, well-formedness, and an order-preserving tree.
- * Values are kept as text exactly as received (no number coercion: SEQN 0042 stays "0042").
+ * Values are text as XML 1.0 means it (references replaced, no number coercion: SEQN 0042 stays
+ * "0042").
  */
 
-/** An element as the codec keeps it: name and either its text ('' when empty) or its children in order. */
+/**
+ * An element as the codec keeps it: name and either its text ('' when empty) or its children in
+ * order. Attributes are children too, named `@name`, ahead of the content in received order; an
+ * element with attributes keeps its text as a `#text` child (`<X a="1">t</X>` →
+ * `['X', [['@a', '1'], ['#text', 't']]]`). Neither '@' nor '#' can start an element name.
+ */
 export type XmlValue = string | XmlNode[];
 export type XmlNode = [name: string, value: XmlValue];
+
+export const ATTR_PREFIX = '@';
+export const TEXT_NODE = '#text';
 
 export interface XmlLimits {
   maxBytes: number;
   maxDepth: number;
   maxElements: number;
+  maxAttributes: number;
 }
 
-export const DEFAULT_LIMITS: XmlLimits = { maxBytes: 1024 * 1024, maxDepth: 32, maxElements: 200_000 };
+export const DEFAULT_LIMITS: XmlLimits = { maxBytes: 1024 * 1024, maxDepth: 32, maxElements: 200_000, maxAttributes: 1000 };
 
 const parser = new XMLParser({
   preserveOrder: true, // unknown elements round-trip in their received order
-  ignoreAttributes: true,
-  processEntities: false, // no entity expansion at all: billion-laughs cannot start
+  ignoreAttributes: false,
+  // '@name' keys: a name like __proto__ never becomes a bare key of the parser's attribute object.
+  attributeNamePrefix: ATTR_PREFIX,
+  allowBooleanAttributes: false,
+  // No entity expansion in the parser at all (billion-laughs cannot start): the five predefined
+  // entities and character references are replaced by decodeText/decodeAttribute, after
+  // scanDocument refused every other reference.
+  processEntities: false,
   htmlEntities: false,
+  cdataPropName: '#cdata', // CDATA is literal: kept apart so its '&amp;' is never decoded
   parseTagValue: false,
   parseAttributeValue: false,
   trimValues: true,
   ignoreDeclaration: true,
   ignorePiTags: true,
-  maxNestedTags: 64, // a second guard behind scanLimits
+  maxNestedTags: 64, // a second guard behind scanDocument
   // Keep names like toString/valueOf as received (the parser would rename them "__toString"): with
   // preserveOrder each becomes an own key of a fresh one-key object, and nodesToJson reads own keys
   // only. The names that can pollute a prototype are refused before parsing (RESERVED_NAME).
   onDangerousProperty: (name: string) => name,
 });
 
-// Characters XML 1.0 forbids: C0 controls other than tab, LF and CR, and U+FFFE/U+FFFF. The
-// parser would let them through; U+0000 cannot even be stored in PostgreSQL text.
-const ILLEGAL_CHAR = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\uFFFE\uFFFF]/;
+// Characters XML 1.0 forbids: C0 controls other than tab, LF and CR, lone surrogates and
+// U+FFFE/U+FFFF. The parser would let them through; U+0000 cannot even be stored in PostgreSQL
+// text. One character class, no quantifier: linear.
+const ILLEGAL_CHAR = /[^\t\n\r\u0020-\uD7FF\uE000-\uFFFD\u{10000}-\u{10FFFF}]/u;
 
 // Element names that would become object keys with a meaning in JavaScript: refused before
 // parsing (the ingress then refuses them too, instead of accepting a message that dies later).
@@ -56,37 +76,7 @@ export function precheck(text: string, limits: XmlLimits = DEFAULT_LIMITS): void
   if (illegal) throw new MalformedError(illegalCharReason(illegal[0]));
   const reserved = RESERVED_NAME.exec(text);
   if (reserved) throw new MalformedError(`the element name <${reserved[1]}> is reserved (a JavaScript keyword)`);
-  scanLimits(text, limits);
-}
-
-// Opening, closing and self-closing tags; comments and CDATA may make it over-count, which only
-// makes the limit stricter, never looser.
-const TAG = /<(\/?)[A-Za-z_][\w.:-]*(?:\s[^<>]*?)?(\/?)>/g;
-
-/** Depth and element count in one linear pass, before any recursion-prone parsing. */
-export function scanLimits(text: string, limits: XmlLimits): void {
-  // A flood of elements is refused by a plain character count first (an upper bound: every
-  // element opens with '<' not followed by '/'), an order of magnitude faster than the tag scan.
-  let opens = 0;
-  for (let i = text.indexOf('<'); i !== -1; i = text.indexOf('<', i + 1)) {
-    if (text.charCodeAt(i + 1) !== 47 /* '/' */ && ++opens > limits.maxElements)
-      throw new MalformedError(`more than ${limits.maxElements} elements`);
-  }
-  let depth = 0;
-  let elements = 0;
-  TAG.lastIndex = 0;
-  for (let m = TAG.exec(text); m; m = TAG.exec(text)) {
-    if (m[1]) {
-      depth--;
-      continue;
-    }
-    elements++;
-    if (elements > limits.maxElements) throw new MalformedError(`more than ${limits.maxElements} elements`);
-    if (!m[2]) {
-      depth++;
-      if (depth > limits.maxDepth) throw new MalformedError(`elements nested deeper than ${limits.maxDepth}`);
-    }
-  }
+  scanDocument(text, limits);
 }
 
 /** Well-formedness only (the ingress uses it to refuse before storing anything). */
@@ -94,27 +84,6 @@ export function checkWellFormed(text: string, limits: XmlLimits = DEFAULT_LIMITS
   precheck(text, limits);
   const v = XMLValidator.validate(text);
   if (v !== true) throw new MalformedError(`not well-formed XML: ${v.err.msg} (line ${v.err.line})`);
-  assertSingleRoot(text);
-}
-
-/**
- * A document has one root element: a second one at the top level (`<MSG>…</MSG><MSG/>`) is not
- * well-formed, although the validator lets it through. Runs on validated text, with comments and
- * CDATA (which may hold tag-like text) taken out first.
- */
-function assertSingleRoot(text: string): void {
-  const bare = text.replace(/<!--[\s\S]*?-->/g, '').replace(/<!\[CDATA\[[\s\S]*?\]\]>/g, '');
-  let depth = 0;
-  let roots = 0;
-  TAG.lastIndex = 0;
-  for (let m = TAG.exec(bare); m; m = TAG.exec(bare)) {
-    if (m[1]) {
-      depth--;
-      continue;
-    }
-    if (depth === 0 && ++roots > 1) throw new MalformedError('not well-formed XML: more than one root element');
-    if (!m[2]) depth++;
-  }
 }
 
 /** Parses a checked document into ordered nodes (the document's top-level elements). */
@@ -134,23 +103,50 @@ function toNodes(raw: unknown[]): XmlNode[] {
   for (const entry of raw) {
     if (!entry || typeof entry !== 'object') continue;
     for (const [name, children] of Object.entries(entry as Record<string, unknown>)) {
-      if (name === ':@' || name === '#text' || name.startsWith('?') || name === '#comment') continue;
-      out.push([name, toValue(children as unknown[])]);
+      if (name === ':@' || name === TEXT_NODE || name === '#cdata' || name.startsWith('?') || name === '#comment') continue;
+      out.push([name, toValue(children as unknown[], (entry as Record<string, unknown>)[':@'] as Record<string, unknown> | undefined)]);
     }
   }
   return out;
 }
 
-function toValue(children: unknown[]): XmlValue {
-  if (!Array.isArray(children) || children.length === 0) return '';
-  const elements = toNodes(children);
-  if (elements.length > 0) return elements; // mixed text beside elements carries no meaning here
+function toValue(children: unknown[], rawAttrs: Record<string, unknown> | undefined): XmlValue {
+  const attrs: XmlNode[] = rawAttrs ? Object.entries(rawAttrs).map(([k, v]) => [k, decodeAttribute(String(v))]) : [];
+  const elements = Array.isArray(children) ? toNodes(children) : [];
+  if (elements.length > 0) return [...attrs, ...elements]; // mixed text beside elements carries no meaning here
   let text = '';
-  for (const c of children) {
-    const t = (c as Record<string, unknown>)['#text'];
-    if (t !== undefined) text += String(t);
+  for (const c of Array.isArray(children) ? children : []) {
+    const node = c as Record<string, unknown>;
+    if (node[TEXT_NODE] !== undefined) text += decodeText(String(node[TEXT_NODE]));
+    else if (Array.isArray(node['#cdata'])) for (const t of node['#cdata'] as Record<string, unknown>[]) text += String(t[TEXT_NODE] ?? '');
+  }
+  if (attrs.length === 0) return text;
+  return text === '' ? attrs : [...attrs, [TEXT_NODE, text]];
+}
+
+/**
+ * An element's text when it holds text (attributes aside): `<X a="1">t</X>` → 't'; undefined when
+ * it holds child elements.
+ */
+export function textOf(v: XmlValue): string | undefined {
+  if (typeof v === 'string') return v;
+  let text = '';
+  for (const [name, value] of v) {
+    if (name === TEXT_NODE) text = value as string;
+    else if (!name.startsWith(ATTR_PREFIX)) return undefined;
   }
   return text;
+}
+
+/** The element's attributes as `[name, value]` pairs without the '@' (none for plain text). */
+export const attributesOf = (v: XmlValue): [string, string][] =>
+  typeof v === 'string' ? [] : v.filter((n) => n[0].startsWith(ATTR_PREFIX)).map(([n, value]) => [n.slice(1), value as string]);
+
+/** The element without its attributes: its text, or its child elements. */
+export function contentOf(v: XmlValue): XmlValue {
+  if (typeof v === 'string') return v;
+  const text = textOf(v);
+  return text !== undefined ? text : v.filter((n) => !n[0].startsWith(ATTR_PREFIX));
 }
 
 /** The first child element of that name, if any. */

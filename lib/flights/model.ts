@@ -1,6 +1,6 @@
 import type { FlightPatch, Item } from '../codec/message.ts';
-import { RESOURCE_KINDS, type ResourceKind, type ScalarName, SCALARS } from '../codec/vocabulary.ts';
-import type { XmlNode } from '../codec/xml.ts';
+import { KNOWN_ATTRS, RESOURCE_KINDS, type ResourceKind, type ScalarName, SCALARS } from '../codec/vocabulary.ts';
+import { ATTR_PREFIX, type XmlNode } from '../codec/xml.ts';
 
 export type FlightStatus = 'ACTIVE' | 'DELETED';
 
@@ -67,7 +67,25 @@ export function applyPatch(cur: FlightState, patch: FlightPatch): FlightState {
   for (const [name, value] of Object.entries(patch.scalars)) next.scalars[name as ScalarName] = value;
   for (const [kind, items] of Object.entries(patch.resources)) next.resources[kind as ResourceKind] = items!;
   if (patch.extra.length) next.extra = mergeExtra(cur.extra, patch.extra);
+  if (patch.attrs && Object.keys(patch.attrs).length) next.extra = mergeKnownAttrs(next.extra, patch.attrs);
   return next;
+}
+
+/**
+ * The attributes of known elements, kept in one KNOWN_ATTRS node of `extra`
+ * (`['@', [['ETOT', [['@src', 'A']]]]]`): an element present in the patch replaces its entry, and
+ * one present without attributes removes it; the node goes when it is empty.
+ */
+function mergeKnownAttrs(extra: XmlNode[], attrs: Record<string, [string, string][]>): XmlNode[] {
+  const at = extra.findIndex((n) => n[0] === KNOWN_ATTRS);
+  const cur = at === -1 || typeof extra[at]![1] === 'string' ? [] : (extra[at]![1] as XmlNode[]);
+  const entry = (name: string): XmlNode[] =>
+    attrs[name]!.length ? [[name, attrs[name]!.map(([a, v]): XmlNode => [`${ATTR_PREFIX}${a}`, v])]] : [];
+  const entries = cur.flatMap((n) => (Object.hasOwn(attrs, n[0]) ? entry(n[0]) : [n]));
+  for (const name of Object.keys(attrs)) if (!cur.some((n) => n[0] === name)) entries.push(...entry(name));
+  if (at === -1) return entries.length ? [...extra, [KNOWN_ATTRS, entries]] : extra;
+  // In place, so an unchanged entry leaves `extra` equal (no version bump for nothing).
+  return entries.length ? extra.map((n, i) => (i === at ? [KNOWN_ATTRS, entries] : n)) : extra.filter((_, i) => i !== at);
 }
 
 function mergeExtra(cur: XmlNode[], incoming: XmlNode[]): XmlNode[] {

@@ -2,6 +2,7 @@ import { decode } from '../codec/decode.ts';
 import type { DecodedMessage } from '../codec/message.ts';
 import type { MailboxText } from '../mailbox/mailbox.ts';
 import { asMsgxError, MalformedError, type MsgxError } from '../shared/errors.ts';
+import { decodeOnce } from './decodeCache.ts';
 
 /**
  * What the pump knows about a message before its transaction: its raw text (from our copy or the
@@ -24,11 +25,17 @@ export function prepare(
   // for trace shows U+FFFD in place of the bad bytes, as it does for U+0000.
   if (typeof rawText !== 'string')
     return { msgId, rawText: rawText.lossy.replaceAll('\u0000', '\uFFFD'), error: new MalformedError(rawText.undecodable) };
-  try {
-    return { msgId, rawText, decoded: decode(rawText, { timezone, limits: { maxBytes }, dayBoundary }) };
-  } catch (err) {
-    // The codec refuses U+0000 (not XML); PostgreSQL text cannot hold it either, so the copy we
-    // keep for trace and replay shows it as U+FFFD.
-    return { msgId, rawText: rawText.replaceAll('\u0000', '\uFFFD'), error: asMsgxError(err) };
-  }
+  // Decoded once per process: a retry, or a message read again behind a failing head, reuses what
+  // the first decode learned, the failure included.
+  const learned = decodeOnce(msgId, rawText, `${timezone}|${maxBytes}|${dayBoundary}`, () => {
+    try {
+      return { decoded: decode(rawText, { timezone, limits: { maxBytes }, dayBoundary }) };
+    } catch (err) {
+      return { error: asMsgxError(err) };
+    }
+  });
+  if (learned.decoded) return { msgId, rawText, decoded: learned.decoded };
+  // The codec refuses U+0000 (not XML); PostgreSQL text cannot hold it either, so the copy we
+  // keep for trace and replay shows it as U+FFFD.
+  return { msgId, rawText: rawText.replaceAll('\u0000', '\uFFFD'), error: learned.error };
 }

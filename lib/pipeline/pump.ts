@@ -3,6 +3,7 @@ import type { MailboxText } from '../mailbox/mailbox.ts';
 import { asMsgxError } from '../shared/errors.ts';
 import { type Prepared, prepare } from './attempt.ts';
 import { backfillNow, noteFor } from './backfill.ts';
+import { forgetDecoded } from './decodeCache.ts';
 import { takeEnqueued } from './justEnqueued.ts';
 import { applyGroup, type GroupResult, record } from './group.ts';
 import { holdHead, type OpenRow, readHead, writeAttempts } from './procState.ts';
@@ -22,6 +23,17 @@ export type PumpStep =
  * second (a Lambda's budget is checked between steps).
  */
 export const GROUPS_PER_STEP = 8;
+
+/**
+ * A group stops taking more messages once preparing it (mailbox text aside) has taken this long;
+ * the rest go in the next group. With the yields below, no stretch of pump work holds the event
+ * loop much longer than one message's decode, so the twin's /health and API keep answering
+ * within 100 ms whatever is queued.
+ */
+export const PREPARE_SLICE_MS = 50;
+/** CPU work in a row before the pump lets the event loop answer other work (timers, sockets). */
+const YIELD_EVERY_MS = 20;
+const yieldToLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 export interface PumpOptions {
   /**
@@ -61,6 +73,8 @@ export async function pumpOnce(ctx: AppContext, options: PumpOptions = {}): Prom
   let step: PumpStep;
   try {
     for (let g = 1; ; g++) {
+      // Between groups the event loop gets a turn: a step of many groups never starves it.
+      if (g > 1) await yieldToLoop();
       const next = await applyNextGroup(ctx, lookahead, g < maxGroups, backfill);
       if (next.kind !== 'processed') {
         step = processed > 0 ? { kind: 'processed', count: processed, stopped: false } : next;
@@ -96,14 +110,23 @@ class Lookahead {
     );
   }
 
-  /** The group prepared: what was read ahead where it succeeded, the rest now. */
+  /**
+   * The group prepared: what was read ahead where it succeeded, the rest now. May be a prefix of
+   * `group` when preparing it took longer than PREPARE_SLICE_MS; never empty.
+   */
   async prepare(ctx: AppContext, group: OpenRow[]): Promise<Prepared[]> {
     const ready = await Promise.all(group.map((r) => this.#ahead.get(r.msg_id) ?? Promise.resolve(undefined)));
     this.#ahead.clear();
     const missing = group.filter((_, i) => ready[i] === undefined);
     const fresh = missing.length ? await prepareGroup(ctx, missing) : [];
+    const out: Prepared[] = [];
     let k = 0;
-    return group.map((_, i) => ready[i] ?? fresh[k++]!);
+    for (let i = 0; i < group.length; i++) {
+      const p = ready[i] ?? fresh[k++];
+      if (!p) break; // cut by the time slice: nothing behind it may go first
+      out.push(p);
+    }
+    return out;
   }
 }
 
@@ -156,7 +179,7 @@ async function applyNextGroup(
   if (more)
     lookahead.start(
       ctx,
-      rows.slice(group.length).filter((r) => r.status === 'PENDING'),
+      rows.slice(prepared.length).filter((r) => r.status === 'PENDING'),
     );
   const tCommit = performance.now();
   const committed = await commitGroup(ctx, prepared, now);
@@ -166,6 +189,7 @@ async function applyNextGroup(
     return { kind: 'processed', count: 0, stopped: true };
   }
   const result = committed.result;
+  for (const r of result.records) if (r.status !== 'FAILED') forgetDecoded(r.msgId);
   logFailedAttempts(ctx.log, result.records);
   const tBackfill = performance.now();
   const backfilled = backfill(result.marks, now);
@@ -212,13 +236,30 @@ async function commitGroup(ctx: AppContext, prepared: Prepared[], now: Date): Pr
   return { error: asMsgxError(last).message };
 }
 
+/**
+ * Reads the texts the group lacks, then decodes in order until PREPARE_SLICE_MS is spent (at least
+ * one message), yielding to the event loop every YIELD_EVERY_MS: a run of megabyte messages costs
+ * several short groups, never one long block.
+ */
 async function prepareGroup(ctx: AppContext, group: Pick<OpenRow, 'msg_id' | 'raw_text'>[]): Promise<Prepared[]> {
   const missing = group.filter((r) => r.raw_text === null).map((r) => r.msg_id);
   const texts = missing.length ? await ctx.mailbox.readTexts(missing) : new Map<number, MailboxText>();
   const { timezone } = ctx.config;
   const maxBytes = ctx.config.http.maxBodyBytes;
   const dayBoundary = ctx.config.pipeline.identityDayBoundary;
-  return group.map((r) => prepare(r.msg_id, r.raw_text ?? texts.get(r.msg_id), timezone, maxBytes, dayBoundary));
+  const out: Prepared[] = [];
+  const t0 = performance.now();
+  let ran = t0;
+  for (const r of group) {
+    const now = performance.now();
+    if (out.length > 0 && now - t0 >= PREPARE_SLICE_MS) break;
+    if (now - ran >= YIELD_EVERY_MS) {
+      await yieldToLoop();
+      ran = performance.now();
+    }
+    out.push(prepare(r.msg_id, r.raw_text ?? texts.get(r.msg_id), timezone, maxBytes, dayBoundary));
+  }
+  return out;
 }
 
 /** Records an INFRA attempt on the head (or its EXHAUSTED death) in a transaction of its own. */

@@ -81,14 +81,24 @@ async function writtenBy(pg: TestPg, ids: number[]): Promise<string[]> {
 /**
  * The cases whose reason says the content is "stored as received" or "kept verbatim": the unknown
  * FLIGHT child after FLID, as the test reads it from the raw text (a chain of same-line elements
- * around one text), must appear unchanged in the flight's state event.
+ * around one text, its references replaced as XML says), must appear so in the flight's state event.
  */
 const VERBATIM = /stored as received|kept verbatim/;
+const PREDEFINED: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'" };
+/** The text an XML reader gets from raw character data: predefined entities and character references replaced. */
+const xmlText = (raw: string) =>
+  raw.replace(/&(#x[0-9a-fA-F]+|#[0-9]+|amp|lt|gt|quot|apos);/g, (_, r: string) =>
+    r.startsWith('#x')
+      ? String.fromCodePoint(parseInt(r.slice(2), 16))
+      : r.startsWith('#')
+        ? String.fromCodePoint(Number(r.slice(1)))
+        : PREDEFINED[r]!,
+  );
 function expectedVerbatim(text: string): { flid: string; json: Record<string, unknown> } {
   const m = /<FLID>([^<]*)<\/FLID>((?:<[^/>][^>]*>)+)([^<]*)</.exec(text);
   if (!m) throw new Error(`no FLIGHT child after FLID in ${text.slice(0, 200)}`);
   const names = [...m[2]!.matchAll(/<([^/>]+)>/g)].map((x) => x[1]!);
-  let value: unknown = m[3]!;
+  let value: unknown = xmlText(m[3]!);
   for (const n of names.reverse()) value = { [n]: value };
   return { flid: m[1]!, json: value as Record<string, unknown> };
 }

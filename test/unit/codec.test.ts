@@ -175,12 +175,15 @@ describe('codec: error classes', () => {
     expect(nodesToJson(p.flights[0]!.extra)).toEqual({ toString: ['a', 'c'], valueOf: 'b' });
   });
 
-  it('never expands a billion-laughs body: references stay verbatim, the DOCTYPE form is refused', () => {
-    // Without a DOCTYPE the references are kept as the literal text: output size = input size.
+  it('never expands a billion-laughs body: an undeclared reference is refused, predefined ones decode one for one', () => {
     const refs = '&lol9;'.repeat(10_000) + '&amp;';
-    const text = flop('UPDT', { seqn: 1 }, `<FLIGHT><FLID>1</FLID><XREM>${refs}</XREM></FLIGHT>`);
+    const undeclared = flop('UPDT', { seqn: 1 }, `<FLIGHT><FLID>1</FLID><XREM>${refs}</XREM></FLIGHT>`);
+    expect(() => d(undeclared)).toThrowError(/the entity &lol9; is not declared/);
+    // Predefined references replace one for one: output never larger than input.
+    const amps = '&amp;'.repeat(10_000);
+    const text = flop('UPDT', { seqn: 1 }, `<FLIGHT><FLID>1</FLID><XREM>${amps}</XREM></FLIGHT>`);
     const p = d(text).payload as FlopPayload;
-    expect(p.flights[0]!.extra).toEqual([['XREM', refs]]);
+    expect(p.flights[0]!.extra).toEqual([['XREM', '&'.repeat(10_000)]]);
     expect(JSON.stringify(d(text)).length).toBeLessThan(2 * text.length);
     // The classic bomb (10 levels of ten) would be 10^10 "lol"s: refused before any parsing.
     const levels = Array.from({ length: 9 }, (_, i) => `<!ENTITY lol${i + 1} "${`&lol${i};`.repeat(10)}">`).join('');
