@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { ConfigError } from '../shared/errors.ts';
 import { commaList, duration, durationList, flag, positiveInt } from './parse.ts';
+import { topicNameProblem } from '../shared/topicName.ts';
 import { checkTargetOverrides, type DeliverySettings, targetOverridesField, type TargetOverride } from './delivery.ts';
 
 /**
@@ -41,9 +42,14 @@ const schema = z
           return false;
         }
       }, 'must be an IANA time zone such as Asia/Shanghai'),
+    // Sent as `Authorization: Bearer …`: a space would split it and control characters cannot be
+    // typed, so a token with either could never match.
     MSGX_ADMIN_TOKEN: z
       .string()
-      .min(16, 'must be at least 16 characters; use a long random string, e.g. `openssl rand -hex 32`')
+      .regex(
+        /^[\x21-\x7e]{16,}$/,
+        'must be at least 16 characters, all visible ASCII (letters, digits, punctuation; no spaces or control characters); use a long random string, e.g. `openssl rand -hex 32`',
+      )
       .optional(),
     MSGX_SHADOW: flag(false),
     MSGX_SIGNING_SECRET: z.string().min(1).optional(),
@@ -92,8 +98,8 @@ const schema = z
     MSGX_TX_REDELIVERY_BATCH: positiveInt(100),
     MSGX_TX_RETENTION: duration('168h'),
     MSGX_TX_TOPICS: commaList().refine(
-      (list) => list.every((t) => t.length <= 249 && /^[A-Za-z0-9._-]+$/.test(t)),
-      'must be a comma list of Kafka topic names (letters, digits, ".", "_", "-"; at most 249 characters each)',
+      (list) => list.every((t) => topicNameProblem(t) === undefined),
+      'must be a comma list of Kafka topic names (letters, digits, ".", "_", "-"; at most 249 characters each; not "." or "..")',
     ),
     MSGX_STALE_TARGET_AFTER: duration('5m'),
 

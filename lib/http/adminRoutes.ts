@@ -5,12 +5,14 @@ import { replayDeadEvents } from '../outbox/replay.ts';
 import { orderingStats } from '../pipeline/frontier.ts';
 import { isPaused, setPaused } from '../pipeline/pause.ts';
 import { listDead, pipelineStats } from '../pipeline/procState.ts';
-import { parseReplayRequest, replayMessages } from '../pipeline/replay.ts';
+import { MAX_REPLAY_IDS, parseReplayRequest, replayMessages } from '../pipeline/replay.ts';
 import { RequestError } from '../shared/errors.ts';
 import { lazy } from '../shared/lazy.ts';
 import { deadTxMessages } from '../txmsg/dead.ts';
 import { txCountsByStatus } from '../txmsg/stats.ts';
 import { actorOf } from './actor.ts';
+import { parseFields, parseJsonWith } from './bodySchema.ts';
+import { InvalidFieldError } from './errors.ts';
 import { intParam, parseQuery } from './query.ts';
 import { json, parseJsonObject } from './router.ts';
 import type { HttpRequest, Route } from './types.ts';
@@ -24,6 +26,25 @@ const deadQuery = lazy(() =>
     target: z.string().max(200).optional(),
   }),
 );
+
+/** `POST /admin/replay` with kind `event`: the same rules as a message replay (an ID cap, no unknown fields). */
+const eventReplaySchema = lazy(() =>
+  z
+    .object({
+      ids: z
+        .array(z.number().int().positive().max(Number.MAX_SAFE_INTEGER))
+        .min(1, 'must name at least one event')
+        .max(MAX_REPLAY_IDS, `at most ${MAX_REPLAY_IDS} ids per call`)
+        .optional(),
+      target: z.string().min(1).max(200).optional(),
+      dryRun: z.boolean().default(false),
+    })
+    .strict()
+    .refine((b) => b.ids !== undefined || b.target !== undefined, { message: 'name a target or a non-empty list of ids' }),
+);
+
+/** Bodies of actions that take no arguments: none, or `{}`. */
+const NO_FIELDS = lazy(() => z.object({}).strict());
 
 /** Operator routes that span domains: stats, dead letters, replay, pause. */
 export const adminRoutes: Route[] = [
@@ -66,7 +87,7 @@ export const adminRoutes: Route[] = [
       const now = ctx.clock.now();
       if (kind === 'proc') return json(200, await replayMessages(ctx.db, parseReplayRequest(rest), actorOf(req), now));
       if (kind === 'event') return json(200, await replayEvents(req, rest, ctx.db, now));
-      throw new RequestError(400, 'invalid_request', `kind must be "proc" or "event" (got ${String(kind)})`);
+      throw new InvalidFieldError('kind', `must be "proc" or "event" (got ${JSON.stringify(kind ?? null)?.slice(0, 60)})`);
     },
   },
   pauseRoute('/admin/pause', true),
@@ -74,17 +95,8 @@ export const adminRoutes: Route[] = [
 ];
 
 async function replayEvents(req: HttpRequest, body: Record<string, unknown>, db: Parameters<typeof replayDeadEvents>[0], now: Date) {
-  const ids = body.ids;
-  if (ids !== undefined && (!Array.isArray(ids) || !ids.every((i) => Number.isSafeInteger(i) && i > 0)))
-    throw new RequestError(400, 'invalid_request', 'ids: must be a list of positive event IDs');
-  if (body.target !== undefined && typeof body.target !== 'string')
-    throw new RequestError(400, 'invalid_request', 'target: must be a string');
-  if (!ids && !body.target) throw new RequestError(400, 'invalid_request', 'body: name a target or a non-empty list of ids');
-  const r = await replayDeadEvents(
-    db,
-    { ids: ids as number[] | undefined, target: body.target, dryRun: body.dryRun === true, actor: actorOf(req) },
-    { now },
-  );
+  const { ids, target, dryRun } = parseFields(eventReplaySchema(), body);
+  const r = await replayDeadEvents(db, { ids, target, dryRun, actor: actorOf(req) }, { now });
   // Same shape as the proc replay, so the console and CLI render both alike.
   return {
     dryRun: r.dryRun,
@@ -102,6 +114,7 @@ function pauseRoute(path: string, paused: boolean): Route {
     path,
     admin: true,
     async handle(req, ctx) {
+      parseJsonWith(req, NO_FIELDS(), { emptyOk: true });
       await setPaused(ctx.db, paused, actorOf(req), ctx.clock.now());
       return json(200, { paused });
     },

@@ -9,6 +9,7 @@ import { eventsBySource } from '../outbox/sourceEvents.ts';
 import { readThroughput } from '../observability/throughput.ts';
 import type { AppContext } from '../app/context.ts';
 import { RequestError } from '../shared/errors.ts';
+import { idParam } from './params.ts';
 import { intParam, parseQuery } from './query.ts';
 import { json } from './router.ts';
 import type { HttpRequest, HttpResponse, Route } from './types.ts';
@@ -134,12 +135,9 @@ export const consoleRoutes: Route[] = [
     path: '/admin/trace/{msgId}',
     admin: true,
     async handle(req, ctx) {
-      const raw = req.params.msgId!;
-      const id = Number(raw);
-      if (!/^\d+$/.test(raw) || !Number.isSafeInteger(id) || id <= 0)
-        throw new RequestError(400, 'invalid_request', `msgId: must be a positive mailbox ID (got ${raw})`);
+      const id = idParam(req, 'msgId');
       const trace = await readMessageTrace(ctx.db, id, { mailbox: ctx.mailbox });
-      if (!trace) throw new RequestError(404, 'not_found', `no message ${raw} (never enqueued, or past retention)`);
+      if (!trace) throw new RequestError(404, 'not_found', `no message ${id} (never enqueued, or past retention)`);
       return json(200, trace);
     },
   },

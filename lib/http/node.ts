@@ -11,8 +11,8 @@ import { type HttpRequest, type HttpResponse, serializeBody } from './types.ts';
  * so one router serves both. Before that, what only a server on a developer's machine needs:
  * the Host/Origin guard (localGuard.ts), and bodies bounded in size and time — a Content-Length
  * over the limit is refused unread, a longer stream is cut off at the limit, and a client that
- * stops sending gets 408 after MSGX_HTTP_REQUEST_TIMEOUT. Those refusals close the connection,
- * so the rest of the body is never read.
+ * stops sending gets 408 after MSGX_HTTP_REQUEST_TIMEOUT. After such a refusal what the client
+ * still sends is read and thrown away for a bounded while (lingerThenClose), so it reads its answer.
  */
 export function startHttpServer(ctx: AppContext, router: Router, o: { port: number; host?: string }): Promise<Server> {
   const timeoutMs = ctx.config.http.requestTimeoutMs;
@@ -61,11 +61,52 @@ async function handle(ctx: AppContext, router: Router, req: IncomingMessage, res
     send(res, await router.handle(request, ctx));
   } catch (err) {
     if (!(err instanceof RequestError)) ctx.log.error('request failed', { method, path: req.url?.slice(0, 300), error: err as Error });
-    // A refusal before the body was read whole closes the connection rather than read the rest.
     const r = errorResponse(err);
-    send(res, req.complete ? r : { ...r, headers: { ...r.headers, connection: 'close' } });
-    if (!req.complete) res.once('finish', () => req.socket.destroySoon());
+    if (req.complete) return send(res, r);
+    // The connection is not reused: what follows on it is the rest of a refused body.
+    const { maxBodyBytes, requestTimeoutMs } = ctx.config.http;
+    lingerThenClose(req, Math.max(LINGER_MIN_BYTES, maxBodyBytes), Math.min(LINGER_MAX_MS, requestTimeoutMs));
+    send(res, { ...r, headers: { ...r.headers, connection: 'close' } });
   }
+}
+
+/** How much of a refused body is still read and discarded (at least; MSGX_MAX_BODY_BYTES when larger). */
+export const LINGER_MIN_BYTES = 8 * 1024 * 1024;
+/** For how long, at most (or MSGX_HTTP_REQUEST_TIMEOUT when shorter). */
+export const LINGER_MAX_MS = 5_000;
+
+/**
+ * A refusal sent while the client is still sending its body (413, 408, a guard's 403): closing
+ * the socket with unread data in it makes the kernel reset the connection, and a client that is
+ * still writing then fails with EPIPE or ECONNRESET before it reads the answer (Node's fetch
+ * reports "fetch failed", not the 413). So the rest is read and thrown away, up to `maxBytes` or
+ * `maxMs`, whichever comes first, and only then is the connection closed.
+ */
+function lingerThenClose(req: IncomingMessage, maxBytes: number, maxMs: number): void {
+  const socket = req.socket;
+  // After a `Connection: close` answer Node calls destroySoon(): end, then destroy once written —
+  // the reset. Here it only ends (FIN after the answer); the socket is destroyed when the client
+  // has sent the rest or a bound is reached.
+  const destroySoon = socket.destroySoon.bind(socket);
+  socket.destroySoon = () => void socket.end();
+  let read = 0;
+  // The answer is queued before this can run (send() writes synchronously), and destroySoon
+  // lets it flush before the socket goes.
+  const close = () => {
+    clearTimeout(timer);
+    req.removeListener('data', onData);
+    destroySoon();
+  };
+  const onData = (c: Buffer) => {
+    read += c.length;
+    if (read > maxBytes) close();
+  };
+  const timer = setTimeout(close, maxMs);
+  req.on('data', onData);
+  req.once('end', close);
+  req.once('close', close);
+  socket.once('close', close);
+  req.resume();
 }
 
 /**

@@ -39,7 +39,8 @@ export interface Route {
 
 /** The wire form of a response body: a string as is (text/plain unless set), anything else as JSON. */
 export function serializeBody(r: HttpResponse): { headers: Record<string, string>; body: string } {
-  const headers = { ...r.headers };
+  // No response is to be content-sniffed: a JSON error echoing input must never run as HTML.
+  const headers: Record<string, string> = { 'x-content-type-options': 'nosniff', ...r.headers };
   if (typeof r.body === 'string') {
     headers['content-type'] ??= 'text/plain; charset=utf-8';
     return { headers, body: r.body };

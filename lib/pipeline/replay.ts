@@ -1,18 +1,23 @@
 import { z } from 'zod';
 import { type AuditEntry, auditNaming, writeAudit } from '../audit/audit.ts';
 import type { Db, Queryable } from '../db/db.ts';
-import { RequestError } from '../shared/errors.ts';
+import { fieldError } from '../http/bodySchema.ts';
 import { lazy } from '../shared/lazy.ts';
 import { REPLAYABLE_CLASSES } from './states.ts';
+
+/** The most IDs one replay call may name (proc and event alike). */
+export const MAX_REPLAY_IDS = 10_000;
 
 /** Built on the first replay request, not at cold start. */
 const replayRequestSchema = lazy(() =>
   z
     .object({
       errorClass: z.enum(REPLAYABLE_CLASSES).optional(),
-      ids: z.array(z.coerce.number().int().positive()).max(10_000).optional(),
+      // Numbers only: coercing would read "0x10" as message 16.
+      ids: z.array(z.number().int().positive()).max(MAX_REPLAY_IDS, `at most ${MAX_REPLAY_IDS} ids per call`).optional(),
       dryRun: z.boolean().default(false),
     })
+    .strict()
     .refine((r) => r.errorClass !== undefined || (r.ids && r.ids.length > 0), {
       message: 'name an errorClass or a non-empty list of ids',
     }),
@@ -89,8 +94,7 @@ export async function replayMessages(db: Db, req: ReplayRequest, actor: string, 
 
 export function parseReplayRequest(body: unknown): ReplayRequest {
   const r = replayRequestSchema().safeParse(body);
-  if (!r.success)
-    throw new RequestError(400, 'invalid_request', r.error.issues.map((i) => `${i.path.join('.') || 'body'}: ${i.message}`).join('; '));
+  if (!r.success) throw fieldError(r.error);
   return r.data;
 }
 

@@ -1,3 +1,4 @@
+import { idParam } from '../http/params.ts';
 import { json } from '../http/router.ts';
 import type { Route } from '../http/types.ts';
 import { RequestError } from '../shared/errors.ts';
@@ -20,9 +21,9 @@ export const pipelineRoutes: Route[] = [
     path: '/admin/messages/{msgId}',
     admin: true,
     async handle(req, ctx) {
-      const id = Number(req.params.msgId);
-      const proc = Number.isSafeInteger(id) ? await getProc(ctx.db, id) : null;
-      if (!proc) throw new RequestError(404, 'not_found', `no message ${req.params.msgId}`);
+      const id = idParam(req, 'msgId');
+      const proc = await getProc(ctx.db, id);
+      if (!proc) throw new RequestError(404, 'not_found', `no message ${id}`);
       return json(200, { ...proc, attemptLog: await listAttempts(ctx.db, id) });
     },
   },

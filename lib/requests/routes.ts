@@ -1,8 +1,33 @@
-import { json, parseJsonBody } from '../http/router.ts';
+import { z } from 'zod';
+import { parseJsonWith } from '../http/bodySchema.ts';
+import { idParam } from '../http/params.ts';
+import { json } from '../http/router.ts';
 import type { Route } from '../http/types.ts';
+import { calendarDayProblem } from '../shared/calendarDay.ts';
+import { lazy } from '../shared/lazy.ts';
 import { RequestError } from '../shared/errors.ts';
 import { requestDay, requestReference } from './send.ts';
 import { getRequest } from './track.ts';
+
+/** `{"day":"yyyyMMdd"}` (a number is read as its digits) or `{"rtype":"…"}`; nothing else. */
+const requestSchema = lazy(() =>
+  z
+    .object({
+      day: z
+        .union([z.string(), z.number().int().nonnegative()], 'must be a day yyyyMMdd')
+        .transform(String)
+        .superRefine((d, c) => {
+          const problem = calendarDayProblem(d);
+          if (problem) c.addIssue({ code: 'custom', message: problem });
+        })
+        .optional(),
+      rtype: z.string().optional(),
+    })
+    .strict()
+    .refine((b) => (b.day === undefined) !== (b.rtype === undefined), {
+      message: 'send exactly one of {"day":"yyyyMMdd"} and {"rtype":"…"}',
+    }),
+);
 
 /** Operator routes: trigger an RQFD for a day (or an RQRF for a reference type). */
 export const requestRoutes: Route[] = [
@@ -11,11 +36,8 @@ export const requestRoutes: Route[] = [
     path: '/admin/requests',
     admin: true,
     async handle(req, ctx) {
-      const body = parseJsonBody(req) as { day?: unknown; rtype?: unknown } | null;
-      if (body && typeof body.rtype === 'string') return json(200, await requestReference(ctx, body.rtype));
-      const day = body && typeof body.day === 'string' ? body.day : typeof body?.day === 'number' ? String(body.day) : undefined;
-      if (!day) throw new RequestError(400, 'invalid_request', 'body {"day":"YYYYMMDD"} is required');
-      return json(200, await requestDay(ctx, day));
+      const { day, rtype } = parseJsonWith(req, requestSchema());
+      return json(200, rtype !== undefined ? await requestReference(ctx, rtype) : await requestDay(ctx, day!));
     },
   },
   {
@@ -23,9 +45,9 @@ export const requestRoutes: Route[] = [
     path: '/admin/requests/{id}',
     admin: true,
     async handle(req, ctx) {
-      const raw = req.params.id!;
-      const r = /^\d{1,15}$/.test(raw) ? await getRequest(ctx.db, Number(raw)) : undefined;
-      if (!r) throw new RequestError(404, 'not_found', `no request ${raw}`);
+      const id = idParam(req, 'id');
+      const r = await getRequest(ctx.db, id);
+      if (!r) throw new RequestError(404, 'not_found', `no request ${id}`);
       const iso = (d: Date | null) => (d ? d.toISOString() : null);
       return json(200, {
         id: r.id,

@@ -1,4 +1,6 @@
 import type { AppContext } from '../app/context.ts';
+import { InvalidFieldError } from '../http/errors.ts';
+import { calendarDayProblem } from '../shared/calendarDay.ts';
 import { InfraError, RequestError } from '../shared/errors.ts';
 import { reconcileRequest, writeAndConfirm } from './reconcile.ts';
 import {
@@ -60,7 +62,8 @@ async function send(ctx: Ctx, kind: ReqKind, scope: string): Promise<RequestResu
 
 /** RQFD: asks upstream for every flight of `day` (yyyyMMdd); the answer is a SCHD/RESP. */
 export async function requestDay(ctx: Ctx, day: string): Promise<RequestResult> {
-  if (!/^\d{8}$/.test(day)) throw new RequestError(400, 'invalid_request', `day "${day}" is not YYYYMMDD`);
+  const problem = calendarDayProblem(day);
+  if (problem) throw new InvalidFieldError('day', problem);
   return send(ctx, 'RQFD', day);
 }
 

@@ -1,8 +1,17 @@
 import { z } from 'zod';
+import { fieldPath } from '../http/jsonBody.ts';
+import { topicNameProblem } from '../shared/topicName.ts';
 import { lazy } from '../shared/lazy.ts';
 import { TxValidationError } from './errors.ts';
 
 const WEEK_MS = 7 * 24 * 3_600_000;
+
+/**
+ * Names that are properties of every JavaScript object: a record keyed by `__proto__` loses it
+ * (zod's record did, silently), and code that looks headers up by name would find inherited
+ * members. Refused, not dropped.
+ */
+const RESERVED_NAMES = new Set(['__proto__', 'constructor', 'prototype']);
 
 /**
  * The body of `POST /v1/tx-messages` (docs/txmsg.md "API"). Unknown fields are refused so typos
@@ -11,24 +20,15 @@ const WEEK_MS = 7 * 24 * 3_600_000;
 const prepareSchema = lazy(() =>
   z
     .object({
-      topic: z
-        .string()
-        .min(1)
-        .max(249)
-        .regex(/^[A-Za-z0-9._-]+$/, 'must be a Kafka topic name (letters, digits, ".", "_", "-")'),
+      topic: z.string().superRefine((t, c) => {
+        const problem = topicNameProblem(t);
+        if (problem) c.addIssue({ code: 'custom', message: problem });
+      }),
       key: z.string().max(1024).nullable().optional(),
       // Sent as JSON text; a string as is. null would be a Kafka tombstone, which is not a message.
       payload: z.unknown().refine((v) => v !== undefined && v !== null, 'is required and must not be null'),
-      headers: z
-        .record(
-          z
-            .string()
-            .min(1)
-            .max(256)
-            .refine((h) => !h.toLowerCase().startsWith('msgx-'), 'header names starting with msgx- are reserved'),
-          z.string().max(8192),
-        )
-        .optional(),
+      // Names are checked first by checkHeaderNames: zod's record silently skips `__proto__`.
+      headers: z.record(z.string(), z.string().max(8192)).optional(),
       checkUrl: z.string().max(2048),
       checkAfterMs: z.number().int().min(0).max(WEEK_MS).default(60_000),
       checkTimeoutMs: z.number().int().min(100).max(60_000).default(5_000),
@@ -44,15 +44,35 @@ export type PrepareBody = z.infer<ReturnType<typeof prepareSchema>>;
 
 /** Parses and validates; every rejection names the field. */
 export function parsePrepare(body: unknown, allowedOrigins: string[]): PrepareBody {
+  checkHeaderNames(body);
   const r = prepareSchema().safeParse(body);
   if (!r.success) {
     const issue = r.error.issues[0]!;
     const field =
-      issue.code === 'unrecognized_keys' ? (issue as { keys: string[] }).keys.join(', ') : issue.path.map(String).join('.') || 'body';
+      issue.code === 'unrecognized_keys'
+        ? (issue as { keys: string[] }).keys.join(', ')
+        : fieldPath(issue.path.map((p) => (typeof p === 'number' ? p : String(p))));
     throw new TxValidationError(field, issue.code === 'unrecognized_keys' ? 'unknown field' : issue.message);
   }
   checkCheckUrl(r.data.checkUrl, allowedOrigins);
   return r.data;
+}
+
+/** Every name in `headers`, as the producer sent it (own keys, `__proto__` included). */
+function checkHeaderNames(body: unknown): void {
+  const headers = (body as { headers?: unknown } | null)?.headers;
+  if (headers === null || typeof headers !== 'object' || Array.isArray(headers)) return; // the schema says why
+  for (const name of Object.keys(headers)) {
+    const field = fieldPath(['headers', name]);
+    if (name.length === 0 || name.length > 256) throw new TxValidationError(field, 'a header name must be 1 to 256 characters');
+    if (name.toLowerCase().startsWith('msgx-'))
+      throw new TxValidationError(field, 'header names starting with msgx- are reserved: msgx sets them on every record it sends');
+    if (RESERVED_NAMES.has(name.toLowerCase()))
+      throw new TxValidationError(
+        field,
+        `${name} is a reserved name (__proto__, constructor and prototype are not accepted as header names)`,
+      );
+  }
 }
 
 /**

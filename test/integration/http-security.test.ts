@@ -1,3 +1,4 @@
+import { execFile } from 'node:child_process';
 import { request as httpRequest, type Server } from 'node:http';
 import { type AddressInfo, connect, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -382,6 +383,43 @@ describe('twin HTTP server: safe on a laptop', () => {
       expect(written).toBeLessThan(20 * 1024 * 1024);
       expect(await mailboxCount()).toBe(before);
     });
+
+    /**
+     * Node's fetch (undici) in its own process, as an upstream producer is: it writes the whole
+     * body before it reads the answer, so a server that closes on unread data resets the
+     * connection and the client sees EPIPE instead of the 413. (In the test's own process the
+     * client's reads interleave with the server's writes and the race hardly ever shows.)
+     */
+    const fetchInChild = (mib: number, times: number) =>
+      new Promise<string[]>((resolve, reject) => {
+        const script = `
+          const out = [];
+          for (let i = 0; i < ${times}; i++) {
+            try {
+              const res = await fetch('http://127.0.0.1:${port}/cminmsgs/send', {
+                method: 'POST', headers: { 'content-type': 'application/xml' }, body: Buffer.alloc(${mib} * 1024 * 1024, 120),
+              });
+              const body = await res.json();
+              out.push(res.status + ' ' + body.error + ': ' + body.detail);
+            } catch (err) {
+              out.push(String(err.cause?.code ?? err));
+            }
+          }
+          console.log(JSON.stringify(out));`;
+        execFile(process.execPath, ['--input-type=module', '-e', script], (err, stdout, stderr) =>
+          err ? reject(new Error(`${err.message}\n${stderr}`)) : resolve(JSON.parse(stdout) as string[]),
+        );
+      });
+
+    it.each([2, 6])(
+      'a %i MiB body posted by Node fetch 20 times gets 20 × 413, never EPIPE (the rest is read and discarded)',
+      async (mib) => {
+        const before = await mailboxCount();
+        const answers = await fetchInChild(mib, 20);
+        expect(answers).toEqual(Array.from({ length: 20 }, () => '413 payload_too_large: the body is larger than 4096 bytes'));
+        expect(await mailboxCount()).toBe(before);
+      },
+    );
 
     it('a client that stops sending its headers is cut off too (node headersTimeout = MSGX_HTTP_REQUEST_TIMEOUT)', async () => {
       const s = await open();
