@@ -34,7 +34,7 @@ export interface MarkColumns {
   procNote: boolean;
 }
 
-/** The start log's words for MarkColumns (also docs/ordering.md "Mailbox columns"). */
+/** The start log's words for MarkColumns (README "Decisions where the design was silent"). */
 export const describeMarkColumns = (c: MarkColumns): string =>
   `DATE_PROCESSED${c.procStatus ? ', PROC_STATUS' : ''}${c.procNote ? ', PROC_NOTE' : ''}` +
   (c.procStatus && c.procNote

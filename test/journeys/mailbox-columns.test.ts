@@ -9,7 +9,7 @@ import { freshPg, serviceUrls, type TestPg, waitFor } from '../helpers/services.
 import { killTwins, startTwin, type Twin } from '../helpers/twinChild.ts';
 
 /**
- * Journey: the mailbox's owner agreed only to the "processed" marker (seed 000). Its CMINMSGS has
+ * Journey: the mailbox's owner agreed only to the "processed" marker. Its CMINMSGS has
  * ID, MSG_TEXT, DATE_RECEIVED and DATE_PROCESSED — no PROC_STATUS, no PROC_NOTE. Another system
  * INSERTs a day plan, FLOPs and a message without META; msgx must process them all, set
  * DATE_PROCESSED on every row, and report no failure. Judged from outside: the flights over HTTP
