@@ -16,6 +16,7 @@ import { readOutboxGauges } from '../outbox/metrics.ts';
 import type { AppContext } from '../app/context.ts';
 import { archiveConsumed } from '../txmsg/archive.ts';
 import { checkBackRunner } from '../txmsg/checkBack.ts';
+import { emitDeadLetter, reportDeadLetters } from '../txmsg/dead.ts';
 import { txmsgDeadHook, txmsgRetryHook, txmsgSentHook } from '../txmsg/hooks.ts';
 import { redeliverOnce } from '../txmsg/redeliver.ts';
 import type { ScheduledRole } from '../app/catalogue.ts';
@@ -125,6 +126,8 @@ export function defaultSweepTasks(ctx: AppContext, gauges?: (g: PipelineGauges) 
     { name: 'mailbox-rescan', everyMs: 10_000, run: (c) => rescanOnce(c) },
     { name: 'tx-redelivery', everyMs: 1000, run: (c) => redeliverOnce(c) },
     { name: 'tx-check-back', everyMs: 1000, run: (_c, share) => checkBack.run(share), drain: () => checkBack.drain() },
+    // The metric only where metrics are read (with the gauges); the log line everywhere.
+    { name: 'tx-dead-letters', everyMs: 1000, run: (c) => reportDeadLetters(c, gauges ? emitDeadLetter : undefined) },
     // Compensation first: a request whose write was never confirmed is looked for in COUTMSGS.
     { name: 'request-reconcile', everyMs: 2000, run: (c) => reconcileRequests(c) },
     { name: 'request-expiry', everyMs: 10_000, run: (c) => expireRequests(c) },
