@@ -17,6 +17,7 @@ export const METRICS = {
   mailboxHoles: 'MailboxHoles',
   lateRows: 'LateRows',
   deadCount: 'DeadCount',
+  txDeadLetter: 'TxMessageDead',
   eventsSent: 'EventsSent',
   eventsRetried: 'EventsRetried',
   oldestPendingEvent: 'OldestPendingEventSeconds',

@@ -5,6 +5,7 @@ import { migrate, type MigrateResult } from '../db/migrate.ts';
 import { reaching } from './serviceErrors.ts';
 import { openDb } from '../db/open.ts';
 import { mailboxDdlFiles, openMailbox } from '../mailbox/open.ts';
+import { describeMarkColumns, type Mailbox } from '../mailbox/mailbox.ts';
 import { checkIdentityMode } from '../pipeline/identityMode.ts';
 import { createLogger, type Log } from '../observability/logger.ts';
 import { defaultRegistry } from './registry.ts';
@@ -58,6 +59,7 @@ export async function buildContext(
     mailbox = await reaching('MSGX_MAILBOX_URL', config.mailboxUrl ?? '', () =>
       openMailbox(config, db, { refreshUrl: options.credentials?.mailbox }),
     );
+    if (config.mailboxUrl || config.runtime === 'twin') await logMarkColumns(mailbox, log);
   } catch (err) {
     // The embedded database's directory lock goes with it.
     await db.close().catch(() => {});
@@ -86,6 +88,18 @@ export async function openMigrated(
   } catch (err) {
     await db.close().catch(() => {});
     throw err;
+  }
+}
+
+/**
+ * Says at start which back-fill columns the mailbox has (only those are written). A mailbox that
+ * does not answer yet is no reason to refuse the start: the first back-fill looks again.
+ */
+async function logMarkColumns(mailbox: Mailbox, log: Log): Promise<void> {
+  try {
+    log.info('mailbox back-fill columns', { table: 'CMINMSGS', writes: describeMarkColumns(await mailbox.markColumns()) });
+  } catch (err) {
+    log.warn('mailbox columns not known yet; the first back-fill looks them up', { error: String(err) });
   }
 }
 

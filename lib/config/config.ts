@@ -94,7 +94,8 @@ const schema = z
     MSGX_TX_CHECK_ALLOWED_ORIGINS: commaList(),
     MSGX_TX_CHECK_MAX: positiveInt(15),
     MSGX_TX_CHECK_INTERVAL: duration('60s'),
-    MSGX_TX_REDELIVERY_SCHEDULE: durationList('0s,1m,4m,10m,30m,60m'),
+    // A later 0s would redeliver at once; a last one would leave no time to acknowledge (DEAD on sending).
+    MSGX_TX_REDELIVERY_SCHEDULE: durationList('0s,1m,4m,10m,30m,60m', { zeroFirst: true }),
     MSGX_TX_REDELIVERY_BATCH: positiveInt(100),
     MSGX_TX_RETENTION: duration('168h'),
     MSGX_TX_TOPICS: commaList().refine(
@@ -109,7 +110,7 @@ const schema = z
     MSGX_SNAP_LOG_RETENTION_DAYS: positiveInt(90),
     MSGX_HISTORY_SWEEP_AT: z
       .string()
-      .regex(/^\d{2}:\d{2}$/, 'must be HH:MM in airport time')
+      .regex(/^(?:[01]\d|2[0-3]):[0-5]\d$/, 'must be HH:MM in airport time, 00:00 to 23:59')
       .default('03:30'),
     MSGX_REQUEST_TIMEOUT: duration('10m'),
   })

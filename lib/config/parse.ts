@@ -30,7 +30,11 @@ export const duration = (dflt: string, opts: { zero?: boolean } = {}) =>
       }
     });
 
-export const durationList = (dflt: string) =>
+/**
+ * A comma list of durations, each positive; with `{ zeroFirst: true }` the first may be `0s` (a
+ * schedule whose first step is "at once"), no later one.
+ */
+export const durationList = (dflt: string, opts: { zeroFirst?: boolean } = {}) =>
   z
     .string()
     .default(dflt)
@@ -38,6 +42,12 @@ export const durationList = (dflt: string) =>
       try {
         const list = v.split(',').map(parseDuration);
         if (list.length === 0) throw new Error('the list is empty');
+        const zero = list.findIndex((ms, i) => ms <= 0 && !(i === 0 && opts.zeroFirst));
+        if (zero >= 0)
+          throw new Error(
+            `item ${zero + 1} ("${v.split(',')[zero]!.trim()}") must be a positive duration` +
+              (opts.zeroFirst ? ' (only the first may be 0s)' : ''),
+          );
         return list;
       } catch (e) {
         ctx.addIssue({ code: 'custom', message: (e as Error).message });

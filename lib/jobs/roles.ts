@@ -15,7 +15,8 @@ import { type PipelineGauges, readGauges } from '../observability/metrics.ts';
 import { readOutboxGauges } from '../outbox/metrics.ts';
 import type { AppContext } from '../app/context.ts';
 import { archiveConsumed } from '../txmsg/archive.ts';
-import { checkBackOnce } from '../txmsg/checkBack.ts';
+import { checkBackRunner } from '../txmsg/checkBack.ts';
+import { emitDeadLetter, reportDeadLetters } from '../txmsg/dead.ts';
 import { txmsgDeadHook, txmsgRetryHook, txmsgSentHook } from '../txmsg/hooks.ts';
 import { redeliverOnce } from '../txmsg/redeliver.ts';
 import type { ScheduledRole } from '../app/catalogue.ts';
@@ -91,20 +92,41 @@ export function dispatcherRole(
   };
 }
 
-export type SweepTask = { name: string; everyMs: number; run: (ctx: AppContext) => Promise<unknown> };
+/**
+ * A maintenance task. `run` is told when its share of the step ends (performance.now()) and, in
+ * Lambda, when the invocation does; a task that waits on others (the check-back) stops there.
+ * `drain`: what must be waited for before the invocation ends (work left running beside the step).
+ */
+export type SweepTask = {
+  name: string;
+  everyMs: number;
+  run: (ctx: AppContext, share: SweepShare) => Promise<unknown>;
+  drain?: () => Promise<unknown>;
+};
+export interface SweepShare {
+  until: number;
+  callsEnd?: number;
+}
+
+/** The time one sweep step shares among its due tasks: short enough that each task comes round every few seconds. */
+export const SWEEP_STEP_MS = 5_000;
 
 /**
- * Maintenance tasks: never on the message path, each at its own cadence, each bounded per run.
+ * Maintenance tasks: never on the message path, each at its own cadence, each bounded per run
+ * (by count, and the check-back by its share of the step's time).
  * With a gauge sink (Lambda), also the alarms' pipeline gauges once a minute.
  */
 export function defaultSweepTasks(ctx: AppContext, gauges?: (g: PipelineGauges) => void): SweepTask[] {
   const { lifecycle } = ctx.config;
+  const checkBack = checkBackRunner(ctx);
   return [
     { name: 'backfill', everyMs: 1000, run: (c) => backfillSweep(c) },
     { name: 'backfill-reconcile', everyMs: 30_000, run: (c) => reconcileBackfill(c) },
     { name: 'mailbox-rescan', everyMs: 10_000, run: (c) => rescanOnce(c) },
-    { name: 'tx-check-back', everyMs: 1000, run: (c) => checkBackOnce(c) },
     { name: 'tx-redelivery', everyMs: 1000, run: (c) => redeliverOnce(c) },
+    { name: 'tx-check-back', everyMs: 1000, run: (_c, share) => checkBack.run(share), drain: () => checkBack.drain() },
+    // The metric only where metrics are read (with the gauges); the log line everywhere.
+    { name: 'tx-dead-letters', everyMs: 1000, run: (c) => reportDeadLetters(c, gauges ? emitDeadLetter : undefined) },
     // Compensation first: a request whose write was never confirmed is looked for in COUTMSGS.
     { name: 'request-reconcile', everyMs: 2000, run: (c) => reconcileRequests(c) },
     { name: 'request-expiry', everyMs: 10_000, run: (c) => expireRequests(c) },
@@ -135,14 +157,24 @@ export function sweepRole(
   const { gauges } = options;
   return {
     role: 'sweep' satisfies ScheduledRole,
-    flush: gauges ? () => reportPipelineGauges(ctx, gauges) : undefined,
-    async step() {
+    // The end of an invocation waits for what its tasks left running (check-back calls, which
+    // never outlive it), then reports the gauges.
+    async flush() {
+      await Promise.all(tasks.map((t) => t.drain?.()));
+      if (gauges) await reportPipelineGauges(ctx, gauges);
+    },
+    async step(budget) {
       const now = ctx.clock.now().getTime();
-      for (const t of tasks) {
-        if (now - (lastRun.get(t.name) ?? Number.NEGATIVE_INFINITY) < t.everyMs) continue;
+      const due = tasks.filter((t) => now - (lastRun.get(t.name) ?? Number.NEGATIVE_INFINITY) >= t.everyMs);
+      const started = performance.now();
+      const callsEnd = budget && Number.isFinite(budget.remainingMs) ? started + budget.remainingMs : undefined;
+      const stepEnd = Math.min(started + SWEEP_STEP_MS, callsEnd ?? Number.POSITIVE_INFINITY);
+      for (const [i, t] of due.entries()) {
         lastRun.set(t.name, now);
+        // An equal share of what is left: time a task did not use goes to the ones after it.
+        const until = performance.now() + Math.max(0, stepEnd - performance.now()) / (due.length - i);
         try {
-          await t.run(ctx);
+          await t.run(ctx, { until, callsEnd });
         } catch (err) {
           ctx.log.error('sweep task failed', { task: t.name, error: err as Error });
         }

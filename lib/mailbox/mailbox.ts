@@ -25,8 +25,29 @@ export interface BackfillMark {
   processedAt: Date;
 }
 
+/**
+ * Which of the optional back-fill columns CMINMSGS has. The owner agreed only to DATE_PROCESSED (the
+ * "processed" marker); PROC_STATUS and PROC_NOTE are written where they exist and skipped where not.
+ */
+export interface MarkColumns {
+  procStatus: boolean;
+  procNote: boolean;
+}
+
+/** The start log's words for MarkColumns (README "Decisions where the design was silent"). */
+export const describeMarkColumns = (c: MarkColumns): string =>
+  `DATE_PROCESSED${c.procStatus ? ', PROC_STATUS' : ''}${c.procNote ? ', PROC_NOTE' : ''}` +
+  (c.procStatus && c.procNote
+    ? ''
+    : ` (no ${[c.procStatus ? '' : 'PROC_STATUS', c.procNote ? '' : 'PROC_NOTE'].filter(Boolean).join(', ')}: not written)`);
+
 export interface Mailbox {
   readonly kind: 'mysql' | 'pg';
+  /**
+   * Looks up (once; later calls answer from memory) which of PROC_STATUS/PROC_NOTE CMINMSGS has.
+   * markProcessed() writes only those.
+   */
+  markColumns(): Promise<MarkColumns>;
   /** Stores an inbound message the way other systems do; returns its ID. */
   insertInbound(text: string): Promise<number>;
   /** Unprocessed rows with afterId < ID ≤ upTo, in ID order, at most `limit`. */
@@ -42,8 +63,9 @@ export interface Mailbox {
    */
   readTexts(ids: number[]): Promise<Map<number, MailboxText>>;
   /**
-   * Sets DATE_PROCESSED/PROC_STATUS/PROC_NOTE on rows not yet processed, or marked DEAD (msgx's
-   * own verdict: a replayed message's new outcome replaces it); idempotent.
+   * Sets DATE_PROCESSED (and PROC_STATUS/PROC_NOTE where the table has them) on rows not yet
+   * processed, or marked DEAD (msgx's own verdict: a replayed message's new outcome replaces it;
+   * without PROC_STATUS the first mark stays); idempotent.
    */
   markProcessed(marks: BackfillMark[]): Promise<void>;
   /** Of these IDs, the ones still unprocessed in the mailbox. */

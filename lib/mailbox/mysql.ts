@@ -1,12 +1,13 @@
 import mysql from 'mysql2/promise';
 import { mailboxDdl } from './ddl.ts';
-import type { BackfillMark, Mailbox, MailboxId, MailboxRow, MailboxText } from './mailbox.ts';
+import type { BackfillMark, Mailbox, MailboxId, MailboxRow, MailboxText, MarkColumns } from './mailbox.ts';
 import { clipNote, likeContaining, mailboxText } from './mailbox.ts';
 import { type MysqlPoolOptions, refreshingPool } from './mysqlPool.ts';
 
 export class MysqlMailbox implements Mailbox {
   readonly kind = 'mysql' as const;
   readonly #pool: Pick<mysql.Pool, 'query' | 'execute' | 'end'>;
+  #columns: Promise<MarkColumns> | undefined;
 
   /** TLS and credential refresh: see mysqlPool.ts. */
   constructor(url: string, options: MysqlPoolOptions = {}) {
@@ -16,6 +17,21 @@ export class MysqlMailbox implements Mailbox {
   /** Twin only: create CMINMSGS/COUTMSGS when missing. The cloud never touches the owner's DDL. */
   async ensureTables(): Promise<void> {
     for (const stmt of splitStatements(mailboxDdl('mysql'))) await this.#pool.query(stmt);
+  }
+
+  markColumns(): Promise<MarkColumns> {
+    // Column names are case-insensitive in MySQL; the table's name is matched as the DDL writes it.
+    this.#columns ??= this.#pool
+      .query<mysql.RowDataPacket[]>(
+        `SELECT UPPER(COLUMN_NAME) AS C FROM information_schema.COLUMNS
+         WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'CMINMSGS' AND UPPER(COLUMN_NAME) IN ('PROC_STATUS', 'PROC_NOTE')`,
+      )
+      .then(([rows]) => ({ procStatus: rows.some((r) => r.C === 'PROC_STATUS'), procNote: rows.some((r) => r.C === 'PROC_NOTE') }))
+      .catch((err: unknown) => {
+        this.#columns = undefined;
+        throw err;
+      });
+    return this.#columns;
   }
 
   async insertInbound(text: string): Promise<number> {
@@ -62,17 +78,20 @@ export class MysqlMailbox implements Mailbox {
 
   async markProcessed(marks: BackfillMark[]): Promise<void> {
     if (marks.length === 0) return;
+    const cols = await this.markColumns();
     // One round trip per batch: a CASE per column keeps each row's own status and note.
     const ids = marks.map((m) => m.id);
     const params: unknown[] = [];
-    const whenStatus = marks.map((m) => (params.push(m.id, m.status), 'WHEN ? THEN ?')).join(' ');
-    const whenNote = marks.map((m) => (params.push(m.id, clipNote(m.note)), 'WHEN ? THEN ?')).join(' ');
-    const whenAt = marks.map((m) => (params.push(m.id, m.processedAt), 'WHEN ? THEN ?')).join(' ');
+    const set: string[] = [];
+    const caseOf = (column: string, value: (m: BackfillMark) => unknown) =>
+      set.push(`${column} = CASE ID ${marks.map((m) => (params.push(m.id, value(m)), 'WHEN ? THEN ?')).join(' ')} END`);
+    if (cols.procStatus) caseOf('PROC_STATUS', (m) => m.status);
+    if (cols.procNote) caseOf('PROC_NOTE', (m) => clipNote(m.note));
+    caseOf('DATE_PROCESSED', (m) => m.processedAt);
     params.push(ids);
     await this.#pool.query(
-      `UPDATE CMINMSGS SET PROC_STATUS = CASE ID ${whenStatus} END, PROC_NOTE = CASE ID ${whenNote} END,
-         DATE_PROCESSED = CASE ID ${whenAt} END
-       WHERE ID IN (?) AND (DATE_PROCESSED IS NULL OR PROC_STATUS = 'DEAD')`,
+      `UPDATE CMINMSGS SET ${set.join(', ')}
+       WHERE ID IN (?) AND (DATE_PROCESSED IS NULL${cols.procStatus ? " OR PROC_STATUS = 'DEAD'" : ''})`,
       params,
     );
   }

@@ -15,6 +15,7 @@ function noMailbox(): Mailbox {
   };
   return {
     kind: 'mysql',
+    markColumns: refuse,
     insertInbound: refuse,
     scanUnprocessed: refuse,
     scanIds: refuse,

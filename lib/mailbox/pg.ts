@@ -1,6 +1,6 @@
 import type { Db, Queryable } from '../db/db.ts';
 import { mailboxDdl } from './ddl.ts';
-import type { BackfillMark, Mailbox, MailboxId, MailboxRow, MailboxText } from './mailbox.ts';
+import type { BackfillMark, Mailbox, MailboxId, MailboxRow, MailboxText, MarkColumns } from './mailbox.ts';
 import { clipNote, likeContaining, mailboxText } from './mailbox.ts';
 
 /**
@@ -19,7 +19,24 @@ export async function insertInboundRows(q: Queryable, texts: string[]): Promise<
 export class PgMailbox implements Mailbox {
   readonly kind = 'pg' as const;
 
+  #columns: Promise<MarkColumns> | undefined;
+
   constructor(private readonly db: Db) {}
+
+  markColumns(): Promise<MarkColumns> {
+    // The table the unqualified name resolves to (search_path), as every other statement here.
+    this.#columns ??= this.db
+      .query<{ c: string }>(
+        `SELECT attname AS c FROM pg_attribute
+         WHERE attrelid = to_regclass('"CMINMSGS"') AND attnum > 0 AND NOT attisdropped AND attname IN ('PROC_STATUS', 'PROC_NOTE')`,
+      )
+      .then((r) => ({ procStatus: r.rows.some((x) => x.c === 'PROC_STATUS'), procNote: r.rows.some((x) => x.c === 'PROC_NOTE') }))
+      .catch((err: unknown) => {
+        this.#columns = undefined;
+        throw err;
+      });
+    return this.#columns;
+  }
 
   /**
    * Twins starting together on one MSGX_PG_URL would race in CREATE TABLE IF NOT EXISTS (one
@@ -87,10 +104,16 @@ export class PgMailbox implements Mailbox {
 
   async markProcessed(marks: BackfillMark[]): Promise<void> {
     if (marks.length === 0) return;
+    const cols = await this.markColumns();
+    const set = [
+      ...(cols.procStatus ? ['"PROC_STATUS" = v.status'] : []),
+      ...(cols.procNote ? ['"PROC_NOTE" = v.note'] : []),
+      '"DATE_PROCESSED" = v.at',
+    ];
     await this.db.query(
-      `UPDATE "CMINMSGS" m SET "PROC_STATUS" = v.status, "PROC_NOTE" = v.note, "DATE_PROCESSED" = v.at
+      `UPDATE "CMINMSGS" m SET ${set.join(', ')}
        FROM unnest($1::bigint[], $2::text[], $3::text[], $4::timestamptz[]) AS v(id, status, note, at)
-       WHERE m."ID" = v.id AND (m."DATE_PROCESSED" IS NULL OR m."PROC_STATUS" = 'DEAD')`,
+       WHERE m."ID" = v.id AND (m."DATE_PROCESSED" IS NULL${cols.procStatus ? ` OR m."PROC_STATUS" = 'DEAD'` : ''})`,
       [marks.map((m) => m.id), marks.map((m) => m.status), marks.map((m) => clipNote(m.note)), marks.map((m) => m.processedAt)],
     );
   }

@@ -2,7 +2,7 @@ import type { AppContext } from '../app/context.ts';
 import { applyAction } from './actions.ts';
 import { callCheckBack, type CheckOutcome } from './checkCall.ts';
 import { move } from './move.ts';
-import { claimDueChecks, lockMessage, updateMessage } from './store.ts';
+import { claimDueChecks, lockMessage, type TxRow, updateMessage } from './store.ts';
 import { appendTrace } from './trace.ts';
 
 /** Parallel check-back calls per round: a slow producer must not stall everyone else's checks. */
@@ -38,6 +38,74 @@ export async function checkBackOnce(ctx: Pick<AppContext, 'db' | 'clock' | 'conf
   }
   if (result.checked) ctx.log.info('txmsg check-back round', { ...result });
   return result;
+}
+
+/** How long a check-back may take, as the sweep gives it: its share of the step, and the invocation's end. */
+export interface CheckBackShare {
+  /** performance.now() by which run() returns; calls still out go on beside the next tasks. */
+  until: number;
+  /** performance.now() past which no call may wait (the invocation's end); none in the twin. */
+  callsEnd?: number;
+}
+
+/**
+ * The check-back as the sweep runs it: bounded by time, not count. At most CHECK_CONCURRENCY calls
+ * are out at once, topped up from the due messages as calls finish, and run() waits for them only
+ * until its share of the step ends: a producer that never answers holds up its own messages, not
+ * redelivery, reconcile, archiving or the gauges behind it. A call that is still out keeps its
+ * claim (its own timeout plus a margin) and is recorded when it ends; no call outlives the
+ * invocation (`callsEnd`: one cut there counts as unanswered). drain() waits for the calls out.
+ */
+export function checkBackRunner(ctx: Pick<AppContext, 'db' | 'clock' | 'config' | 'log'>) {
+  const out = new Set<Promise<void>>();
+  let tally: CheckBackResult = { checked: 0, committed: 0, rolledBack: 0, unanswered: 0, dead: 0 };
+  const start = (row: TxRow, callsEnd: number | undefined) => {
+    const leftMs = callsEnd === undefined ? Number.POSITIVE_INFINITY : Math.max(1, Math.floor(callsEnd - performance.now()));
+    const call = callCheckBack(
+      { ...row, check_timeout_ms: Math.min(row.check_timeout_ms, leftMs) },
+      { allowedOrigins: ctx.config.txmsg.checkAllowedOrigins, signingSecret: ctx.config.signingSecret },
+    );
+    const p: Promise<void> = call
+      .then((outcome) => record(ctx, row.id, outcome))
+      .then((outcome) => {
+        tally.checked++;
+        if (outcome) tally[outcome]++;
+      })
+      .catch((err: unknown) => ctx.log.error('txmsg check-back not recorded; the check is due again', { id: row.id, error: err as Error }))
+      .finally(() => out.delete(p));
+    out.add(p);
+  };
+  return {
+    async run(share: CheckBackShare): Promise<CheckBackResult> {
+      while (performance.now() < share.until) {
+        const free = Math.min(CHECK_CONCURRENCY - out.size, ctx.config.txmsg.redeliveryBatch);
+        const claimed = free > 0 ? await claimDueChecks(ctx.db, ctx.clock.now(), free, CLAIM_MARGIN_MS) : [];
+        for (const row of claimed) start(row, share.callsEnd);
+        if (out.size === 0) break;
+        // Until one call ends (a free slot) or the share does.
+        if (!(await raceUntil([...out], share.until))) break;
+      }
+      const done = tally;
+      tally = { checked: 0, committed: 0, rolledBack: 0, unanswered: 0, dead: 0 };
+      if (done.checked || out.size) ctx.log.info('txmsg check-back round', { ...done, stillOut: out.size });
+      return done;
+    },
+    /** Waits for every call still out (the end of an invocation). */
+    async drain(): Promise<void> {
+      await Promise.all([...out]);
+    },
+  };
+}
+
+/** True when one of `ps` settled before `until` (performance.now()), false when the time ran out first. */
+async function raceUntil(ps: Promise<unknown>[], until: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<false>((r) => (timer = setTimeout(() => r(false), Math.max(0, until - performance.now()))));
+  try {
+    return await Promise.race([Promise.race(ps).then(() => true), late]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 async function record(

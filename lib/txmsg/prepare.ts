@@ -11,6 +11,8 @@ export interface PrepareResult {
   row: TxRow;
   /** false when an Idempotency-Key returned an earlier message (HTTP 200 instead of 201). */
   created: boolean;
+  /** Where the time went (ms), for the command's timing line (lib/txmsg/timing.ts). */
+  phases: { validate_ms: number; topic_check_ms: number; store_ms: number };
 }
 
 /**
@@ -22,11 +24,14 @@ export async function prepare(
   body: unknown,
   idempotencyKey?: string,
 ): Promise<PrepareResult> {
+  const t0 = performance.now();
   const p = parsePrepare(body, ctx.config.txmsg.checkAllowedOrigins);
   if (idempotencyKey !== undefined && (idempotencyKey.length === 0 || idempotencyKey.length > 200))
     throw new TxValidationError('Idempotency-Key', 'must be 1 to 200 characters');
   // A topic msgx could never deliver to is refused now, not discovered by retrying later.
+  const t1 = performance.now();
   await checkTxTopic(ctx.config, p.topic);
+  const t2 = performance.now();
   const now = ctx.clock.now();
   const id = randomUUID();
   const hash = requestHash(p);
@@ -61,8 +66,11 @@ export async function prepare(
     });
     return { earlierId: undefined, row };
   });
-  if (outcome.row) return { row: outcome.row, created: true };
+  const phases = () => ({ validate_ms: ms(t1 - t0), topic_check_ms: ms(t2 - t1), store_ms: ms(performance.now() - t2) });
+  if (outcome.row) return { row: outcome.row, created: true, phases: phases() };
   const row = await findMessage(ctx.db, outcome.earlierId);
   if (!row) throw new Error(`Idempotency-Key ${idempotencyKey} points at missing message ${outcome.earlierId}`);
-  return { row, created: false };
+  return { row, created: false, phases: phases() };
 }
+
+const ms = (x: number) => Math.round(x * 10) / 10;

@@ -7,13 +7,15 @@ import { prepare } from './prepare.ts';
 import { resend } from './resend.ts';
 import { findMessage } from './store.ts';
 import { readTrace } from './trace.ts';
+import { timedCommand } from './timing.ts';
 import { toView } from './view.ts';
 
 const action = (name: TxAction): Route => ({
   method: 'POST',
   path: `/v1/tx-messages/{id}/${name}`,
   async handle(req, ctx) {
-    return json(200, await runAction(ctx, req.params.id!, name));
+    const id = req.params.id!;
+    return json(200, await timedCommand(ctx.log, name, id, () => runAction(ctx, id, name)));
   },
 });
 
@@ -23,7 +25,10 @@ export const txmsgRoutes: Route[] = [
     method: 'POST',
     path: '/v1/tx-messages',
     async handle(req, ctx) {
-      const { row, created } = await prepare(ctx, parseJsonBody(req), req.headers['idempotency-key']);
+      const { row, created } = await timedCommand(ctx.log, 'prepare', undefined, async () => {
+        const r = await prepare(ctx, parseJsonBody(req), req.headers['idempotency-key']);
+        return { ...r, id: r.row.id, status: r.row.status };
+      });
       return json(created ? 201 : 200, { id: row.id, status: row.status });
     },
   },
@@ -44,7 +49,8 @@ export const txmsgRoutes: Route[] = [
     path: '/admin/tx-messages/{id}/resend',
     admin: true,
     async handle(req, ctx) {
-      return json(200, await resend(ctx, req.params.id!, actorOf(req)));
+      const id = req.params.id!;
+      return json(200, await timedCommand(ctx.log, 'resend', id, () => resend(ctx, id, actorOf(req))));
     },
   },
   {

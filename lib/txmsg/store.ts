@@ -205,6 +205,31 @@ export async function listDead(q: Queryable, f: DeadFilter = {}): Promise<TxRow[
   return r.rows;
 }
 
+/** A dead message not yet reported by the dead-letter monitor (lib/txmsg/dead.ts). */
+export interface UnreportedDead {
+  id: string;
+  topic: string;
+  dead_phase: string | null;
+  dead_reason: string | null;
+  attempts: number;
+  checks: number;
+  biz_name: string | null;
+  updated_at: Date;
+}
+
+/** Marks up to `limit` dead messages reported and returns them (the oldest deaths first). */
+export async function claimUnreportedDead(q: Queryable, now: Date, limit: number): Promise<UnreportedDead[]> {
+  const r = await q.query<UnreportedDead>(
+    `UPDATE tx_message m SET dead_reported_at = $1
+     WHERE m.id IN (SELECT id FROM tx_message
+                    WHERE status = 'DEAD' AND (dead_reported_at IS NULL OR dead_reported_at < updated_at)
+                    ORDER BY updated_at LIMIT $2 FOR UPDATE SKIP LOCKED)
+     RETURNING m.id, m.topic, m.dead_phase, m.dead_reason, m.attempts, m.checks, m.biz_name, m.updated_at`,
+    [now, limit],
+  );
+  return r.rows.sort((a, b) => a.updated_at.getTime() - b.updated_at.getTime());
+}
+
 /** Moves terminal rows finished before `before` to history, at most `limit`; returns how many. */
 export async function archiveFinished(q: Queryable, before: Date, limit: number, now: Date): Promise<number> {
   const r = await q.query(

@@ -30,7 +30,8 @@ const prepareSchema = lazy(() =>
       // Names are checked first by checkHeaderNames: zod's record silently skips `__proto__`.
       headers: z.record(z.string(), z.string().max(8192)).optional(),
       checkUrl: z.string().max(2048),
-      checkAfterMs: z.number().int().min(0).max(WEEK_MS).default(60_000),
+      // The first check-back must come after the producer's local transaction: never at once.
+      checkAfterMs: z.number().int().min(1, 'must be at least 1 ms (longer than the local transaction)').max(WEEK_MS).default(60_000),
       checkTimeoutMs: z.number().int().min(100).max(60_000).default(5_000),
       // rtm's message-table fields (docs/txmsg.md "API"): the business the message belongs to (msg_name) and who created it
       // (create_msg_uid), both as the producer names them, for operators looking at a message.

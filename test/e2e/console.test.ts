@@ -109,7 +109,7 @@ describe('console end to end in Chromium against the twin', () => {
           key: 'order-42',
           payload: { orderId: 42, points: 120 },
           checkUrl: `http://127.0.0.1:${checkPort}/check`,
-          checkAfterMs: 0,
+          checkAfterMs: 1,
           bizName: 'order-points',
           createdBy: 'orders-svc',
         }),

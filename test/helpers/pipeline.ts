@@ -64,6 +64,7 @@ export function mailboxWith(inner: Mailbox, overrides: Partial<Mailbox>): Mailbo
     'scanIds',
     'readRanges',
     'readTexts',
+    'markColumns',
     'markProcessed',
     'filterUnprocessed',
     'insertOutbound',

@@ -219,7 +219,7 @@ describe('the twin on its embedded engine (PGlite)', () => {
     const b = await prep(2);
     expect((await api('POST', `/v1/tx-messages/${b.body.id}/rollback`)).status).toBe(200);
     checkAnswer = 'COMMIT';
-    const c = await prep(3, { checkAfterMs: 0 });
+    const c = await prep(3, { checkAfterMs: 1 });
 
     const delivered = await waitFor(
       () => {

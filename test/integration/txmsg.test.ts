@@ -254,7 +254,7 @@ describe('HTTP contract', () => {
   });
 
   it('rtm message fields: business name and creator from the prepare, resender from the resend; in GET and the dead list', async () => {
-    const r = await api('POST', '/v1/tx-messages', prepareBody({ bizName: 'order-points', createdBy: 'u-1001', checkAfterMs: 0 }));
+    const r = await api('POST', '/v1/tx-messages', prepareBody({ bizName: 'order-points', createdBy: 'u-1001', checkAfterMs: 1 }));
     expect(r.status).toBe(201);
     const id = r.body.id as string;
     expect((await api('GET', `/v1/tx-messages/${id}`)).body).toMatchObject({
@@ -265,6 +265,7 @@ describe('HTTP contract', () => {
     });
     // The producer cannot answer: DEAD unconfirmed after MSGX_TX_CHECK_MAX=3 check-backs.
     checkOverride = (_req, res) => (res.writeHead(503).end(), true);
+    clock.advance(1);
     for (let i = 0; i < 3; i++) {
       await checkBackOnce(ctx);
       clock.advance(60_000);
@@ -407,7 +408,8 @@ describe('HTTP contract', () => {
 // Every action on every state over HTTP: the API face of the transition table.
 describe('actions on every state', () => {
   async function messageIn(state: string): Promise<string> {
-    const id = (await api('POST', '/v1/tx-messages', prepareBody({ checkAfterMs: 0 }))).body.id as string;
+    const id = (await api('POST', '/v1/tx-messages', prepareBody({ checkAfterMs: 1 }))).body.id as string;
+    clock.advance(1);
     const kill = async () => {
       checkOverride = (_req, res) => (res.writeHead(200).end('{"status":"UNKNOWN"}'), true);
       for (let i = 0; i < 3; i++) {
@@ -603,7 +605,8 @@ describe('failure points, producer side', () => {
       else return false;
       return true;
     };
-    const id = (await api('POST', '/v1/tx-messages', prepareBody({ checkAfterMs: 0, checkTimeoutMs: 300 }))).body.id;
+    const id = (await api('POST', '/v1/tx-messages', prepareBody({ checkAfterMs: 1, checkTimeoutMs: 300 }))).body.id;
+    clock.advance(1);
     for (const m of ['redirect', 'hang', 'garbage'] as const) {
       mode = m;
       await checkBackOnce(ctx);
@@ -636,7 +639,8 @@ describe('failure points, producer side', () => {
   });
 
   it('check-back is never made to an origin removed from the allow-list after prepare', async () => {
-    const id = (await api('POST', '/v1/tx-messages', prepareBody({ checkAfterMs: 0 }))).body.id;
+    const id = (await api('POST', '/v1/tx-messages', prepareBody({ checkAfterMs: 1 }))).body.id;
+    clock.advance(1);
     let called = false;
     checkOverride = () => ((called = true), false);
     ctx.config.txmsg.checkAllowedOrigins = ['http://elsewhere.example'];

@@ -294,7 +294,7 @@ describe('journeys from outside', () => {
       key: 'points-1',
       payload: { points: 10 },
       checkUrl: `${checkOrigin}/check/commit`,
-      checkAfterMs: 0,
+      checkAfterMs: 1,
     });
     expect(p).toMatchObject({ status: 201, body: { status: 'PREPARED' } });
     await waitFor(async () => (await statusOf(p.body.id)) === 'DELIVERED', {
@@ -313,7 +313,7 @@ describe('journeys from outside', () => {
       key: 'points-2',
       payload: { points: 20 },
       checkUrl: `${checkOrigin}/check/later`,
-      checkAfterMs: 0,
+      checkAfterMs: 1,
     });
     expect(p.status).toBe(201);
     // MSGX_TX_CHECK_MAX=2 answers of UNKNOWN: nobody knows whether the producer committed.

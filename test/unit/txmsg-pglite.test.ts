@@ -82,10 +82,11 @@ describe('txmsg on PGlite', () => {
       topic: 't',
       payload: 'x',
       checkUrl: 'http://127.0.0.1:9/c',
-      checkAfterMs: 0,
+      checkAfterMs: 1,
       checkTimeoutMs: 200,
     });
     const id = (p.body as { id: string }).id;
+    clock.advance(1);
     expect(await checkBackOnce(ctx)).toMatchObject({ checked: 1, dead: 1 });
     expect((await call('GET', `/admin/tx-messages/${id}/trace`)).body).toMatchObject({
       message: { status: 'DEAD', deadReason: 'check-back exhausted' },
