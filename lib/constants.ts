@@ -25,6 +25,7 @@ export const METRICS = {
   stalledTargets: 'StalledTargets',
   heartbeat: 'Heartbeat',
   roleLockTaken: 'RoleLockTaken',
+  paused: 'Paused',
 } as const;
 
 /** The one path upstream systems post CMINMSGS messages to (HTTP route, API Gateway, twin). */

@@ -13,6 +13,8 @@ export interface StepResult {
   busy: boolean;
   /** Rest at most this long before the next step (capped by the poll interval). */
   restMs?: number;
+  /** The step did nothing because the pipeline is paused (lib/pipeline/pause.ts): not a heartbeat. */
+  paused?: boolean;
 }
 
 /** What a step may know of its invocation: how long it has before the worker stops waiting for it. */
@@ -38,15 +40,22 @@ export interface RoleSpec {
   flush?: () => Promise<void>;
 }
 
-/** Heartbeat and RoleLockTaken of one run of a role (what they mean: lib/jobs/roleMetrics.ts). */
-export type RoleMetricsSink = (role: string, values: { Heartbeat: number; RoleLockTaken: number }) => void;
+/** Heartbeat, RoleLockTaken and Paused of one run of a role (what they mean: lib/jobs/roleMetrics.ts). */
+export type RoleMetricsSink = (role: string, values: RoleRunValues) => void;
+
+export interface RoleRunValues {
+  Heartbeat: number;
+  RoleLockTaken: number;
+  /** Present (1) only for a run that found the pipeline paused. */
+  Paused?: number;
+}
 
 /**
  * Where a role's measurements go: CloudWatch EMF in Lambda (lib/app/metrics.ts `emfMetricsSink`),
  * nowhere in the twin and the fault child (`localMetricsSink`), a recorder in tests.
  */
 export interface MetricsSink {
-  /** Heartbeat and RoleLockTaken after each run of a role (the Lambda handler calls it). */
+  /** Heartbeat, RoleLockTaken (and Paused) after each run of a role (the Lambda handler calls it). */
   roleRun: RoleMetricsSink;
   /** A fresh set of the relay's counters and gauges (one per process). */
   outbox(): OutboxMetrics;

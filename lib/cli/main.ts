@@ -6,7 +6,6 @@ import { openDb } from '../db/open.ts';
 import { cliActor } from '../http/actor.ts';
 import { readIdentityMode, setIdentityMode } from '../pipeline/identityMode.ts';
 import { type AdminApi, AdminCallError, openAdminApi } from './admin.ts';
-import { setSchedulesEnabled } from './schedules.ts';
 import { renderDead, renderTrace, renderTxTrace } from './render.ts';
 import { renderStatus, type StatsView } from './status.ts';
 import { keyValues, table } from './table.ts';
@@ -164,17 +163,15 @@ for (const [name, paused] of [
   program
     .command(name)
     .description(
-      paused
-        ? 'stop head processing (ingress keeps accepting); disables the schedules in the cloud'
-        : 'resume head processing and the schedules',
+      paused ? 'stop head processing; the ingress keeps accepting, delivery, check-backs and maintenance go on' : 'resume head processing',
     )
     .action(async () =>
       withApi(async (api) => {
-        // Schedules first on pause (no new invocations), flag first on resume (workers may run).
-        if (paused) await setSchedulesEnabled(false);
-        await api.call('POST', paused ? '/admin/pause' : '/admin/resume');
-        if (!paused) await setSchedulesEnabled(true);
-        process.stdout.write(`pipeline ${paused ? 'paused' : 'running'} (${api.mode})\n`);
+        // The admin route is the one way to pause: the flag in PostgreSQL is the whole of it
+        // (docs/deploy.md "Pause"), so what the route answered is what happened.
+        const r = await api.call<{ paused: boolean; changed: boolean }>('POST', paused ? '/admin/pause' : '/admin/resume');
+        const state = r.paused ? 'paused: no head processing; ingress, delivery and check-backs go on' : 'running';
+        process.stdout.write(`pipeline ${r.changed ? '' : 'was already '}${state} (${api.mode})\n`);
       }),
     );
 }

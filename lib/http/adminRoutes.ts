@@ -108,6 +108,10 @@ async function replayEvents(req: HttpRequest, body: Record<string, unknown>, db:
   };
 }
 
+/**
+ * Pause and resume: the only way to switch the pause flag (the CLI and the console call these).
+ * Paused means no head processing; ingress, delivery, check-backs and maintenance go on.
+ */
 function pauseRoute(path: string, paused: boolean): Route {
   return {
     method: 'POST',
@@ -115,8 +119,9 @@ function pauseRoute(path: string, paused: boolean): Route {
     admin: true,
     async handle(req, ctx) {
       parseJsonWith(req, NO_FIELDS(), { emptyOk: true });
-      await setPaused(ctx.db, paused, actorOf(req), ctx.clock.now());
-      return json(200, { paused });
+      // The flag and its audit record commit together (docs/deploy.md "Pause").
+      const r = await ctx.db.tx((q) => setPaused(q, paused, actorOf(req), ctx.clock.now()));
+      return json(200, r);
     },
   };
 }

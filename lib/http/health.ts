@@ -1,4 +1,5 @@
 import { readMigrations } from '../db/migrate.ts';
+import { isPaused } from '../pipeline/pause.ts';
 import type { AppContext } from '../app/context.ts';
 import type { Route } from './types.ts';
 
@@ -7,6 +8,9 @@ export type HealthCheck = () => Promise<void>;
 /**
  * `GET /health`: 200 once migrations ran and every configured dependency answers; 503 naming the
  * failing check otherwise. Extra checks (Kafka) are registered by whoever owns the dependency.
+ * `pipeline` says whether head processing is paused: information, not a failing check — a pause
+ * is an operator's decision, and a health check that failed on it would have the twin's container
+ * restarted or the ingress taken out of service.
  */
 export function healthRoute(extra: Record<string, HealthCheck> = {}): Route {
   return {
@@ -29,7 +33,9 @@ export function healthRoute(extra: Record<string, HealthCheck> = {}): Route {
         ...Object.entries(extra).map(([name, fn]) => run(name, fn)),
       ]);
       const ok = Object.values(checks).every((v) => v === 'ok');
-      return { status: ok ? 200 : 503, body: { status: ok ? 'ok' : 'failing', checks } };
+      const paused = checks.migrations === 'ok' ? await isPaused(ctx.db).catch(() => undefined) : undefined;
+      const pipeline = paused === undefined ? {} : { pipeline: paused ? 'paused' : 'running' };
+      return { status: ok ? 200 : 503, body: { status: ok ? 'ok' : 'failing', checks, ...pipeline } };
     },
   };
 }

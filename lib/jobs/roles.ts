@@ -33,6 +33,7 @@ export function pumpRole(ctx: AppContext): RoleSpec {
       const r = await pumpOnce(ctx, { maxGroups: GROUPS_PER_STEP });
       if (r.kind === 'processed') return { busy: true };
       if (r.kind === 'waiting') return { busy: false, restMs: r.untilMs - ctx.clock.now().getTime() };
+      if (r.kind === 'paused') return { busy: false, paused: true };
       return { busy: false };
     },
   };

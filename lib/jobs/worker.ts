@@ -29,6 +29,8 @@ export interface WorkerSummary {
   acquired: boolean;
   steps: number;
   busySteps: number;
+  /** Steps that did nothing because the pipeline is paused. */
+  pausedSteps: number;
   errors: number;
   /** `step-overran`: a step was still running when the budget ran out; the worker let go of it. */
   stoppedBy: 'budget' | 'signal' | 'lock-lost' | 'not-acquired' | 'step-overran';
@@ -43,7 +45,7 @@ const OVERRAN = Symbol('overran');
  * a lost lock session ends the loop at once (another instance may take over).
  */
 export async function runWorker(ctx: Pick<AppContext, 'db' | 'config' | 'clock' | 'log'>, o: WorkerOptions): Promise<WorkerSummary> {
-  const summary: WorkerSummary = { role: o.role, acquired: false, steps: 0, busySteps: 0, errors: 0, stoppedBy: 'budget' };
+  const summary: WorkerSummary = { role: o.role, acquired: false, steps: 0, busySteps: 0, pausedSteps: 0, errors: 0, stoppedBy: 'budget' };
   const lock = o.unlocked ? null : await tryRoleLock(ctx.db, o.role);
   if (!o.unlocked && !lock) return { ...summary, stoppedBy: 'not-acquired' };
   summary.acquired = true;
@@ -80,6 +82,7 @@ export async function runWorker(ctx: Pick<AppContext, 'db' | 'config' | 'clock' 
           ctx.log.warn('step still running when the budget ran out; stopping', { role: o.role, remainingMs });
           break;
         }
+        if (r.paused) summary.pausedSteps++;
         if (r.busy) {
           summary.busySteps++;
           continue;

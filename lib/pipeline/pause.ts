@@ -2,8 +2,12 @@ import { writeAudit } from '../audit/audit.ts';
 import type { Queryable } from '../db/db.ts';
 
 /**
- * The pause flag every worker and the ingress's kick respect. Paused means no head processing;
- * the ingress keeps accepting and the poller keeps enqueueing.
+ * The pause flag in PostgreSQL: the single truth of "paused", in the twin and in the cloud alike.
+ * Paused means no head processing: the pump applies nothing and the ingress does not kick it.
+ * Everything else goes on — the ingress accepts, the poller enqueues, the dispatcher delivers,
+ * the sweep runs check-backs, back-fills and retention — so work accepted before the pause is
+ * not held up. The schedules are never disabled: a second switch could disagree with the flag
+ * (docs/deploy.md "Pause").
  */
 const KEY = 'pipeline.paused';
 
@@ -12,11 +16,19 @@ export async function isPaused(q: Queryable): Promise<boolean> {
   return r.rows[0]?.value.paused === true;
 }
 
-export async function setPaused(q: Queryable, paused: boolean, actor: string, now: Date): Promise<void> {
-  await q.query(
-    `INSERT INTO msgx_state (key, value, updated_at) VALUES ($1, $2, $3)
-     ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, updated_at = EXCLUDED.updated_at`,
+/**
+ * Sets the flag and audits who did it. The one path every way of pausing takes (the admin route,
+ * and through it the CLI and the console). `changed` is false when it already was so.
+ */
+export async function setPaused(q: Queryable, paused: boolean, actor: string, now: Date): Promise<{ paused: boolean; changed: boolean }> {
+  // The previous value is read in the same statement that writes the new one.
+  const r = await q.query<{ was: boolean | null }>(
+    `WITH prev AS (SELECT (value->>'paused')::boolean AS was FROM msgx_state WHERE key = $1)
+     INSERT INTO msgx_state (key, value, updated_at) VALUES ($1, $2, $3)
+     ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, updated_at = EXCLUDED.updated_at
+     RETURNING (SELECT was FROM prev) AS was`,
     [KEY, JSON.stringify({ paused, by: actor, at: now.toISOString() }), now],
   );
   await writeAudit(q, { at: now, actor, action: paused ? 'pipeline.pause' : 'pipeline.resume' });
+  return { paused, changed: (r.rows[0]?.was === true) !== paused };
 }

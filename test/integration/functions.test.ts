@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BUDGET_MARGIN_MS } from '../../lib/jobs/coldStart.ts';
+import { BUDGET_MARGIN_MS, configureLambda } from '../../lib/jobs/coldStart.ts';
+import type { RoleRunValues } from '../../lib/app/role.ts';
 import { tryRoleLock } from '../../lib/jobs/roleLock.ts';
 import { kickPumpIfIdle } from '../../lib/jobs/kick.ts';
 import { setPaused } from '../../lib/pipeline/pause.ts';
@@ -69,6 +70,7 @@ describe('Lambda handlers', () => {
     expect(JSON.parse(res.body)).toEqual({
       status: 'ok',
       checks: { database: 'ok', migrations: 'ok', mailbox: 'ok', kafka: 'ok', 'kafka-topics': 'ok' },
+      pipeline: 'running',
     });
   });
 
@@ -91,5 +93,31 @@ describe('Lambda handlers', () => {
     expect(await kickPumpIfIdle(pg.db, invoke)).toBe(false);
     await setPaused(pg.db, false, 'test', new Date());
     expect(invoked).toBe(1);
+  });
+
+  it('paused, the pump reports Paused and no heartbeat while the poller goes on; resumed, the message is processed and the pump beats again', async () => {
+    const runs: (RoleRunValues & { role: string })[] = [];
+    configureLambda({ roleMetrics: (role, values) => runs.push({ role, ...values }) });
+    const { handler: ingress } = await import('../../functions/ingress.ts');
+    const pump = await lambdaRole('pump');
+    const poller = await lambdaRole('poller');
+    const statusOf = async (id: number) => (await pg.db.query(`SELECT status FROM proc_state WHERE msg_id = $1`, [id])).rows[0]?.status;
+    await setPaused(pg.db, true, 'test', new Date());
+    const res = await ingress(event('POST', '/cminmsgs/send', wire({ TYPE: 'LDM', SEQN: 'paused-1' })));
+    expect(res.statusCode).toBe(200); // the ingress keeps accepting
+    const id = Number(res.body);
+    const budget = { getRemainingTimeInMillis: () => BUDGET_MARGIN_MS + 500 };
+    expect(await poller({}, budget)).toMatchObject({ acquired: true });
+    expect(await pump({}, budget)).toMatchObject({ acquired: true, errors: 0, pausedSteps: 1 });
+    expect(await statusOf(id)).toBe('PENDING');
+    expect(runs).toEqual([
+      { role: 'poller', Heartbeat: 1, RoleLockTaken: 0 },
+      { role: 'pump', Heartbeat: 0, RoleLockTaken: 0, Paused: 1 },
+    ]);
+
+    await setPaused(pg.db, false, 'test', new Date());
+    expect(await pump({}, budget)).toMatchObject({ acquired: true, errors: 0 });
+    expect(await statusOf(id)).toBe('SKIPPED');
+    expect(runs.at(-1)).toEqual({ role: 'pump', Heartbeat: 1, RoleLockTaken: 0 });
   });
 });

@@ -47,7 +47,7 @@ describe('the twin (npm start)', () => {
     const dir = mkdtempSync(join(tmpdir(), 'msgx-twin-'));
     const twin = await startTwin({}, dir);
     const health = (await (await fetch(`${twin.base}/health`)).json()) as { status: string; checks: Record<string, string> };
-    expect(health).toEqual({ status: 'ok', checks: { database: 'ok', migrations: 'ok', mailbox: 'ok' } });
+    expect(health).toEqual({ status: 'ok', checks: { database: 'ok', migrations: 'ok', mailbox: 'ok' }, pipeline: 'running' });
     expect((await post(twin.base, dayPlan)).status).toBe(200);
     const id = Number(await (await post(twin.base, gateChange)).text());
     expect(id).toBeGreaterThan(1);
