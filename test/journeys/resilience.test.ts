@@ -180,11 +180,8 @@ async function judge(flids: string[]): Promise<void> {
   await checkFlights(flids);
 }
 
-const status = async () =>
-  JSON.parse(await twinCli(twin.base, 'status', '--json')) as {
-    paused: boolean;
-    pipeline: { backlog: number; byStatus: Record<string, number> };
-  };
+/** What the operator's stats say (GET /admin/stats, the API behind `msgx status`). */
+const status = async () => (await (await fetch(`${twin.base}/admin/stats`)).json()) as { paused: boolean; pipeline: { backlog: number } };
 
 // ---- Journeys -----------------------------------------------------------------------------------
 
