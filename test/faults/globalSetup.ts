@@ -1,9 +1,10 @@
 /**
  * Once per fault run: a private MariaDB and a private Kafka broker (privateServices.ts) that the
  * scenarios may SIGKILL, handed to every test file through `inject('faultServices')`
- * (privateEnv.ts points MSGX_MAILBOX_URL / MSGX_KAFKA_BROKERS at them). Removed at the end.
+ * (privateEnv.ts points MSGX_MAILBOX_URL / MSGX_KAFKA_BROKERS at them). Stopped at the end, and
+ * their directories removed unless a failed test kept its evidence (evidence.ts writes KEEP).
  */
-import { rmSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
@@ -15,6 +16,8 @@ export interface FaultServices {
   mariadb: MariadbInstance;
   kafkaBrokers: string;
   mailboxUrl: string;
+  /** The directory holding both services' directories. */
+  root: string;
 }
 
 declare module 'vitest' {
@@ -29,13 +32,16 @@ export default async function setup(project: TestProject): Promise<() => Promise
   const mariadb: MariadbInstance = { dir: join(root, 'mariadb'), port: await freePort() };
   const [kafkaBrokers, mailboxUrl] = await Promise.all([kafkaStart(kafka), mariadbStart(mariadb)]);
   await mariadbQuery(mailboxUrl, 'CREATE DATABASE IF NOT EXISTS test');
-  project.provide('faultServices', { kafka, mariadb, kafkaBrokers, mailboxUrl: `${mailboxUrl}test` });
+  project.provide('faultServices', { kafka, mariadb, kafkaBrokers, mailboxUrl: `${mailboxUrl}test`, root });
   process.stderr.write(`[faults] private Kafka ${kafkaBrokers}, private MariaDB ${mailboxUrl} (in ${root})\n`);
   return async () => {
-    // Whatever state a scenario left them in: stop both (SIGKILL; nothing in them is kept).
+    // Whatever state a scenario left them in: stop both (SIGKILL: InnoDB and the broker recover
+    // their data on a later start, should someone start them on a kept directory).
     await kafkaStop(kafka, true).catch(() => {});
     await mariadbStop(mariadb, true).catch(() => {});
-    rmSync(root, { recursive: true, force: true });
+    const keep = join(root, 'KEEP');
+    if (existsSync(keep)) process.stderr.write(`[faults] kept ${root} for the evidence in ${readFileSync(keep, 'utf8').trim()}\n`);
+    else rmSync(root, { recursive: true, force: true });
   };
 }
 

@@ -7,7 +7,7 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { closeSync, mkdirSync, openSync, readFileSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -27,7 +27,10 @@ import { readTopicToEnd } from '../helpers/kafka.ts';
 import { rng } from '../helpers/rng.ts';
 import { makeContext } from '../helpers/pipeline.ts';
 import { freshMysql, freshPg, serviceUrls, type TestMysql, type TestPg } from '../helpers/services.ts';
+import { keepEvidence, note } from './evidence.ts';
 import { kafkaStart, kafkaStop, mariadbStart, mariadbStop } from './privateServices.ts';
+
+export { note, timeline } from './evidence.ts';
 
 export const DAY = '20261129';
 export type RoleName = 'pump' | 'poller' | 'dispatcher' | 'sweep';
@@ -58,6 +61,14 @@ export interface FaultRun {
   logDir: string;
   /** A query on a fresh connection (the test's own long-lived connection dies with a MariaDB restart). */
   mailboxQuery<T = mysql.RowDataPacket[]>(sql: string, params?: unknown[]): Promise<T>;
+  /** Every invariant report checkInvariants made on this run (the evidence of a failure keeps them). */
+  reports: InvariantReport[];
+  /**
+   * Keeps the evidence of a failed test (evidence.ts): timeline, violations, role failures and
+   * logs, service logs, table dumps; afterwards drop() keeps both databases.
+   */
+  keepEvidence(test: string, failures: unknown[]): Promise<string>;
+  /** Removes both databases, unless the evidence of a failure was kept. */
   drop(): Promise<void>;
 }
 
@@ -90,6 +101,11 @@ export async function setupRun(name: string, extraEnv: Record<string, string> = 
   await ensureTopics(config);
   const logDir = join(tmpdir(), `msgx-faults-${name}-${tag}`);
   mkdirSync(logDir, { recursive: true });
+  let kept = false;
+  const mailboxQuery = async <T>(sql: string, params: unknown[] = []) =>
+    onFreshConnection(my.url, async (c) => (await c.query(sql, params))[0] as T);
+  const reports: InvariantReport[] = [];
+  note(`run ${name}: PostgreSQL ${pg.url}, mailbox ${my.url}, topics ${topicMsg} ${topicSchd}, role logs ${logDir}`);
   return {
     pg,
     my,
@@ -98,9 +114,29 @@ export async function setupRun(name: string, extraEnv: Record<string, string> = 
     topicSchd,
     env,
     logDir,
-    mailboxQuery: async <T>(sql: string, params: unknown[] = []) =>
-      onFreshConnection(my.url, async (c) => (await c.query(sql, params))[0] as T),
+    mailboxQuery,
+    reports,
+    async keepEvidence(test, failures) {
+      kept = true;
+      return keepEvidence(
+        {
+          name,
+          pgUrl: pg.url,
+          pgQuery: async (sql) => (await pg.db.query<Record<string, unknown>>(sql)).rows,
+          mailboxUrl: my.url,
+          mailboxQuery: (sql) => mailboxQuery<Record<string, unknown>[]>(sql),
+          logDir,
+          violations: reports.flatMap((r) => r.violations),
+          failures,
+        },
+        test,
+      );
+    },
     async drop() {
+      if (kept) {
+        await pg.db.close().catch(() => {});
+        return;
+      }
       await my.drop().catch(async () => {
         const db = new URL(my.url).pathname.slice(1);
         await onFreshConnection(serviceUrls().mailboxUrl, (c) => c.query(`DROP DATABASE IF EXISTS \`${db}\``)).catch(() => {});
@@ -165,11 +201,27 @@ export class RoleProcesses {
   async duringFault<T>(name: string, fault: () => Promise<T>): Promise<T> {
     const w: FaultWindow = { name, from: Date.now(), to: Number.POSITIVE_INFINITY };
     this.#windows.push(w);
+    note(`fault window opens: ${name}`);
     try {
       return await fault();
     } finally {
       w.to = Date.now() + FAULT_GRACE_MS;
+      note(`fault over: ${name}; failures excused until ${new Date(w.to).toISOString()}`);
     }
+  }
+
+  /** Every failure logged, each marked whether a fault window excuses it (for the evidence). */
+  allFailures(): (RoleFailure & { excused: boolean; time: string })[] {
+    return this.failures.map((f) => ({
+      ...f,
+      time: new Date(f.at).toISOString(),
+      excused: this.#windows.some((w) => f.at >= w.from && f.at <= w.to),
+    }));
+  }
+
+  /** The pid of the role's running child, if one runs. */
+  pid(role: RoleName): number | undefined {
+    return this.#children.get(role)?.proc.pid;
   }
 
   /** Failures no fault window explains, as one line each (empty when the run was clean). */
@@ -191,6 +243,7 @@ export class RoleProcesses {
     const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
     const child: Child = { role, proc, exited };
     this.#children.set(role, child);
+    note(`${role} started (pid ${proc.pid}, log ${logFile})`);
     proc.once('exit', (code) => {
       if (this.#stopping || child.killed || this.#children.get(role) !== child) return; // killed by us
       this.#children.delete(role);
@@ -201,6 +254,7 @@ export class RoleProcesses {
         .slice(0, 3)
         .join(' | ');
       this.crashes.push({ role, code, at: Date.now(), error: `${error} (log ${logFile})` });
+      note(`${role} (pid ${proc.pid}) CRASHED with code ${code}: ${error}`);
       setTimeout(() => {
         if (!this.#stopping && !this.#children.has(role)) void this.start(role).catch(() => {});
       }, 1000);
@@ -212,6 +266,7 @@ export class RoleProcesses {
         else if (line.startsWith('failure ')) {
           const f = JSON.parse(line.slice('failure '.length)) as Omit<RoleFailure, 'detail'> & { detail: string };
           this.failures.push({ ...f, role });
+          note(`${role} logged a failure: ${f.message} — ${f.detail}`);
         }
       });
       void exited.then(() => reject(new Error(`${role} child exited before starting (logs in ${this.#run.logDir})`)));
@@ -227,6 +282,7 @@ export class RoleProcesses {
       await c.exited;
       this.#children.delete(role);
       this.kills.push({ role, at: Date.now() });
+      note(`${role} (pid ${c.proc.pid}) SIGKILLed`);
     }
     if (restart) await this.start(role);
   }
@@ -634,19 +690,6 @@ export async function checkInvariants(run: FaultRun, w: FlightWorkload, o: { lat
     stats[`events.${r.target}.${r.status}`] = r.n;
     if (r.status !== 'SENT') push(`${r.n} ${r.target} events ${r.status}`);
   }
-  // The pump applies one message after another (one pump at a time, under its lock), so msg event
-  // IDs are in the order the messages were applied.
-  const applied = await db.query<{ source_id: string }>(
-    `SELECT source_id FROM msg_event WHERE target = 'msg' AND source_kind = 'proc' ORDER BY event_id`,
-  );
-  const order: number[] = [];
-  for (const r of applied.rows) if (Number(r.source_id) !== order.at(-1)) order.push(Number(r.source_id));
-  const global = fifoBreak(
-    order,
-    [...w.ids].sort((a, b) => a - b),
-    late,
-  );
-  if (global) push(`messages out of mailbox-ID order: ${global}`);
   const msgRows = await db.query<{ flid: string; versions: number[]; sources: string[] }>(
     `SELECT flid, array_agg(state_version ORDER BY event_id) AS versions, array_agg(source_id ORDER BY event_id) AS sources
      FROM msg_event WHERE target = 'msg' GROUP BY flid`,
@@ -667,6 +710,23 @@ export async function checkInvariants(run: FaultRun, w: FlightWorkload, o: { lat
   // msgx.msg on Kafka: duplicates dropped by event id, per FLID 1..n in partition order.
   const msg = await readWholeTopic(run.brokers, run.topicMsg);
   stats.msgRecords = msg.length;
+  // The global order, from what reached Kafka: the pump applies one message after another (one
+  // pump at a time, under its lock) and numbers each change event as it applies it, so the
+  // records in msgx-event-id order name their messages (source.msgId) in the order they were
+  // applied; that must be mailbox-ID order.
+  const byEventId = new Map<number, number>();
+  for (const r of msg) {
+    const val = JSON.parse(r.value ?? 'null') as { source?: { msgId?: number } } | null;
+    if (val?.source?.msgId !== undefined) byEventId.set(Number(r.eventId), val.source.msgId);
+  }
+  const order: number[] = [];
+  for (const [, msgId] of [...byEventId].sort((a, b) => a[0] - b[0])) if (msgId !== order.at(-1)) order.push(msgId);
+  const global = fifoBreak(
+    order,
+    [...w.ids].sort((a, b) => a - b),
+    late,
+  );
+  if (global) push(`msgx.msg (in msgx-event-id order) applies messages out of mailbox-ID order: ${global}`);
   const seen = new Set<string>();
   const perFlid = new Map<string, { version: number; msgId: number }[]>();
   const partitionOf = new Map<string, number>();
@@ -701,7 +761,7 @@ export async function checkInvariants(run: FaultRun, w: FlightWorkload, o: { lat
     }
   }
 
-  // msgx.schd on Kafka: versions only rise per FLID; the last record is the final state.
+  // msgx.schd on Kafka: versions only rise per FLID; the last record is the model's final state.
   const schdRecs = await readWholeTopic(run.brokers, run.topicSchd);
   stats.schdRecords = schdRecs.length;
   const seenSchd = new Set<string>();
@@ -719,13 +779,18 @@ export async function checkInvariants(run: FaultRun, w: FlightWorkload, o: { lat
     lastSchd.set(r.key!, { version: val.stateVersion, value: val });
   }
   stats.schdUnique = seenSchd.size;
-  for (const f of flights) {
-    const last = lastSchd.get(f.flid);
-    const want = { v: 1, ...flightJson(f) };
-    if (!last) push(`msgx.schd has nothing for ${f.flid}`);
-    else if (JSON.stringify(last.value) !== JSON.stringify(want))
-      push(`msgx.schd ${f.flid}: last v${last.version} ≠ final state v${f.stateVersion}`);
+  for (const [flid, ids] of w.versions) {
+    const last = lastSchd.get(flid);
+    if (!last) {
+      push(`msgx.schd has nothing for ${flid}`);
+      continue;
+    }
+    if (last.version !== ids.length) push(`msgx.schd ${flid}: last record v${last.version}, ${ids.length} messages changed it`);
+    for (const [field, value] of Object.entries(w.expectedFlight(flid)))
+      if (JSON.stringify(last.value[field] ?? MODEL_FIELDS[field]) !== JSON.stringify(value))
+        push(`msgx.schd ${flid}: last record's ${field} is ${JSON.stringify(last.value[field])}, the model's ${JSON.stringify(value)}`);
   }
+  if (lastSchd.size !== w.versions.size) push(`msgx.schd holds ${lastSchd.size} flights, ${w.versions.size} expected`);
 
   // The mailbox: every row back-filled by the system (the checker writes nothing).
   const todos = (await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM backfill_todo`)).rows[0]!.n;
@@ -742,6 +807,7 @@ export async function checkInvariants(run: FaultRun, w: FlightWorkload, o: { lat
 
   const idle = await idleInTransaction(run);
   if (idle.length) push(`idle in transaction for more than ${LINGERING_MS} ms: ${JSON.stringify(idle)}`);
+  run.reports.push({ violations: v, stats });
   return { violations: v, stats };
 }
 
@@ -782,18 +848,50 @@ const privateServices = () => inject('faultServices');
 
 /** SIGKILL of the run's private Kafka broker (no clean shutdown, no controlled leadership move). */
 export async function kafkaKill(): Promise<void> {
+  note('Kafka broker SIGKILL');
   await kafkaStop(privateServices().kafka, true);
+  note('Kafka broker gone');
 }
 /** Starts the private broker again on its old data and waits until it answers. */
 export async function kafkaRestart(): Promise<void> {
+  note('Kafka broker restarting');
   await kafkaStart(privateServices().kafka);
+  note('Kafka broker answers');
 }
 /** SIGKILL of the run's private mariadbd: a crash, InnoDB recovers on the next start. */
 export async function mariadbKill(): Promise<void> {
+  note('mariadbd SIGKILL');
   await mariadbStop(privateServices().mariadb, true);
+  note('mariadbd gone');
 }
 export async function mariadbRestart(): Promise<void> {
+  note('mariadbd restarting');
   await mariadbStart(privateServices().mariadb);
+  note('mariadbd answers');
+}
+
+/**
+ * The local TCP ports of a process's open sockets (Linux: its socket fds matched against
+ * /proc/net/tcp{,6}): with pg_stat_activity.client_port they pick out that process's sessions.
+ */
+export function localPortsOf(pid: number): number[] {
+  const inodes = new Set<string>();
+  try {
+    for (const fd of readdirSync(`/proc/${pid}/fd`)) {
+      const m = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`, { encoding: 'utf8' }));
+      if (m) inodes.add(m[1]!);
+    }
+  } catch {
+    return []; // the process is gone
+  }
+  const ports: number[] = [];
+  for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    for (const line of readFileSync(table, 'utf8').split('\n').slice(1)) {
+      const cols = line.trim().split(/\s+/);
+      if (cols.length > 9 && inodes.has(cols[9]!)) ports.push(Number.parseInt(cols[1]!.split(':')[1]!, 16));
+    }
+  }
+  return ports;
 }
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { waitFor } from '../helpers/services.ts';
 import {
   type AdminApi,
@@ -9,6 +9,7 @@ import {
   FlightWorkload,
   type HeldInsert,
   idleInTransaction,
+  note,
   progress,
   rng,
   RoleProcesses,
@@ -38,6 +39,11 @@ const HOLDS = Number(process.env.FAULTS_HOLDS ?? 12);
 const CLAIM_BATCH = 20;
 const GAP_GRACE_MS = 2000;
 const HOLE_RECHECK_MS = 3000;
+/**
+ * How long the run may take to drain after its last kill: a bound that only a stuck pipeline
+ * misses (it drains in seconds alone and well under a minute on a shared host), not a target.
+ */
+const DRAIN_BOUND_MS = 90_000;
 
 /**
  * What becomes of a held insert:
@@ -84,6 +90,9 @@ beforeAll(async () => {
   });
   roles = new RoleProcesses(run);
   admin = await adminApi(run);
+});
+afterEach(async ({ task }) => {
+  if (task.result?.state === 'fail') await run?.keepEvidence(task.name, roles?.allFailures() ?? []);
 });
 afterAll(async () => {
   await admin?.close();
@@ -174,12 +183,14 @@ it(`${MESSAGES} messages, ${MIN_KILLS}+ SIGKILLs of pump, poller and dispatcher,
   }
   await Promise.all(settling);
   const killedAt = Date.now();
-  await waitFor(() => drained(run, w), { timeoutMs: 120_000, what: 'the run to drain' }).catch(async (err) => {
+  // Waits past the bound, so that a miss reports its figure rather than a timeout.
+  await waitFor(() => drained(run, w), { timeoutMs: 2 * DRAIN_BOUND_MS, what: 'the run to drain' }).catch(async (err) => {
     throw new Error(
       `${(err as Error).message}: ${JSON.stringify(await progress(run))}; held ${JSON.stringify(held)}; logs in ${roles.logDir}`,
     );
   });
   const drainMs = Date.now() - killedAt;
+  note(`drained ${drainMs} ms after the last kill`);
 
   // msgx's account of the held inserts: which it reports late (trace), how many holes (stats).
   const committedHeld = held.filter((x) => x.outcome.startsWith('commit'));
@@ -217,6 +228,7 @@ it(`${MESSAGES} messages, ${MIN_KILLS}+ SIGKILLs of pump, poller and dispatcher,
   expect(report.violations).toEqual([]);
   expect(roles.kills.length).toBeGreaterThanOrEqual(MIN_KILLS);
   for (const r of all) expect(byRole[r]).toBeGreaterThan(0);
+  expect(drainMs).toBeLessThanOrEqual(DRAIN_BOUND_MS);
 
   // Every held insert committed after msgx gave its ID up is reported late; only held inserts are
   // (lateRows counts every late row msgx knows of).
@@ -225,7 +237,8 @@ it(`${MESSAGES} messages, ${MIN_KILLS}+ SIGKILLs of pump, poller and dispatcher,
   expect(held.filter((x) => x.outcome === 'commit-deep' && x.backlog! > CLAIM_BATCH).length).toBeGreaterThan(0);
   // The holes msgx counts are the rollbacks this test did (its own count is the oracle): every
   // rolled-back ID is a hole that never filled, and every other ID it gave up was filled late.
-  expect(w.rolledBack.length).toBe(held.filter((x) => x.outcome.startsWith('rollback')).length);
+  // Some rollbacks did happen, or the comparison below would hold with nothing to compare.
+  expect(w.rolledBack.length).toBeGreaterThan(0);
   expect({
     holesOpen: stats.holesOpen,
     holesDeclared: stats.holesDeclared,

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '../helpers/services.ts';
 import {
   checkInvariants,
@@ -7,9 +7,11 @@ import {
   FlightWorkload,
   kafkaKill,
   kafkaRestart,
+  localPortsOf,
   mailboxUnmarked,
   mariadbKill,
   mariadbRestart,
+  note,
   progress,
   RoleProcesses,
   type RoleName,
@@ -23,8 +25,9 @@ import {
  * run's private Kafka broker SIGKILLed and restarted, the run's private mariadbd SIGKILLed and
  * restarted (globalSetup.ts; the shared services are never touched). The pipeline must recover by
  * itself within 10 s of the fault ending — the work the fault held up done, asserted — and then
- * drain with the invariants of the kill run, and no role may log a failure outside the fault
- * (RoleProcesses.duringFault).
+ * drain with the invariants of the kill run, and no role may log a failure outside the fault:
+ * from the kill (or the terminating statement) to the restart, plus FAULT_GRACE_MS
+ * (RoleProcesses.duringFault). A failed test keeps its evidence (evidence.ts).
  *
  * Delivery backoff is shortened (1 s doubling to 4 s, 60 attempts): with the defaults (5 s doubling
  * to 5 min) the first delivery after an outage waits for the backoff step reached meanwhile, which
@@ -59,6 +62,9 @@ beforeAll(async () => {
   await w.insertPlan(run.my);
   const all: RoleName[] = ['pump', 'poller', 'dispatcher', 'sweep'];
   await Promise.all(all.map((r) => roles.start(r)));
+});
+afterEach(async ({ task }) => {
+  if (task.result?.state === 'fail') await run?.keepEvidence(task.name, roles?.allFailures() ?? []);
 });
 afterAll(async () => {
   console.log(`[faults:recovery] recovered after the fault ended (ms): ${JSON.stringify(measured)}`);
@@ -181,7 +187,7 @@ async function scenario(name: string, fault: (feed: Feed) => Promise<void>): Pro
   let backlog = { messages: 0, events: 0 };
   try {
     await sleep(3000);
-    await roles.duringFault(name, () => fault(feed));
+    await fault(feed);
     const endedAt = Date.now();
     const last = Math.max(...w.ids);
     const h = (held = await heldUp(last));
@@ -242,11 +248,14 @@ describe('recovery from service faults', () => {
           await sleep(5);
         }
         tries++;
-        const r = await run.pg.db.query<{ sessions: number; in_tx: number }>(
-          `SELECT count(*)::int AS sessions, count(*) FILTER (WHERE in_tx)::int AS in_tx
-           FROM (SELECT pg_terminate_backend(pid) AS done, ${IN_EXPLICIT_TX} AS in_tx FROM pg_stat_activity
-                 WHERE datname = current_database() AND pid <> pg_backend_pid() AND application_name = 'msgx') t`,
+        const r = await roles.duringFault('pg_terminate_backend', () =>
+          run.pg.db.query<{ sessions: number; in_tx: number }>(
+            `SELECT count(*)::int AS sessions, count(*) FILTER (WHERE in_tx)::int AS in_tx
+             FROM (SELECT pg_terminate_backend(pid) AS done, ${IN_EXPLICIT_TX} AS in_tx FROM pg_stat_activity
+                   WHERE datname = current_database() AND pid <> pg_backend_pid() AND application_name = 'msgx') t`,
+          ),
         );
+        note(`terminated ${r.rows[0]!.sessions} msgx sessions, ${r.rows[0]!.in_tx} in a transaction`);
         expect(r.rows[0]!.sessions).toBeGreaterThan(0);
         if (r.rows[0]!.in_tx > 0) hits++;
         await sleep(1500);
@@ -257,14 +266,16 @@ describe('recovery from service faults', () => {
   });
 
   it('Kafka broker SIGKILLed and restarted', async () => {
-    await scenario('kafka SIGKILL', async () => {
-      await kafkaKill();
-      try {
-        await sleep(FAULT_MS);
-      } finally {
-        await kafkaRestart();
-      }
-    });
+    await scenario('kafka SIGKILL', () =>
+      roles.duringFault('kafka SIGKILL', async () => {
+        await kafkaKill();
+        try {
+          await sleep(FAULT_MS);
+        } finally {
+          await kafkaRestart();
+        }
+      }),
+    );
   });
 
   it('mariadbd SIGKILLed mid-burst and restarted; the sweep back-fills what failed meanwhile', async () => {
@@ -294,25 +305,37 @@ describe('recovery from service faults', () => {
               ).rows[0]!.n >= 20,
             { timeoutMs: 30_000, what: 'the pump to start on the burst' },
           );
-          // Aim at a group in progress: a msgx transaction open for a few milliseconds (its texts
-          // are read, its commit and back-fill come next; a group takes ~10–30 ms), up to 3 s.
+          // Aim at a group in progress: a transaction of the pump's (its sessions picked out by
+          // their client ports) open for a few milliseconds (its texts are read, its commit and
+          // back-fill come next; a group takes ~10–30 ms), up to 3 s.
           const deadline = Date.now() + 3000;
+          let aimed = 'no pump transaction found within 3 s';
           while (Date.now() < deadline) {
-            const r = await run.pg.db.query<{ n: number }>(
-              `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'msgx'
-               AND pid <> pg_backend_pid() AND xact_start < now() - interval '5 milliseconds'`,
+            const pump = roles.pid('pump');
+            const r = await run.pg.db.query<{ pid: number; age_ms: number; query: string }>(
+              `SELECT pid, (extract(epoch FROM now() - xact_start) * 1000)::int AS age_ms, left(query, 120) AS query
+               FROM pg_stat_activity WHERE datname = current_database() AND client_port = ANY($1::int[])
+               AND xact_start < now() - interval '5 milliseconds'`,
+              [pump === undefined ? [] : localPortsOf(pump)],
             );
-            if (r.rows[0]!.n > 0) break;
+            if (r.rows.length > 0) {
+              aimed = `pump (pid ${pump}) backend ${r.rows[0]!.pid} in a transaction for ${r.rows[0]!.age_ms} ms: ${r.rows[0]!.query}`;
+              break;
+            }
             await sleep(5);
           }
-          await mariadbKill();
-          kills++;
-          try {
-            await sleep(FAULT_MS);
-            todosAtRestart = (await run.pg.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM backfill_todo`)).rows[0]!.n;
-          } finally {
-            await mariadbRestart();
-          }
+          note(`aim: ${aimed}`);
+          await roles.duringFault('mariadb SIGKILL', async () => {
+            await mariadbKill();
+            kills++;
+            try {
+              await sleep(FAULT_MS);
+              todosAtRestart = (await run.pg.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM backfill_todo`)).rows[0]!.n;
+              note(`${todosAtRestart} back-fills waiting for the sweep`);
+            } finally {
+              await mariadbRestart();
+            }
+          });
         }
       } finally {
         feed.resume();

@@ -83,12 +83,22 @@ export interface ReadRecord {
 }
 
 /**
- * Reads `topic` from the beginning with a real kafkajs consumer until `n` records arrived (or the
- * time runs out, then it throws with how many it saw). Records come back per partition in
- * offset order, partitions concatenated.
+ * Reads EVERY record of `topic` up to each partition's end offset (high watermark), the ends taken
+ * at the call: call it once the writers stopped (or once the outcome the test waits for is seen),
+ * so that the read covers everything written. A partition is read until its end, not until some
+ * total count arrived, so a duplicate or a late record on one partition is never cut off by many
+ * on another; nothing beyond those ends is returned. Per partition in offset order, partitions
+ * concatenated. Throws naming the partitions not read to their end when the time runs out.
  */
-export async function readTopic(brokers: string[], topic: string, n: number, options: { timeoutMs?: number } = {}): Promise<ReadRecord[]> {
+export async function readTopicToEnd(brokers: string[], topic: string, options: { timeoutMs?: number } = {}): Promise<ReadRecord[]> {
   const kafka = new Kafka({ clientId: 'msgx-test-reader', brokers, logLevel: logLevel.NOTHING });
+  const admin = kafka.admin();
+  await admin.connect();
+  const ends = await admin.fetchTopicOffsets(topic).finally(() => admin.disconnect());
+  const high = new Map(ends.map((e) => [e.partition, Number(e.high)]));
+  // Partitions with something to read, and the last offset each must reach.
+  const open = new Map(ends.filter((e) => Number(e.high) > Number(e.low)).map((e) => [e.partition, Number(e.high) - 1]));
+  if (open.size === 0) return [];
   const consumer = kafka.consumer({ groupId: `msgx-test-${randomBytes(6).toString('hex')}`, maxWaitTimeInMs: 200 });
   const got: ReadRecord[] = [];
   await consumer.connect();
@@ -99,7 +109,9 @@ export async function readTopic(brokers: string[], topic: string, n: number, opt
     await consumer.run({
       eachBatchAutoResolve: true,
       eachBatch: async ({ batch }) => {
+        const end = high.get(batch.partition) ?? 0;
         for (const m of batch.messages) {
+          if (Number(m.offset) >= end) continue; // written after the ends were taken
           const headers: Record<string, string> = {};
           for (const [k, v] of Object.entries(m.headers ?? {})) headers[k] = v === undefined ? '' : String(v);
           got.push({
@@ -111,7 +123,10 @@ export async function readTopic(brokers: string[], topic: string, n: number, opt
             headers,
           });
         }
-        if (got.length >= n) done();
+        // lastOffset() also covers offsets that hold no record any more (a compacted topic).
+        const last = open.get(batch.partition);
+        if (last !== undefined && Number(batch.lastOffset()) >= last) open.delete(batch.partition);
+        if (open.size === 0) done();
       },
     });
     const timeoutMs = options.timeoutMs ?? 30_000;
@@ -119,29 +134,19 @@ export async function readTopic(brokers: string[], topic: string, n: number, opt
     await Promise.race([
       finished,
       new Promise<void>((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`readTopic ${topic}: ${got.length} of ${n} records after ${timeoutMs}ms`)), timeoutMs);
+        timer = setTimeout(
+          () =>
+            reject(
+              new Error(
+                `readTopicToEnd ${topic}: partitions ${[...open.keys()].join(',')} not read to their end after ${timeoutMs} ms (${got.length} records read)`,
+              ),
+            ),
+          timeoutMs,
+        );
       }),
     ]).finally(() => clearTimeout(timer));
   } finally {
     await consumer.disconnect().catch(() => {});
   }
   return got.sort((a, b) => a.partition - b.partition || a.offset - b.offset);
-}
-
-/**
- * Reads EVERY record of `topic`: from the beginning up to each partition's high watermark taken
- * at the call (so a duplicate after the n-th record is seen, unlike readTopic(n)). Per partition
- * in offset order, partitions concatenated.
- */
-export async function readTopicToEnd(brokers: string[], topic: string, options: { timeoutMs?: number } = {}): Promise<ReadRecord[]> {
-  const kafka = new Kafka({ clientId: 'msgx-test-reader', brokers, logLevel: logLevel.NOTHING });
-  const admin = kafka.admin();
-  await admin.connect();
-  const ends = await admin.fetchTopicOffsets(topic).finally(() => admin.disconnect());
-  const total = ends.reduce((n, e) => n + Number(e.high) - Number(e.low), 0);
-  if (total === 0) return [];
-  const got = await readTopic(brokers, topic, total, options);
-  // Nothing beyond the watermarks taken above may be counted (a later write is not "the end").
-  const high = new Map(ends.map((e) => [e.partition, Number(e.high)]));
-  return got.filter((r) => r.offset < high.get(r.partition)!);
 }

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { Mailbox } from '../../lib/mailbox/mailbox.ts';
 import { PgMailbox } from '../../lib/mailbox/pg.ts';
+import { archiveProcState } from '../../lib/pipeline/procArchive.ts';
 import { pumpOnce } from '../../lib/pipeline/pump.ts';
 import { rescanOnce } from '../../lib/pipeline/rescan.ts';
 import { setPaused } from '../../lib/pipeline/pause.ts';
@@ -38,7 +39,7 @@ describe.each(['mysql', 'pg'] as const)('inbox pipeline (mailbox in %s)', (mailb
   });
   beforeEach(async () => {
     // Each test starts from an empty queue and mailbox, in the same databases.
-    await pg.db.query(`TRUNCATE proc_state, proc_attempt, backfill_todo, msgx_state, audit_log, test_effect`);
+    await pg.db.query(`TRUNCATE proc_state, proc_state_hst, proc_attempt, backfill_todo, msgx_state, audit_log, test_effect`);
     if (my) {
       await my.query('DELETE FROM CMINMSGS');
     } else await pg.db.query(`TRUNCATE "CMINMSGS"`);
@@ -150,6 +151,29 @@ describe.each(['mysql', 'pg'] as const)('inbox pipeline (mailbox in %s)', (mailb
       expect.objectContaining({ msg_id: copy, status: 'SKIPPED', note: `duplicate-of:${first}` }),
     ]);
     expect(await effects()).toEqual([first]);
+  });
+
+  it('a copy sent after its original was archived is still a duplicate; the same SEQN from another SNDR or STYP is not', async () => {
+    const first = await post(wire({ TYPE: 'TEST', SEQN: 110 }));
+    await drainPoller(ctx);
+    expect((await drainPump(ctx)).kind).toBe('idle');
+    // The archive sweep moves the finished original to proc_state_hst (retention passed).
+    expect(await archiveProcState(pg.db, { now: new Date(clock.now().getTime() + 31 * 86_400_000), retentionDays: 30 })).toBe(1);
+    expect(await states()).toEqual([]);
+    const copy = await post(wire({ TYPE: 'TEST', SEQN: 110 }));
+    const otherSender = await post(wire({ SNDR: 'AODB', TYPE: 'TEST', SEQN: 110 }));
+    const otherSubtype = await post(wire({ TYPE: 'TEST', STYP: 'ALT', SEQN: 110 }));
+    const copyAgain = await post(wire({ SNDR: 'AODB', TYPE: 'TEST', SEQN: 110 }));
+    await drainPoller(ctx);
+    expect((await drainPump(ctx)).kind).toBe('idle');
+    expect((await states()).map((r) => [r.msg_id, r.status, r.note])).toEqual([
+      [copy, 'SKIPPED', `duplicate-of:${first}`],
+      [otherSender, 'SUCCEEDED', null],
+      [otherSubtype, 'SUCCEEDED', null],
+      [copyAgain, 'SKIPPED', `duplicate-of:${otherSender}`],
+    ]);
+    // Applied once each: the original, and the two messages of other identities.
+    expect(await effects()).toEqual([first, otherSender, otherSubtype]);
   });
 
   it('unknown kinds are FAILED(UNSUPPORTED) and hold the head under the attempt limit', async () => {

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
 import { flight, flop, schd } from '../fixtures/messages/build.ts';
-import { randomTopic, readTopic } from '../helpers/kafka.ts';
+import { randomTopic, readTopicToEnd } from '../helpers/kafka.ts';
 import { freshMysql, freshPg, serviceUrls, waitFor } from '../helpers/services.ts';
 import { killTwins, spawnTwin, startTwin } from '../helpers/twinChild.ts';
 
@@ -235,14 +235,42 @@ describe('the twin (npm start)', () => {
       );
       const health = (await (await fetch(`${twin.base}/health`)).json()) as { checks: Record<string, string> };
       expect(health.checks).toEqual({ database: 'ok', migrations: 'ok', mailbox: 'ok', kafka: 'ok', 'kafka-topics': 'ok' });
-      expect((await post(twin.base, dayPlan)).status).toBe(200);
+      const planRes = await post(twin.base, dayPlan);
+      expect(planRes.status).toBe(200);
+      const planId = Number(await planRes.text());
       const id = Number(await (await post(twin.base, gateChange)).text());
 
-      const records = await readTopic(kafkaBrokers, topicMsg, 2, { timeoutMs: 30_000 });
-      expect(records.map((r) => r.key)).toEqual(['1001', '1001']);
-      expect(JSON.parse(records[1]!.value!)).toMatchObject({ stateVersion: 2, source: { msgId: id } });
-      const schdRecords = await readTopic(kafkaBrokers, topicSchd, 1, { timeoutMs: 30_000 });
-      expect(JSON.parse(schdRecords.at(-1)!.value!)).toMatchObject({ FLID: '1001' });
+      // The model: flight 1001 made by the plan (v1), then changed by the gate message (v2). Each
+      // topic is read to its end once the outcome showed, then judged whole.
+      const records = await waitFor(
+        async () => {
+          const r = await readTopicToEnd(kafkaBrokers, topicMsg);
+          return r.length >= 2 ? r : undefined;
+        },
+        { timeoutMs: 30_000, intervalMs: 500, what: 'two msgx.msg records' },
+      );
+      expect(
+        records.map((r) => {
+          const v = JSON.parse(r.value!) as { stateVersion: number; source: { msgId: number } };
+          return [r.key, v.stateVersion, v.source.msgId];
+        }),
+      ).toEqual([
+        ['1001', 1, planId],
+        ['1001', 2, id],
+      ]);
+      const schdRecords = await waitFor(
+        async () => {
+          const r = await readTopicToEnd(kafkaBrokers, topicSchd);
+          return r.some((x) => (JSON.parse(x.value!) as { stateVersion: number }).stateVersion === 2) ? r : undefined;
+        },
+        { timeoutMs: 30_000, intervalMs: 500, what: 'the msgx.schd record of v2' },
+      );
+      expect(schdRecords.map((r) => r.key)).toEqual(schdRecords.map(() => '1001'));
+      expect(JSON.parse(schdRecords.at(-1)!.value!)).toMatchObject({
+        FLID: '1001',
+        stateVersion: 2,
+        GATE: [{ CODE: 'B14', BEG: '20261129093000', END: '20261129101500' }],
+      });
       // The mailbox row is back-filled in MariaDB.
       await waitFor(
         async () => (await my.query<{ n: number }[]>('SELECT COUNT(*) AS n FROM CMINMSGS WHERE DATE_PROCESSED IS NULL'))[0]!.n === 0,

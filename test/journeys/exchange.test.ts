@@ -126,11 +126,15 @@ async function checkFlights(flids: string[]): Promise<void> {
     const got = await readFlightOverHttp(flid);
     expect(got, flid).toMatchObject({ ...want.fields, stateVersion: want.version });
   }
-  // msgx.msg: per flight, versions 1..n in partition order (duplicates dropped by event id).
+  // msgx.msg: per flight, versions 1..n in partition order (duplicates dropped by event id), and
+  // the messages that made them (source.msgId) in mailbox-ID order, as the model has them.
   const msg = await readTopicToEnd(brokers, topicMsg, { timeoutMs: 30_000 });
   const versions = perFlid(msg, (v) => (v as { stateVersion: number }).stateVersion);
-  for (const flid of flids)
+  const sources = perFlid(msg, (v) => (v as { source: { msgId: number } }).source.msgId);
+  for (const flid of flids) {
     expect(versions.get(flid), `msgx.msg ${flid}`).toEqual(Array.from({ length: model.get(flid)!.version }, (_, i) => i + 1));
+    expect(sources.get(flid), `msgx.msg ${flid}: source.msgId in mailbox-ID order`).toEqual(model.expectedSources(flid));
+  }
   // msgx.schd: the last record per flight carries the modelled state.
   const schdRecords = await readTopicToEnd(brokers, topicSchd, { timeoutMs: 30_000 });
   const last = new Map<string, Record<string, unknown>>();
@@ -170,13 +174,14 @@ describe('journeys from outside', () => {
         opdy: DAY,
         flights: [...mailboxFlids, ...httpFlids].map((f) => flight(planned(f))),
       });
-      await c.query('INSERT INTO CMINMSGS (MSG_TEXT) VALUES (?)', [plan]);
-      for (const f of [...mailboxFlids, ...httpFlids]) model.set(f, { fields: planned(f), version: 1 });
+      const insert = async (text: string) =>
+        (await c.query<mysql.ResultSetHeader>('INSERT INTO CMINMSGS (MSG_TEXT) VALUES (?)', [text]))[0].insertId;
+      const planId = await insert(plan);
+      for (const f of [...mailboxFlids, ...httpFlids]) model.set(f, { fields: planned(f), version: 1, msgIds: [planId] });
       for (let i = 0; i < 12; i++) {
         const flid = mailboxFlids[i % mailboxFlids.length]!;
         const { text, fields } = nextFlop(i, flid);
-        await c.query('INSERT INTO CMINMSGS (MSG_TEXT) VALUES (?)', [text]);
-        model.apply(flid, fields);
+        model.apply(flid, fields, await insert(text));
       }
       await settled(mailboxFlids);
       await judgeFlights(mailboxFlids);
@@ -203,8 +208,9 @@ describe('journeys from outside', () => {
       const { text, fields } = nextFlop(i, flid);
       const res = await post(text);
       expect(res.status).toBe(200);
-      expect(Number(await res.text())).toBeGreaterThan(0);
-      model.apply(flid, fields);
+      const id = Number(await res.text());
+      expect(id).toBeGreaterThan(0);
+      model.apply(flid, fields, id);
     }
     const bad = await post('<MSG><META></MSG>');
     expect(bad.status).toBe(400);
@@ -222,7 +228,7 @@ describe('journeys from outside', () => {
       body: nextFlop(200, 'J101').text,
     });
     const id = Number(await res.text());
-    model.apply('J101', nextFlop(200, 'J101').fields);
+    model.apply('J101', nextFlop(200, 'J101').fields, id);
     await settled(['J101']);
     // The summary a person reads: the message, then its flight change and the events as tables.
     const trace = await twinCli(twin.base, 'trace', String(id));
@@ -369,8 +375,8 @@ describe('journeys from outside', () => {
         opdy: day,
         flights: answered.map((f) => flight({ ...planned(f), OPDY: day })),
       });
-      await c.query('INSERT INTO CMINMSGS (MSG_TEXT) VALUES (?)', [answer]);
-      for (const f of answered) model.set(f, { fields: { ...planned(f), OPDY: day }, version: 1 });
+      const [ins] = await c.query<mysql.ResultSetHeader>('INSERT INTO CMINMSGS (MSG_TEXT) VALUES (?)', [answer]);
+      for (const f of answered) model.set(f, { fields: { ...planned(f), OPDY: day }, version: 1, msgIds: [ins.insertId] });
       await settled(answered);
       await judgeFlights(answered);
     } finally {
@@ -399,7 +405,7 @@ describe('journeys from outside', () => {
     });
     expect(await readFlightOverHttp('J201')).toMatchObject({ stateVersion: model.get('J201')!.version });
     // It dies after its attempts (EXHAUSTED), and the queue moves on.
-    model.apply('J201', behind.fields);
+    model.apply('J201', behind.fields, behindId);
     await settled(['J201']);
     await judgeFlights(['J201', 'J102']);
     const dead = await cli('dead');

@@ -1,0 +1,322 @@
+import { mkdtempSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import mysql from 'mysql2/promise';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { fdel, flight, flop, schd } from '../fixtures/messages/build.ts';
+import { randomTopic, readTopicToEnd, type ReadRecord } from '../helpers/kafka.ts';
+import { freshMysql, freshPg, serviceUrls, type TestMysql, type TestPg, waitFor } from '../helpers/services.ts';
+import { type Fields, FlightModel } from '../helpers/flightModel.ts';
+import { twinCli } from '../helpers/twinCli.ts';
+import { killTwins, startTwin, type Twin } from '../helpers/twinChild.ts';
+
+/**
+ * Journeys of the things that go wrong around msgx, driven ONLY from outside (rows INSERTed into
+ * the mailbox by "another system", its transactions left open, committed late or rolled back, the
+ * CLI, SIGKILL of the twin) against one twin on real PostgreSQL, MariaDB and Kafka, with a webhook
+ * fan-out beside Kafka. Judged by a model the test builds from what it sent: per flight the
+ * fields, the version and the mailbox IDs of the messages that changed it, against the read API,
+ * msgx.msg (versions 1..n and source.msgId in mailbox-ID order, duplicates dropped by event id),
+ * the last msgx.schd record (a tombstone for a deleted flight) and the webhook's posts.
+ */
+const DAY = '20261129';
+
+let pg: TestPg;
+let my: TestMysql;
+let twin: Twin;
+let twinEnv: Record<string, string>;
+let twinDir: string;
+let brokers: string[];
+const topicMsg = randomTopic('msgx.resilience.msg');
+const topicSchd = randomTopic('msgx.resilience.schd');
+
+/** The fan-out receiver: every post it took, in arrival order. */
+let receiver: Server;
+const posts: { eventId: string; type: string; key: string | null; value: string | null }[] = [];
+
+beforeAll(async () => {
+  pg = await freshPg({ migrate: false });
+  my = await freshMysql();
+  brokers = serviceUrls().kafkaBrokers;
+  receiver = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      if (req.method === 'POST') {
+        const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as {
+          eventId: number | string;
+          type: string;
+          key: string | null;
+          value: string | null;
+        };
+        posts.push({ eventId: String(body.eventId), type: body.type, key: body.key, value: body.value });
+      }
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}');
+    });
+  });
+  await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', () => r()));
+  twinEnv = {
+    MSGX_PG_URL: pg.url,
+    MSGX_MAILBOX_URL: my.url,
+    MSGX_KAFKA_BROKERS: brokers.join(','),
+    MSGX_TOPIC_MSG: topicMsg,
+    MSGX_TOPIC_SCHD: topicSchd,
+    MSGX_TOPIC_PARTITIONS: '2',
+    MSGX_DELIVERY_POLL_INTERVAL: '200ms',
+    MSGX_FANOUT_WEBHOOKS: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`,
+    MSGX_SIGNING_SECRET: 'resilience-journey-secret',
+    // A held insert becomes a hole after 1 s; a row committed later is found by the re-check.
+    MSGX_GAP_GRACE: '1s',
+    MSGX_TIMEZONE: 'UTC',
+  };
+  twinDir = mkdtempSync(join(tmpdir(), 'msgx-journey-resilience-'));
+  twin = await startTwin(twinEnv, twinDir);
+}, 180_000);
+afterAll(async () => {
+  await twin?.stop('SIGTERM', { killAfterMs: 20_000 });
+  killTwins();
+  receiver?.close();
+  await my?.drop();
+  await pg?.drop();
+});
+
+// ---- The independent model -----------------------------------------------------------------------
+
+const model = new FlightModel();
+/** Flights the test deleted (FDEL): the last msgx.schd record of each must be a tombstone. */
+const deleted = new Set<string>();
+const planned = (flid: string): Fields => ({ FLID: flid, OPDY: DAY, AWCD: 'CZ', FLNO: flid.slice(-4), STAT: 'SCH' });
+const pad = (n: number) => String(n).padStart(2, '0');
+let serial = 0;
+
+/** A FLOP carrying a value never sent before (so it changes its flight exactly once). */
+function nextFlop(flid: string, o: { sndr?: string; seqn?: string; styp?: 'ETOT' | 'UPDT' } = {}): { text: string; fields: Fields } {
+  const i = ++serial;
+  const styp = o.styp ?? (i % 2 === 0 ? 'UPDT' : 'ETOT');
+  const fields: Fields =
+    styp === 'UPDT' ? { XREM: `resilience remark ${i}` } : { ETOT: `${DAY}${pad(6 + (i % 12))}${pad(i % 60)}${pad(i % 59)}` };
+  return { text: flop(styp, { seqn: o.seqn ?? `r${i}`, dttm: `${DAY}070000`, sndr: o.sndr }, flight({ FLID: flid, ...fields })), fields };
+}
+
+async function withMailbox<T>(fn: (c: mysql.Connection) => Promise<T>): Promise<T> {
+  const c = await mysql.createConnection({ uri: my.url });
+  try {
+    return await fn(c);
+  } finally {
+    await c.end();
+  }
+}
+const insertOn = async (c: mysql.Connection, text: string) =>
+  (await c.query<mysql.ResultSetHeader>('INSERT INTO CMINMSGS (MSG_TEXT) VALUES (?)', [text]))[0].insertId;
+
+/** A day plan for `flids`, INSERTed into the mailbox; the model starts each flight at v1. */
+async function plan(flids: string[]): Promise<void> {
+  const id = await withMailbox((c) =>
+    insertOn(c, schd('DNLD', { seqn: `plan-${flids[0]}`, dttm: `${DAY}050000`, opdy: DAY, flights: flids.map((f) => flight(planned(f))) })),
+  );
+  for (const f of flids) model.set(f, { fields: planned(f), version: 1, msgIds: [id] });
+}
+
+const settled = (flids: string[]) => model.settled(twin.base, flids);
+
+/** Per flight, what a topic's records (or the webhook's posts) carry, each event once, in order. */
+function perFlight(
+  records: { eventId: string; key: string | null; value: string | null }[],
+): Map<string, { version: number; msgId: number }[]> {
+  const seen = new Set<string>();
+  const out = new Map<string, { version: number; msgId: number }[]>();
+  for (const r of records) {
+    if (seen.has(r.eventId) || r.value === null) continue;
+    seen.add(r.eventId);
+    const v = JSON.parse(r.value) as { stateVersion: number; source: { msgId: number } };
+    out.set(r.key!, [...(out.get(r.key!) ?? []), { version: v.stateVersion, msgId: v.source.msgId }]);
+  }
+  return out;
+}
+const withEventId = (r: ReadRecord) => ({ eventId: r.headers['msgx-event-id']!, key: r.key, value: r.value });
+
+async function checkFlights(flids: string[]): Promise<void> {
+  for (const flid of flids) {
+    const want = model.get(flid)!;
+    const res = await fetch(`${twin.base}/v1/flights/${flid}`);
+    expect(res.status, flid).toBe(200);
+    const got = (await res.json()) as Record<string, unknown>;
+    expect(got, flid).toMatchObject({ ...want.fields, stateVersion: want.version, ...(deleted.has(flid) ? { status: 'DELETED' } : {}) });
+  }
+  const msg = perFlight((await readTopicToEnd(brokers, topicMsg)).map(withEventId));
+  for (const flid of flids) {
+    const want = model.get(flid)!;
+    expect(
+      msg.get(flid)?.map((x) => x.version),
+      `msgx.msg ${flid}: versions`,
+    ).toEqual(Array.from({ length: want.version }, (_, i) => i + 1));
+    expect(
+      msg.get(flid)?.map((x) => x.msgId),
+      `msgx.msg ${flid}: source.msgId in mailbox-ID order`,
+    ).toEqual(model.expectedSources(flid));
+  }
+  const last = new Map<string, string | null>();
+  for (const r of await readTopicToEnd(brokers, topicSchd)) last.set(r.key!, r.value);
+  for (const flid of flids) {
+    const want = model.get(flid)!;
+    if (deleted.has(flid)) expect(last.get(flid), `msgx.schd ${flid}: a tombstone`).toBeNull();
+    else expect(JSON.parse(last.get(flid) ?? 'null'), `msgx.schd ${flid}`).toMatchObject({ ...want.fields, stateVersion: want.version });
+  }
+}
+
+/** The relay delivers a moment after the flights changed: retry the judgement, then judge once more. */
+async function judge(flids: string[]): Promise<void> {
+  await settled(flids);
+  await waitFor(
+    () =>
+      checkFlights(flids).then(
+        () => true,
+        () => false,
+      ),
+    { timeoutMs: 30_000, intervalMs: 500, what: 'the topics to show the modelled flights' },
+  ).catch(() => {});
+  await checkFlights(flids);
+}
+
+/** What the operator's stats say (GET /admin/stats, the API behind `msgx status`). */
+const status = async () => (await (await fetch(`${twin.base}/admin/stats`)).json()) as { paused: boolean; pipeline: { backlog: number } };
+
+// ---- Journeys -----------------------------------------------------------------------------------
+
+describe('resilience journeys from outside', () => {
+  it('a message sent again is a duplicate and changes nothing; the same SEQN from another sender is a message of its own', async () => {
+    await plan(['JD1', 'JD2']);
+    // Same TYPE, STYP and SEQN; only the sender differs.
+    const first = nextFlop('JD1', { seqn: 'dup-1', styp: 'UPDT' });
+    const otherSender = nextFlop('JD1', { sndr: 'AODB', seqn: 'dup-1', styp: 'UPDT' });
+    const after = nextFlop('JD1');
+    const ids = await withMailbox(async (c) => {
+      const a = await insertOn(c, first.text);
+      const again = await insertOn(c, first.text); // upstream resends: same SNDR, TYPE, STYP, SEQN
+      const b = await insertOn(c, otherSender.text);
+      const d = await insertOn(c, after.text);
+      return { a, again, b, d };
+    });
+    model.apply('JD1', first.fields, ids.a);
+    model.apply('JD1', otherSender.fields, ids.b);
+    model.apply('JD1', after.fields, ids.d);
+    await judge(['JD1', 'JD2']);
+    // The mailbox owner sees the resend back-filled as skipped, not applied.
+    await waitFor(
+      async () =>
+        withMailbox(async (c) => {
+          const [rows] = await c.query<mysql.RowDataPacket[]>('SELECT PROC_STATUS AS s FROM CMINMSGS WHERE ID = ?', [ids.again]);
+          return rows[0]?.s === 'SKIPPED';
+        }),
+      { timeoutMs: 30_000, what: 'the resend back-filled SKIPPED' },
+    );
+  });
+
+  it('inserts held open by another system: one committed late is applied, one rolled back leaves a hole the queue passes', async () => {
+    await plan(['JL1', 'JL2', 'JL3']);
+    const lateOne = nextFlop('JL1');
+    const rolledBack = nextFlop('JL2');
+    const held1 = await mysql.createConnection({ uri: my.url });
+    const held2 = await mysql.createConnection({ uri: my.url });
+    try {
+      await held1.query('START TRANSACTION');
+      const lateId = await insertOn(held1, lateOne.text);
+      await held2.query('START TRANSACTION');
+      await insertOn(held2, rolledBack.text);
+      // Rows behind the two open inserts: msgx waits out the gaps, then gives them up as holes.
+      const behind = [nextFlop('JL3'), nextFlop('JL3')];
+      await withMailbox(async (c) => {
+        for (const f of behind) model.apply('JL3', f.fields, await insertOn(c, f.text));
+      });
+      await settled(['JL3']);
+      await held1.query('COMMIT');
+      await held2.query('ROLLBACK');
+      // Committed after msgx passed its ID: applied late, after the newer rows of another flight.
+      model.apply('JL1', lateOne.fields, lateId);
+      // The flight of the rolled-back row still changes by what comes next.
+      const next = nextFlop('JL2');
+      model.apply('JL2', next.fields, await withMailbox((c) => insertOn(c, next.text)));
+    } finally {
+      await held1.end().catch(() => {});
+      await held2.end().catch(() => {});
+    }
+    await judge(['JL1', 'JL2', 'JL3']);
+  });
+
+  it('FDEL: the flight reads DELETED one version on, msgx.msg carries the deletion, msgx.schd ends with a tombstone', async () => {
+    await plan(['JF1', 'JF2']);
+    const change = nextFlop('JF1');
+    await withMailbox(async (c) => {
+      model.apply('JF1', change.fields, await insertOn(c, change.text));
+      model.apply('JF1', {}, await insertOn(c, fdel({ seqn: 'fdel-1', dttm: `${DAY}090000` }, 'JF1')));
+    });
+    deleted.add('JF1');
+    await judge(['JF1', 'JF2']);
+    const types = (await readTopicToEnd(brokers, topicMsg)).filter((r) => r.key === 'JF1').map((r) => r.headers['msgx-event-type']);
+    expect(types.at(-1)).toBe('FLIGHT_DELETED');
+  });
+
+  it('pause and resume with traffic: nothing is applied while paused, everything in order after the resume', async () => {
+    await plan(['JP1', 'JP2']);
+    await settled(['JP1', 'JP2']);
+    expect(await twinCli(twin.base, 'pause')).toMatch(/paused/);
+    const changes = [nextFlop('JP1'), nextFlop('JP2'), nextFlop('JP1'), nextFlop('JP1')];
+    const ids = await withMailbox(async (c) => {
+      const out: number[] = [];
+      for (const f of changes) out.push(await insertOn(c, f.text));
+      return out;
+    });
+    // Taken in (ingress and poller go on) but not applied: the backlog holds all of them.
+    await waitFor(async () => (await status()).pipeline.backlog === changes.length, {
+      timeoutMs: 30_000,
+      what: `a backlog of ${changes.length} while paused`,
+    });
+    expect((await status()).paused).toBe(true);
+    await checkFlights(['JP1', 'JP2']); // still the plan's versions everywhere
+    expect(await twinCli(twin.base, 'resume')).toMatch(/running/);
+    changes.forEach((f, i) => model.apply(i === 1 ? 'JP2' : 'JP1', f.fields, ids[i]));
+    await judge(['JP1', 'JP2']);
+  });
+
+  it('SIGKILL of the twin mid-journey, upstream writing on while it is down: after a restart nothing is lost or reordered', async () => {
+    const flids = ['JK1', 'JK2', 'JK3', 'JK4'];
+    await plan(flids);
+    const write = (n: number) =>
+      withMailbox(async (c) => {
+        for (let i = 0; i < n; i++) {
+          const flid = flids[i % flids.length]!;
+          const f = nextFlop(flid);
+          model.apply(flid, f.fields, await insertOn(c, f.text));
+        }
+      });
+    await write(120);
+    // Killed once it is working on them (some flight moved on), whatever it holds in hand.
+    await waitFor(
+      async () => {
+        const r = await fetch(`${twin.base}/v1/flights/JK1`);
+        return r.status === 200 && ((await r.json()) as { stateVersion: number }).stateVersion > 1;
+      },
+      { timeoutMs: 60_000, what: 'the twin to start on the burst' },
+    );
+    await twin.stop('SIGKILL');
+    await write(40);
+    twin = await startTwin(twinEnv, twinDir);
+    await judge(flids);
+  });
+
+  it('fan-out: Kafka and the webhook received the same change events, per flight in the same order', async () => {
+    const all = [...model.keys()];
+    await judge(all);
+    const kafka = (await readTopicToEnd(brokers, topicMsg)).map(withEventId);
+    const hooks = () => posts.filter((p) => p.type.startsWith('FLIGHT_'));
+    await waitFor(() => new Set(hooks().map((p) => p.eventId)).size >= new Set(kafka.map((r) => r.eventId)).size, {
+      timeoutMs: 30_000,
+      what: 'the webhook to catch up with Kafka',
+    });
+    expect(new Set(hooks().map((p) => p.eventId))).toEqual(new Set(kafka.map((r) => r.eventId)));
+    const atHook = perFlight(hooks());
+    for (const flid of all) expect(atHook.get(flid), `webhook ${flid}`).toEqual(perFlight(kafka).get(flid));
+  });
+});
