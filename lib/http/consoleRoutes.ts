@@ -9,6 +9,7 @@ import { eventsBySource } from '../outbox/sourceEvents.ts';
 import { readThroughput } from '../observability/throughput.ts';
 import type { AppContext } from '../app/context.ts';
 import { RequestError } from '../shared/errors.ts';
+import { hasConsoleSession, sessionCookies } from './consoleSession.ts';
 import { idParam } from './params.ts';
 import { intParam, parseQuery } from './query.ts';
 import { json } from './router.ts';
@@ -21,10 +22,10 @@ import type { HttpRequest, HttpResponse, Route } from './types.ts';
  * transactional message).
  *
  * The console's files are operator-only like the admin routes. A browser cannot add a bearer
- * header to a page load, so in the twin with MSGX_ADMIN_TOKEN set the console also accepts that
- * same token from a `msgx_admin_token` cookie (set by its small sign-in page); its script sends
- * the token as `Authorization: Bearer` on every admin call. In the cloud the gateway's IAM guards
- * `/console` like `/admin`.
+ * header to a page load, so in the twin with MSGX_ADMIN_TOKEN set its sign-in form posts the
+ * token to `POST /console/login`, which answers with an HttpOnly, SameSite=Strict session cookie
+ * for /console and /admin (consoleSession.ts); no script ever sees the token or the cookie. In
+ * the cloud the gateway's IAM guards `/console` like `/admin`.
  */
 
 // Beside this module: lib/http/console/ in the repository; in a Lambda bundle, the folder of
@@ -79,6 +80,8 @@ const SECURITY_HEADERS = {
 
 const PAGE_CSP =
   "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'";
+/** The sign-in page runs no script at all; its style is inline, and its form posts only here. */
+const LOGIN_CSP = "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'";
 
 async function asset(name: string, extra: Record<string, string> = {}, status = 200): Promise<HttpResponse> {
   const type = ASSETS.get(name);
@@ -87,40 +90,56 @@ async function asset(name: string, extra: Record<string, string> = {}, status = 
   return { status, headers: { 'content-type': type, ...SECURITY_HEADERS, ...extra }, body };
 }
 
-function cookie(req: HttpRequest, name: string): string | undefined {
-  for (const part of (req.headers.cookie ?? '').split(';')) {
-    const i = part.indexOf('=');
-    if (i > 0 && part.slice(0, i).trim() === name) {
-      try {
-        return decodeURIComponent(part.slice(i + 1).trim());
-      } catch {
-        return undefined; // not a token we set; the caller is simply not signed in
-      }
-    }
-  }
-  return undefined;
+/** An operator: the router's verdict (bearer, loopback, IAM, or the twin's console session). */
+export function consoleAdmin(req: HttpRequest, ctx: Pick<AppContext, 'config'>): boolean {
+  return req.isAdmin || (ctx.config.runtime === 'twin' && hasConsoleSession(ctx.config.http.adminToken, req.headers.cookie));
 }
 
-/** An operator: the router's verdict, or (twin with a token) the same token from the console's cookie. */
-export function consoleAdmin(req: HttpRequest, ctx: Pick<AppContext, 'config'>): boolean {
-  if (req.isAdmin) return true;
+/** The sign-in page, with a line saying why it is shown again. */
+async function loginPage(status: number, message = ''): Promise<HttpResponse> {
+  const page = (await readFile(CONSOLE_DIR + 'login.html', 'utf8')).replace('<!--message-->', message);
+  return {
+    status,
+    headers: { 'content-type': 'text/html; charset=utf-8', ...SECURITY_HEADERS, 'content-security-policy': LOGIN_CSP },
+    body: page,
+  };
+}
+
+/** `POST /console/login` (form `token=…`): a session cookie and a redirect to the console, or the page again. */
+async function login(req: HttpRequest, ctx: AppContext): Promise<HttpResponse> {
   const token = ctx.config.http.adminToken;
-  const given = cookie(req, 'msgx_admin_token');
-  if (!token || !given) return false;
-  const a = Buffer.from(given);
-  const b = Buffer.from(token);
-  return a.length === b.length && timingSafeEqual(a, b);
+  if (!token || ctx.config.runtime !== 'twin')
+    throw new RequestError(
+      404,
+      'not_found',
+      'no sign-in here: the console needs no token (MSGX_ADMIN_TOKEN is not set) or is guarded by IAM',
+    );
+  const given = Buffer.from(new URLSearchParams(req.body).get('token') ?? '');
+  const want = Buffer.from(token);
+  if (given.length !== want.length || !timingSafeEqual(given, want))
+    return loginPage(401, '<p class="bad" role="alert">That is not the admin token (MSGX_ADMIN_TOKEN).</p>');
+  const secure = req.headers['x-forwarded-proto']?.split(',')[0]?.trim() === 'https';
+  return { status: 303, headers: { location: '/console', ...SECURITY_HEADERS }, cookies: sessionCookies(token, { secure }) };
 }
 
 async function guarded(req: HttpRequest, ctx: AppContext, name: string): Promise<HttpResponse> {
   if (consoleAdmin(req, ctx)) return asset(name, name.endsWith('.html') ? { 'content-security-policy': PAGE_CSP } : {});
   // A page load with a token configured gets the sign-in page; everything else the admin routes' 403.
-  if (ctx.config.http.adminToken && name === 'index.html') return asset('login.html', {}, 401);
+  if (ctx.config.http.adminToken && ctx.config.runtime === 'twin' && name === 'index.html') return loginPage(401);
   throw new RequestError(403, 'forbidden', 'admin route: operator credentials required');
 }
 
 export const consoleRoutes: Route[] = [
   { method: 'GET', path: '/console', handle: (req, ctx) => guarded(req, ctx, 'index.html') },
+  { method: 'POST', path: '/console/login', accepts: ['application/x-www-form-urlencoded'], handle: login },
+  {
+    method: 'POST',
+    path: '/console/logout',
+    async handle(req) {
+      const secure = req.headers['x-forwarded-proto']?.split(',')[0]?.trim() === 'https';
+      return { status: 303, headers: { location: '/console', ...SECURITY_HEADERS }, cookies: sessionCookies(undefined, { secure }) };
+    },
+  },
   {
     method: 'GET',
     path: '/console/{asset}',

@@ -2,6 +2,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { timingSafeEqual } from 'node:crypto';
 import type { AppContext } from '../app/context.ts';
 import { RequestError } from '../shared/errors.ts';
+import { hasConsoleSession } from './consoleSession.ts';
 import { guardLocalRequest } from './localGuard.ts';
 import { errorResponse, type Router } from './router.ts';
 import { type HttpRequest, type HttpResponse, serializeBody } from './types.ts';
@@ -56,7 +57,9 @@ async function handle(ctx: AppContext, router: Router, req: IncomingMessage, res
       query: Object.fromEntries(url.searchParams),
       body,
       params: {},
-      isAdmin: isTwinAdmin(ctx.config.http.adminToken, headers.authorization, req.socket.remoteAddress),
+      isAdmin:
+        isTwinAdmin(ctx.config.http.adminToken, headers.authorization, req.socket.remoteAddress) ||
+        hasConsoleSession(ctx.config.http.adminToken, headers.cookie),
     };
     send(res, await router.handle(request, ctx));
   } catch (err) {
@@ -110,8 +113,9 @@ function lingerThenClose(req: IncomingMessage, maxBytes: number, maxMs: number):
 }
 
 /**
- * Admin in the twin: `Authorization: Bearer <MSGX_ADMIN_TOKEN>` when a token is set (no other
- * form, so the token never travels in a URL or a bare header), else any caller on loopback.
+ * Admin in the twin: `Authorization: Bearer <MSGX_ADMIN_TOKEN>` when a token is set (the token
+ * never travels in a URL or a bare header; the console's browser instead holds the session cookie
+ * its sign-in set, lib/http/consoleSession.ts), else any caller on loopback.
  */
 export function isTwinAdmin(token: string | undefined, authorization: string | undefined, remote: string | undefined): boolean {
   if (token) {
@@ -168,6 +172,7 @@ function readBody(req: IncomingMessage, limit: number, timeoutMs: number): Promi
 export function send(res: ServerResponse, r: HttpResponse): void {
   if (res.headersSent) return;
   const { headers, body } = serializeBody(r);
+  if (r.cookies?.length) res.setHeader('set-cookie', r.cookies);
   res.writeHead(r.status, headers);
   res.end(body);
 }

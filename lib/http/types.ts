@@ -21,6 +21,8 @@ export interface HttpResponse {
   headers?: Record<string, string>;
   /** A string is sent as is (text/plain unless a content-type is set); anything else as JSON. */
   body?: unknown;
+  /** Set-Cookie values (the twin's console sign-in only; lib/http/consoleSession.ts). */
+  cookies?: string[];
 }
 
 export interface Route {

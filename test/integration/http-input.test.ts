@@ -1,6 +1,7 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../lib/config/config.ts';
 import { buildRouter } from '../../lib/http/app.ts';
 import { startHttpServer } from '../../lib/http/node.ts';
 import { systemClock } from '../../lib/shared/clock.ts';
@@ -199,5 +200,100 @@ describe('HTTP input: refused with the field named, nothing stored', () => {
     await text.text();
     for (const r of [...answers.map((a) => a.headers), text.headers]) expect(r.get('x-content-type-options')).toBe('nosniff');
     expect(answers[0]!.headers.get('content-type')).toBe('application/json');
+  });
+});
+
+describe('console sign-in: a server-set HttpOnly cookie, never the token in script', () => {
+  const TOKEN = 'console-test-token-0123456789';
+  let pg: TestPg;
+  let my: TestMysql;
+  let server: Server;
+  let base: string;
+
+  beforeAll(async () => {
+    pg = await freshPg();
+    my = await freshMysql();
+    const ctx = makeContext({
+      db: pg.db,
+      mailbox: my.mailbox,
+      clock: systemClock,
+      env: { MSGX_ADMIN_TOKEN: TOKEN, MSGX_LOG_LEVEL: 'SILENT' },
+    });
+    server = await startHttpServer(ctx, buildRouter(), { port: 0 });
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  afterAll(async () => {
+    server?.close();
+    await my?.drop();
+    await pg?.drop();
+  });
+
+  const login = (token: string, headers: Record<string, string> = {}) =>
+    fetch(`${base}/console/login`, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers },
+      body: new URLSearchParams({ token }).toString(),
+    });
+
+  it('the sign-in page is a plain form: no script, nothing set', async () => {
+    const page = await fetch(`${base}/console`);
+    expect(page.status).toBe(401);
+    const html = await page.text();
+    expect(html).toMatch(/<form method="post" action="\/console\/login">/);
+    expect(html).not.toMatch(/<script|document\.cookie/);
+    expect(page.headers.get('set-cookie')).toBeNull();
+    expect(page.headers.get('content-security-policy')).toMatch(/default-src 'none'.*form-action 'self'/);
+  });
+
+  it.each([
+    ['a wrong token', 'not-the-token-at-all-0000'],
+    ['the token with a space added', `${TOKEN} `],
+    ['an empty token', ''],
+  ])('%s gets the page again with the reason, and no cookie', async (_what, token) => {
+    const r = await login(token);
+    expect(r.status).toBe(401);
+    expect(await r.text()).toMatch(/not the admin token/);
+    expect(r.headers.get('set-cookie')).toBeNull();
+  });
+
+  it('the right token: 303 to the console with HttpOnly SameSite=Strict cookies for /console and /admin, holding no token', async () => {
+    const r = await login(TOKEN);
+    expect(r.status).toBe(303);
+    expect(r.headers.get('location')).toBe('/console');
+    const cookies = r.headers.getSetCookie();
+    expect(cookies.map((c) => / Path=([^;]+)/.exec(c)?.[1])).toEqual(['/console', '/admin']);
+    for (const c of cookies) {
+      expect(c).toMatch(/; HttpOnly/);
+      expect(c).toMatch(/; SameSite=Strict/);
+      expect(c).not.toMatch(/Secure/); // plain http: a Secure cookie would never come back
+      expect(c).not.toContain(TOKEN);
+    }
+    const cookie = cookies[0]!.split(';')[0]!;
+    // The cookie opens the console and the admin API; without it both stay shut.
+    expect((await fetch(`${base}/console`, { headers: { cookie } })).status).toBe(200);
+    expect((await fetch(`${base}/admin/stats`, { headers: { cookie } })).status).toBe(200);
+    expect((await fetch(`${base}/admin/stats`)).status).toBe(403);
+    expect((await fetch(`${base}/admin/stats`, { headers: { cookie: `${cookie}x` } })).status).toBe(403);
+    expect((await fetch(`${base}/admin/stats`, { headers: { cookie: `msgx_console=${TOKEN}` } })).status).toBe(403);
+  });
+
+  it('behind https (X-Forwarded-Proto) the cookies are Secure; sign-out clears them', async () => {
+    const r = await login(TOKEN, { 'x-forwarded-proto': 'https' });
+    for (const c of r.headers.getSetCookie()) expect(c).toMatch(/; Secure/);
+    const out = await fetch(`${base}/console/logout`, { method: 'POST', redirect: 'manual' });
+    expect(out.status).toBe(303);
+    const cleared = out.headers.getSetCookie();
+    expect(cleared).toHaveLength(2);
+    for (const c of cleared) expect(c).toMatch(/^msgx_console=; .*Max-Age=0/);
+  });
+
+  it.each([
+    ['16 spaces', ' '.repeat(16)],
+    ['a space inside', 'abcdefgh ijklmnopq'],
+    ['15 characters', 'abcdefghijklmno'],
+    ['a tab', 'abcdefgh\tijklmnopq'],
+  ])('an admin token of %s is refused at start, naming MSGX_ADMIN_TOKEN and the rule', (_what, token) => {
+    expect(() => loadConfig({ MSGX_ADMIN_TOKEN: token })).toThrow(/MSGX_ADMIN_TOKEN: must be at least 16 characters, all visible ASCII/);
   });
 });

@@ -2,12 +2,6 @@
 
 export const BASE = location.pathname.replace(/\/console(\/.*)?$/, '');
 
-/** The admin token the sign-in page keeps in a cookie (twin with MSGX_ADMIN_TOKEN), if any. */
-export function token(): string | null {
-  const m = document.cookie.match(/(?:^|;\s*)msgx_admin_token=([^;]*)/);
-  return m ? decodeURIComponent(m[1] ?? '') : null;
-}
-
 interface ErrorBody {
   error?: string;
   detail?: string;
@@ -23,11 +17,13 @@ export class ApiError extends Error {
   }
 }
 
-/** Calls the API; the answer is typed by the caller (src/model.ts). Throws ApiError on a non-2xx. */
+/**
+ * Calls the API; the answer is typed by the caller (src/model.ts). Throws ApiError on a non-2xx.
+ * In a twin with MSGX_ADMIN_TOKEN the browser sends the HttpOnly session cookie the sign-in set;
+ * this script never handles a credential.
+ */
 export async function api<T>(method: 'GET' | 'POST', path: string, body?: unknown): Promise<T> {
   const headers: Record<string, string> = { accept: 'application/json', 'x-msgx-actor': 'console' };
-  const t = token();
-  if (t) headers.authorization = `Bearer ${t}`;
   if (body !== undefined) headers['content-type'] = 'application/json';
   const res = await fetch(BASE + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
   const text = await res.text();

@@ -1,5 +1,5 @@
 /** The console's building blocks: badges, tables, cards, facts, toasts, error boxes. */
-import { ApiError, token } from './api.ts';
+import { ApiError, BASE } from './api.ts';
 import { type Attrs, byId, type Child, h } from './dom.ts';
 import { fmtTime } from './format.ts';
 
@@ -96,7 +96,6 @@ export function errorBox(err: unknown): HTMLDivElement {
       { class: 'callout bad' },
       h('strong', null, 'Not authorised'),
       'The admin API refused this console. ',
-      token() ? 'The admin token may be wrong. ' : '',
       h('a', { href: '#', onclick: signOut }, 'Sign in again'),
     );
   return h('div', { class: 'callout bad' }, h('strong', null, 'Request failed'), err instanceof Error ? err.message : String(err));
@@ -104,6 +103,6 @@ export function errorBox(err: unknown): HTMLDivElement {
 
 function signOut(e?: Event): void {
   e?.preventDefault();
-  document.cookie = 'msgx_admin_token=; path=/; max-age=0; SameSite=Strict';
-  location.reload();
+  // The session cookie is HttpOnly: only the server can end it.
+  void fetch(`${BASE}/console/logout`, { method: 'POST' }).finally(() => location.reload());
 }
