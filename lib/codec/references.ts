@@ -1,7 +1,7 @@
 import { MalformedError } from '../shared/errors.ts';
 
 /**
- * XML 1.0 references (§4.1): the five predefined entities and numeric character references are
+ * XML 1.0 references (section 4.1 of the spec): the five predefined entities and numeric character references are
  * the only ones a document without a DOCTYPE may use. Read by hand in one forward pass: no
  * pattern is ever run over user text, so the cost is linear in the text whatever it holds.
  */
@@ -85,7 +85,7 @@ export function decodeText(raw: string): string {
 }
 
 /**
- * An attribute value as XML 1.0 §3.3.3 normalises it: a literal tab, CR or LF becomes a space (a
+ * An attribute value as XML 1.0 (section 3.3.3) normalises it: a literal tab, CR or LF becomes a space (a
  * CR LF pair one space), references are replaced (a `&#10;` stays a line feed).
  */
 export function decodeAttribute(raw: string): string {
