@@ -1,25 +1,25 @@
-import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
+import type { APIGatewayProxyResult } from 'aws-lambda';
 import { buildRouter } from '../lib/http/app.ts';
-import { fromApiGateway, toApiGateway } from '../lib/http/apigw.ts';
+import { type ApiGatewayEvent, fromApiGateway, toApiGateway } from '../lib/http/apigw.ts';
 import { errorResponse } from '../lib/http/router.ts';
 import { lambdaContext } from '../lib/jobs/coldStart.ts';
 import { asyncInvoker, kickPumpIfIdle } from '../lib/jobs/kick.ts';
 import { kafkaHealth } from '../lib/outbox/health.ts';
 import { SEND_PATH } from '../lib/constants.ts';
 
-/** API Gateway → the shared router. After a stored message, start a poller and a pump if none is live. */
+/** API Gateway → the shared router (admin routes for the listed operator roles only). After a stored message, start a poller and a pump if none is live. */
 let router: ReturnType<typeof buildRouter> | undefined;
 const invoke = asyncInvoker();
 const pumpFunction = process.env.MSGX_PUMP_FUNCTION_NAME;
 // The stored row reaches the pump through the poller (docs/ordering.md): both must be running.
 const pollerFunction = process.env.MSGX_POLLER_FUNCTION_NAME;
 
-export async function handler(event: APIGatewayProxyEvent): Promise<APIGatewayProxyResult> {
+export async function handler(event: ApiGatewayEvent): Promise<APIGatewayProxyResult> {
   const ctx = await lambdaContext();
   router ??= buildRouter(kafkaHealth(ctx));
   let request: ReturnType<typeof fromApiGateway>;
   try {
-    request = fromApiGateway(event);
+    request = fromApiGateway(event, ctx.config.http.operatorPrincipals);
   } catch (err) {
     return toApiGateway(errorResponse(err)); // e.g. a body that is not UTF-8: 400, nothing stored
   }

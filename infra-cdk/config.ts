@@ -1,5 +1,6 @@
 import type { Node } from 'constructs';
 import { FUNCTION_ROLES, type FunctionRole, ROLE_CATALOGUE, SCHEDULED_ROLES, type ScheduledRole } from '../lib/app/catalogue.ts';
+import { OPERATOR_ROLE_ARN } from '../lib/constants.ts';
 
 /**
  * Deployment settings. Everything that differs between stages (sizes, retention, protection,
@@ -54,6 +55,11 @@ export interface StageSettings {
   /** Availability zones of a VPC msgx creates (2 or 3); prod uses 3 for the brokers. */
   azs: number;
   natGateways: number;
+  /**
+   * IAM role ARNs of this stage's operators: the only callers the admin routes answer
+   * (MSGX_OPERATOR_PRINCIPALS; docs/deploy.md "Operators and least privilege"). Empty: nobody.
+   */
+  operatorPrincipals: string[];
   existing: ExistingSettings;
   db: {
     instanceType: string;
@@ -219,6 +225,7 @@ export const DEFAULT_STAGE: StageSettings = {
   vpcCidr: '10.60.0.0/16',
   azs: 2,
   natGateways: 1,
+  operatorPrincipals: [],
   existing: {},
   db: {
     instanceType: 't4g.micro',
@@ -309,6 +316,7 @@ export function readSettings(node: Node): MsgxSettings {
     if (!Number.isInteger(n) || n < 1) throw new Error(`${at}.functions.reservedConcurrency.${role} must be a positive integer, got ${n}`);
   }
   checkExisting(at, settings.existing);
+  checkOperators(at, settings.operatorPrincipals);
 
   const bundling = (str(node, 'bundling') ?? 'esbuild') as BundlingMode;
   if (bundling !== 'esbuild' && bundling !== 'skip') throw new Error(`context bundling must be esbuild|skip, got ${bundling}`);
@@ -377,6 +385,16 @@ export function readSettings(node: Node): MsgxSettings {
     txCheckAllowedOrigins: list(node, 'txCheckAllowedOrigins', []).join(','),
     alarmEmail: str(node, 'alarmEmail'),
   };
+}
+
+function checkOperators(at: string, principals: unknown): void {
+  if (!Array.isArray(principals))
+    throw new Error(`${at}.operatorPrincipals must be a list of IAM role ARNs, got ${JSON.stringify(principals)}`);
+  for (const p of principals) {
+    if (typeof p !== 'string' || !OPERATOR_ROLE_ARN.test(p))
+      throw new Error(`${at}.operatorPrincipals must hold IAM role ARNs (arn:aws:iam::<account>:role/<name>), got ${JSON.stringify(p)}`);
+    refusePlaceholder(`${at}.operatorPrincipals`, p);
+  }
 }
 
 function checkKafka(at: string, settings: StageSettings): void {

@@ -28,5 +28,11 @@ export const METRICS = {
   paused: 'Paused',
 } as const;
 
+/**
+ * An operator principal (MSGX_OPERATOR_PRINCIPALS, cdk.json `operatorPrincipals`): an IAM role ARN,
+ * `arn:<partition>:iam::<account>:role/<path/><name>`; groups: partition, account, role name.
+ */
+export const OPERATOR_ROLE_ARN = /^arn:(aws|aws-cn|aws-us-gov|aws-iso|aws-iso-b):iam::(\d{12}):role\/(?:[\w+=,.@-]+\/)*([\w+=,.@-]{1,64})$/;
+
 /** The one path upstream systems post CMINMSGS messages to (HTTP route, API Gateway, twin). */
 export const SEND_PATH = '/cminmsgs/send';

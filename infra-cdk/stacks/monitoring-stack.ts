@@ -145,7 +145,7 @@ export class MonitoringStack extends Stack {
         `${role}-Heartbeat`,
         roleMetric(HEARTBEAT_METRIC, role, cloudwatch.Stats.SUM, a.heartbeatMinutes),
         1,
-        `${role}: no completed run in ${a.heartbeatMinutes} min (schedule disabled, function failing, or lock held by a dead worker)`,
+        `${role}: no completed run in ${a.heartbeatMinutes} min (schedule disabled, function failing, or lock held by a dead worker${role === 'pump' ? '; or the pipeline paused: see the Paused metric' : ''})`,
         { comparison: cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD, periods: 1, missing: cloudwatch.TreatMissingData.BREACHING },
       );
       // Minimum over a minute is 1 only when every invocation of that minute found the lock taken.

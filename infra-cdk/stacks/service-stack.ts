@@ -145,6 +145,8 @@ export class ServiceStack extends Stack {
 
     fns.ingress.bindInvoke(fns.pump, 'MSGX_PUMP_FUNCTION_NAME');
     fns.ingress.bindInvoke(fns.poller, 'MSGX_POLLER_FUNCTION_NAME');
+    // Who is an operator on the admin routes (lib/http/operators.ts); an empty list: nobody.
+    fns.ingress.fn.addEnvironment('MSGX_OPERATOR_PRINCIPALS', settings.operatorPrincipals.join(','));
 
     // ---- schedules ------------------------------------------------------------------------
     const groupName = `msgx-${stage}`;

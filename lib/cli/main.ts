@@ -16,10 +16,11 @@ import type { TxMessageView } from '../txmsg/view.ts';
 const program = new Command()
   .name('msgx')
   .description('Operate msgx: migrations, status, dead letters, replay, requests, pause and resume.')
+  .option('--sigv4', 'sign calls to the cloud API (MSGX_API_URL) with SigV4 (automatic for an execute-api host; region: AWS_REGION)')
   .showHelpAfterError();
 
 async function withApi(fn: (api: AdminApi) => Promise<void>): Promise<void> {
-  const api = await openAdminApi();
+  const api = await openAdminApi(process.env, { sigv4: program.opts<{ sigv4?: boolean }>().sigv4 });
   try {
     await fn(api);
   } finally {

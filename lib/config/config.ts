@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { ConfigError } from '../shared/errors.ts';
 import { commaList, duration, durationList, flag, positiveInt } from './parse.ts';
 import { topicNameProblem } from '../shared/topicName.ts';
+import { OPERATOR_ROLE_ARN } from '../constants.ts';
 import { checkTargetOverrides, type DeliverySettings, targetOverridesField, type TargetOverride } from './delivery.ts';
 
 /**
@@ -51,6 +52,11 @@ const schema = z
         'must be at least 16 characters, all visible ASCII (letters, digits, punctuation; no spaces or control characters); use a long random string, e.g. `openssl rand -hex 32`',
       )
       .optional(),
+    // The IAM roles that are operators in the cloud (admin routes); empty: nobody is (lib/http/operators.ts).
+    MSGX_OPERATOR_PRINCIPALS: commaList().refine(
+      (arns) => arns.every((a) => OPERATOR_ROLE_ARN.test(a)),
+      'must be a comma list of IAM role ARNs (arn:aws:iam::<account>:role/<name>); operators call as such a role',
+    ),
     MSGX_SHADOW: flag(false),
     MSGX_SIGNING_SECRET: z.string().min(1).optional(),
     MSGX_LOG_LEVEL: z.enum(['DEBUG', 'INFO', 'WARN', 'ERROR', 'SILENT']).default('INFO'),
@@ -143,7 +149,16 @@ type Env = z.infer<typeof schema>;
 
 export interface Config {
   runtime: 'twin' | 'lambda';
-  http: { port: number; host: string; allowedHosts: string[]; requestTimeoutMs: number; maxBodyBytes: number; adminToken?: string };
+  http: {
+    port: number;
+    host: string;
+    allowedHosts: string[];
+    requestTimeoutMs: number;
+    maxBodyBytes: number;
+    adminToken?: string;
+    /** MSGX_OPERATOR_PRINCIPALS: IAM role ARNs allowed on the admin routes behind API Gateway. */
+    operatorPrincipals: string[];
+  };
   dataDir: string;
   pgUrl?: string;
   mailboxUrl?: string;
@@ -235,6 +250,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       requestTimeoutMs: e.MSGX_HTTP_REQUEST_TIMEOUT,
       maxBodyBytes: e.MSGX_MAX_BODY_BYTES,
       adminToken: e.MSGX_ADMIN_TOKEN,
+      operatorPrincipals: e.MSGX_OPERATOR_PRINCIPALS,
     },
     dataDir: e.MSGX_DATA_DIR,
     pgUrl: e.MSGX_PG_URL,

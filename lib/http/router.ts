@@ -37,7 +37,8 @@ export class Router {
       const found = this.#match(req);
       if (!found) throw new RequestError(404, 'not_found', `no route for ${req.method} ${safeText(req.path)}`);
       const { route, params } = found;
-      if (route.admin && !req.isAdmin) throw new RequestError(403, 'forbidden', 'admin route: operator credentials required');
+      if (route.admin && !req.isAdmin)
+        throw new RequestError(403, 'forbidden', req.notAdminBecause ?? 'admin route: operator credentials required');
       checkInput(req, route);
       return await route.handle({ ...req, params }, ctx);
     } catch (err) {

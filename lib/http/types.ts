@@ -10,9 +10,11 @@ export interface HttpRequest {
   body: string;
   /** Filled by the router from `{name}` segments. */
   params: Record<string, string>;
-  /** The caller is an operator (IAM in the cloud, token or loopback in the twin). */
+  /** The caller is an operator (a listed IAM role in the cloud, token or loopback in the twin). */
   isAdmin: boolean;
-  /** The IAM principal API Gateway authenticated (cloud only); the audit actor when present. */
+  /** Why the caller is not an operator, for the 403 of an admin route (cloud only). */
+  notAdminBecause?: string;
+  /** The operator's IAM role (and session) in the cloud; the audit actor when present. */
   principal?: string;
 }
 

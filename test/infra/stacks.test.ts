@@ -399,6 +399,24 @@ describe('stage settings come from context', () => {
     }
   });
 
+  it("gives the ingress the stage's operator roles, and refuses anything but real role ARNs, naming the setting", () => {
+    const ops = 'arn:aws:iam::210987654321:role/ops/msgx-operator';
+    const ingressEnv = (st: MsgxStacks) =>
+      Template.fromStack(st.service).toJSON().Resources[st.service.getLogicalId(st.service.functions.ingress.fn.node.defaultChild as never)]
+        .Properties.Environment.Variables;
+    expect(ingressEnv(synth()).MSGX_OPERATOR_PRINCIPALS).toBe(''); // cdk.json lists none: nobody is an operator
+    expect(ingressEnv(synth({ stages: { dev: { operatorPrincipals: [ops] } } })).MSGX_OPERATOR_PRINCIPALS).toBe(ops);
+    expect(() => synth({ stages: { dev: { operatorPrincipals: ['arn:aws:iam::210987654321:user/alice'] } } })).toThrow(
+      /stages\.dev\.operatorPrincipals must hold IAM role ARNs .*user\/alice/,
+    );
+    expect(() => synth({ stages: { dev: { operatorPrincipals: 'arn:aws:iam::210987654321:role/x' } } })).toThrow(
+      /stages\.dev\.operatorPrincipals must be a list/,
+    );
+    expect(() => synth({ stages: { dev: { operatorPrincipals: ['arn:aws:iam::123456789012:role/ops'] } } })).toThrow(
+      /looks like a placeholder/,
+    );
+  });
+
   it('can leave the secrets extension out by context (regions without the ARM64 layer)', () => {
     const fns = Template.fromStack(synth({ secretsExtension: false }).service).findResources('AWS::Lambda::Function', {
       Properties: { Description: Match.stringLikeRegexp('^msgx ') },

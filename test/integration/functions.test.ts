@@ -3,9 +3,9 @@ import { BUDGET_MARGIN_MS, configureLambda } from '../../lib/jobs/coldStart.ts';
 import type { RoleRunValues } from '../../lib/app/role.ts';
 import { tryRoleLock } from '../../lib/jobs/roleLock.ts';
 import { kickPumpIfIdle } from '../../lib/jobs/kick.ts';
-import { setPaused } from '../../lib/pipeline/pause.ts';
+import { isPaused, setPaused } from '../../lib/pipeline/pause.ts';
 import { wire } from '../helpers/pipeline.ts';
-import { apiGatewayEvent as event } from '../helpers/apiGatewayEvent.ts';
+import { apiGatewayEvent as event, apiGatewayEventV2 } from '../helpers/apiGatewayEvent.ts';
 import { asLambdaFunction, type LambdaFunction } from '../helpers/lambdaEnv.ts';
 import type { TestPg } from '../helpers/services.ts';
 import { lambdaRole } from '../helpers/lambdaRoles.ts';
@@ -19,8 +19,9 @@ describe('Lambda handlers', () => {
   let fn: LambdaFunction;
   let pg: TestPg;
 
+  const OPERATOR = 'arn:aws:iam::123456789012:role/ops/msgx-operator';
   beforeAll(async () => {
-    fn = await asLambdaFunction();
+    fn = await asLambdaFunction({ MSGX_OPERATOR_PRINCIPALS: OPERATOR });
     pg = fn.pg;
   });
   afterAll(() => fn?.end());
@@ -74,12 +75,55 @@ describe('Lambda handlers', () => {
     });
   });
 
-  it('admin routes answer only to an IAM caller', async () => {
+  it('admin routes answer only to a listed operator role (payload 1.0 and 2.0); an upstream caller is refused saying why', async () => {
     const { handler: ingress } = await import('../../functions/ingress.ts');
     expect((await ingress(event('GET', '/admin/stats', ''))).statusCode).toBe(403);
-    const ok = await ingress(event('GET', '/admin/stats', '', 'arn:aws:iam::123456789012:role/operator'));
+    const ok = await ingress(event('GET', '/admin/stats', '', OPERATOR));
     expect(ok.statusCode).toBe(200);
     expect(JSON.parse(ok.body)).toMatchObject({ pipeline: { backlog: 0 } });
+
+    // An upstream system's role may invoke the API (it sends messages) but is no operator.
+    const upstream = 'arn:aws:sts::123456789012:assumed-role/msgx-upstream/orders-service';
+    const sent = await ingress(
+      apiGatewayEventV2('POST', '/cminmsgs/send', {
+        body: wire({ TYPE: 'LDM', SEQN: 'v2-1' }),
+        callerArn: upstream,
+        headers: { 'content-type': 'application/xml' },
+      }),
+    );
+    expect(sent.statusCode).toBe(200);
+    for (const [method, path] of [
+      ['POST', '/admin/pause'],
+      ['POST', '/admin/replay'],
+      ['GET', '/admin/dead'],
+      ['GET', '/admin/stats'],
+    ] as const) {
+      const refused = await ingress(
+        apiGatewayEventV2(method, path, { callerArn: upstream, body: method === 'POST' ? '{"kind":"proc","ids":[1]}' : undefined }),
+      );
+      expect(refused.statusCode, `${method} ${path}`).toBe(403);
+      expect(JSON.parse(refused.body)).toEqual({
+        error: 'forbidden',
+        detail: `admin route: ${upstream} is not an operator (its role is not in MSGX_OPERATOR_PRINCIPALS)`,
+      });
+    }
+    const auditRows = async () =>
+      (await pg.db.query<{ actor: string; action: string }>(`SELECT actor, action FROM audit_log ORDER BY id`)).rows;
+    expect(await auditRows()).toEqual([]); // refused: nothing done, nothing audited
+    expect(await isPaused(pg.db)).toBe(false);
+
+    // The operator, signed in through IAM Identity Center: its role is listed (with its path).
+    const operatorSession = 'arn:aws:sts::123456789012:assumed-role/msgx-operator/alice@example.com';
+    const paused = await ingress(
+      apiGatewayEventV2('POST', '/admin/pause', { callerArn: operatorSession, headers: { 'x-msgx-actor': 'mallory' } }),
+    );
+    expect([paused.statusCode, JSON.parse(paused.body)]).toEqual([200, { paused: true, changed: true }]);
+    const resumed = await ingress(apiGatewayEventV2('POST', '/admin/resume', { callerArn: operatorSession }));
+    expect(resumed.statusCode).toBe(200);
+    expect(await auditRows()).toEqual([
+      { actor: `${OPERATOR} (session alice@example.com)`, action: 'pipeline.pause' },
+      { actor: `${OPERATOR} (session alice@example.com)`, action: 'pipeline.resume' },
+    ]);
   });
 
   it('the ingress starts a pump only when none is live and the pipeline is not paused', async () => {
