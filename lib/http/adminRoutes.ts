@@ -24,6 +24,10 @@ const deadQuery = lazy(() =>
     limit: intParam(1, 1000, 100),
     errorClass: z.string().max(40).optional(),
     target: z.string().max(200).optional(),
+    // kind=txmsg only: where the message died, and its topic; `after`: the last id of the page before.
+    phase: z.enum(['check', 'delivery'], 'must be check or delivery').optional(),
+    topic: z.string().min(1).max(249).optional(),
+    after: z.string().min(1).max(64).optional(),
   }),
 );
 
@@ -72,10 +76,12 @@ export const adminRoutes: Route[] = [
     path: '/admin/dead',
     admin: true,
     async handle(req, ctx) {
-      const { kind, limit, errorClass, target } = parseQuery(req, deadQuery());
+      const { kind, limit, errorClass, target, phase, topic, after } = parseQuery(req, deadQuery());
+      const txOnly = Object.entries({ phase, topic, after }).find(([, v]) => v !== undefined)?.[0];
+      if (txOnly && kind !== 'txmsg') throw new RequestError(400, 'invalid_request', `${txOnly}: only with kind=txmsg`);
       if (kind === 'proc') return json(200, { kind, items: await listDead(ctx.db, { errorClass, limit }) });
       if (kind === 'event') return json(200, { kind, items: await deadEvents(ctx.db, { target, limit }) });
-      return json(200, { kind, items: await deadTxMessages(ctx.db, { limit }) });
+      return json(200, { kind, items: await deadTxMessages(ctx.db, { phase, topic, after, limit }) });
     },
   },
   {

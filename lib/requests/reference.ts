@@ -1,6 +1,7 @@
 import type { Queryable } from '../db/db.ts';
 import type { Processor } from '../pipeline/processor.ts';
 import { ProtocolError } from '../shared/errors.ts';
+import { FALLBACK_RULE } from './match.ts';
 import { appendAudit, closeRequest, lockOpenRequest, markSent } from './track.ts';
 
 /**
@@ -30,7 +31,15 @@ export const refdProcessor: Processor = async (ctx) => {
     ctx.now,
   );
   const open = await lockOpenRequest(ctx.tx, 'RQRF');
-  if (open && open.scope === p.RTYP && open.sent_at) {
+  const answerAt = ctx.message.sentAt;
+  // The fallback's time rule, as for day plans (lib/requests/match.ts): an answer dated before our
+  // request (whole seconds, DTTM's unit) or undated answers an earlier generation or nothing. Its
+  // data is kept (pushes are accepted); only the request stays open, and its audit says why.
+  const older = open?.sent_at && (!answerAt || answerAt.getTime() < Math.floor(open.sent_at.getTime() / 1000) * 1000);
+  if (open && open.scope === p.RTYP && older) {
+    const reason = answerAt ? 'answer-older-than-request' : 'answer-without-dttm';
+    await appendAudit(ctx.tx, open.id, { what: 'answer-not-matched', reason, msgId: ctx.msgId }, ctx.now);
+  } else if (open && open.scope === p.RTYP && open.sent_at) {
     // Matched by kind and rtype only (a REFD carries no echo), so the audit says so. A request
     // whose write was never confirmed is confirmed by this answer: upstream read it, or pushed
     // the same set meanwhile — either way the data it asked for has arrived.
@@ -41,7 +50,13 @@ export const refdProcessor: Processor = async (ctx) => {
     await appendAudit(
       ctx.tx,
       open.id,
-      { what: 'answer-matched', method: 'fallback', rule: 'same kind, open, same RTYP', msgId: ctx.msgId },
+      {
+        what: 'answer-matched',
+        method: 'fallback',
+        rule: `${FALLBACK_RULE}, same RTYP`,
+        msgId: ctx.msgId,
+        answerAt: answerAt!.toISOString(),
+      },
       ctx.now,
     );
     await closeRequest(ctx.tx, open.id, 'DONE', 'answered', ctx.now, ctx.msgId);

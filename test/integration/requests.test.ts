@@ -317,7 +317,7 @@ describe('admin route and reference data', () => {
   it('a REFD answers the open RQRF of its rtype, confirming one whose write was unconfirmed; the fallback is audited', async () => {
     await expect(requestReference({ ...p.ctx, mailbox: answerLost() }, 'AIRPORT')).rejects.toThrow(/not confirmed/);
     const [req] = await reqRows();
-    const [id] = await p.post(refd({ seqn: seq++ }, 'AIRPORT', [{ RKEY: 'CAN', NAME: 'Baiyun' }]));
+    const [id] = await p.post(refd({ seqn: seq++, dttm: local(p.clock.now()) }, 'AIRPORT', [{ RKEY: 'CAN', NAME: 'Baiyun' }]));
     await p.drain();
     expect(await p.status(id!)).toMatchObject({ status: 'SUCCEEDED' });
     const v = await view(req!.id);
@@ -327,6 +327,31 @@ describe('admin route and reference data', () => {
       ['answer-matched', 'fallback'],
     ]);
     expect(await reconcileRequests(p.ctx)).toEqual({ confirmed: 0, resent: 0 }); // nothing left to reconcile, nothing resent
+  });
+
+  it('a REFD dated before the RQRF, or undated, is applied but answers no request (the fallback needs DTTM >= sentAt)', async () => {
+    const before = local(p.clock.now());
+    p.clock.advance(5000);
+    await requestReference(p.ctx, 'AIRPORT');
+    const [req] = await reqRows();
+    const [older, undated] = await p.post(
+      refd({ seqn: seq++, dttm: before }, 'AIRPORT', [{ RKEY: 'PEK', NAME: 'Capital' }]),
+      refd({ seqn: seq++ }, 'AIRPORT', [{ RKEY: 'PEK', NAME: 'Capital' }]),
+    );
+    await p.drain();
+    expect(await p.status(older!)).toMatchObject({ status: 'SUCCEEDED' });
+    expect(await p.status(undated!)).toMatchObject({ status: 'SUCCEEDED' });
+    const v = await view(req!.id);
+    expect(v.status).toBe('SENT');
+    expect(v.audit.filter((a) => a.what === 'answer-not-matched').map((a) => a.reason)).toEqual([
+      'answer-older-than-request',
+      'answer-without-dttm',
+    ]);
+    // An answer dated in the send's own second matches.
+    const [fresh] = await p.post(refd({ seqn: seq++, dttm: local(p.clock.now()) }, 'AIRPORT', [{ RKEY: 'PEK', NAME: 'Capital' }]));
+    await p.drain();
+    expect(await p.status(fresh!)).toMatchObject({ status: 'SUCCEEDED' });
+    expect((await view(req!.id)).status).toBe('DONE');
   });
 
   it('a REFD answer replaces the whole set of its rtype', async () => {
