@@ -325,6 +325,7 @@ describe('recovery from service faults', () => {
             await sleep(5);
           }
           note(`aim: ${aimed}`);
+          console.log(`[faults:recovery] mariadb SIGKILL aim: ${aimed}`);
           await roles.duringFault('mariadb SIGKILL', async () => {
             await mariadbKill();
             kills++;

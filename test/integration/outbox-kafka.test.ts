@@ -480,12 +480,12 @@ describe('webhooks', () => {
     });
     await new Promise<void>((r) => srv.listen(0, '127.0.0.1', () => r()));
     const url = `http://127.0.0.1:${(srv.address() as { port: number }).port}/hook`;
-    const hook = new WebhookPublisher({ url, timeoutMs: 10_000 });
+    // Its own timeout is far beyond any test's: only the 300 ms publish deadline can end the wait,
+    // so the dispatch returning at all (before the test's bound) is the cut.
+    const hook = new WebhookPublisher({ url, timeoutMs: 3_600_000 });
     try {
       const [id] = await enqueueEvents(pg.db, [{ target: 'tx:slow', type: 'T', value: 'x' }]);
-      const t = Date.now();
       await dispatchOnce(ctx, [hook], { targets: ['tx:slow'] });
-      expect(Date.now() - t).toBeLessThan(3000);
       const r = await pg.db.query<{ attempts: number; last_error: string }>(
         `SELECT attempts, last_error FROM msg_event WHERE event_id = $1`,
         [id],
