@@ -30,7 +30,7 @@ import { freshMysql, freshPg, serviceUrls, type TestMysql, type TestPg } from '.
 import { keepEvidence, note } from './evidence.ts';
 import { kafkaStart, kafkaStop, mariadbStart, mariadbStop } from './privateServices.ts';
 
-export { note, timeline } from './evidence.ts';
+export { note } from './evidence.ts';
 
 export const DAY = '20261129';
 export type RoleName = 'pump' | 'poller' | 'dispatcher' | 'sweep';
@@ -497,26 +497,6 @@ export class FlightWorkload {
     for (const v of this.versions.values()) n += v.length;
     return n;
   }
-}
-
-/**
- * Inserts `total` FLOPs in chunks at a steady pace (`ratePerSec`), as upstream systems would, until
- * done or stopped. Returns a handle whose `done` resolves when everything is in the mailbox.
- */
-export function feed(w: FlightWorkload, my: TestMysql, total: number, ratePerSec: number, chunk = 25): { done: Promise<void> } {
-  const started = Date.now();
-  const done = (async () => {
-    let sent = 0;
-    while (sent < total) {
-      const n = Math.min(chunk, total - sent);
-      await w.insertFlops(my, n);
-      sent += n;
-      const due = started + (sent / ratePerSec) * 1000;
-      const wait = due - Date.now();
-      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-    }
-  })();
-  return { done };
 }
 
 // ---- Progress and invariants --------------------------------------------------------------------

@@ -28,9 +28,6 @@ export interface MariadbInstance {
   args?: string[];
 }
 
-/** A TCP port nobody listens on right now (the kernel's choice); kept here for the fault tests that import it from this file. */
-export { freePort } from '../helpers/freePort.ts';
-
 // ---- Kafka: scripts/services.mjs does the work (jars from Maven, KRaft format, start, probe) ----
 
 export async function kafkaStart(k: KafkaInstance): Promise<string> {
