@@ -1,6 +1,6 @@
 # The msgx local twin (`npm start`): every role on its schedule in one process plus the HTTP API.
 # Used by docker-compose.yml, which points it at PostgreSQL, MariaDB (the mailbox) and Kafka.
-FROM node:20-slim
+FROM node:22-slim
 
 WORKDIR /app
 

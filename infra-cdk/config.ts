@@ -1,4 +1,5 @@
 import type { Node } from 'constructs';
+import { SETTING_NAMES, settingProblems, TWIN_ONLY_SETTINGS } from '../lib/config/config.ts';
 import { FUNCTION_ROLES, type FunctionRole, ROLE_CATALOGUE, SCHEDULED_ROLES, type ScheduledRole } from '../lib/app/catalogue.ts';
 import { OPERATOR_ROLE_ARN } from '../lib/constants.ts';
 
@@ -61,6 +62,12 @@ export interface StageSettings {
    */
   operatorPrincipals: string[];
   existing: ExistingSettings;
+  /**
+   * msgx settings (README "Configuration", the MSGX_* variables) for this stage's functions,
+   * validated at synth by the schema the functions validate with at start. Not the ones the stack
+   * sets itself (connections, secrets) nor the twin's own.
+   */
+  env: Record<string, string | number | boolean>;
   db: {
     instanceType: string;
     /** Full version (`16.13`, `17.9`): cfn-lint flags bare majors as deprecated (W3691). */
@@ -161,9 +168,13 @@ export interface MsgxSettings {
     topicMsg: string;
     topicSchd: string;
     topicPartitions: number;
-    /** Topic name patterns (within the msgx cluster) transactional producers may name. */
-    txTopicPatterns: string[];
+    /** The topics transactional producers may name (MSGX_TX_TOPICS): the dispatcher may write these and msgx's only. */
+    txTopics: string[];
+    /** MSGX_SHADOW: msgx writes `<topic>.shadow` instead. */
+    shadow: boolean;
   };
+  /** Every msgx setting the functions get, as environment variables (stage `env` over the context keys). */
+  functionEnv: Record<string, string>;
   timezone: string;
   txCheckAllowedOrigins: string;
   alarmEmail?: string;
@@ -227,6 +238,7 @@ export const DEFAULT_STAGE: StageSettings = {
   natGateways: 1,
   operatorPrincipals: [],
   existing: {},
+  env: {},
   db: {
     instanceType: 't4g.micro',
     engineVersion: '16.13',
@@ -290,72 +302,148 @@ function bool(node: Node, key: string, fallback: boolean): boolean {
   return !['false', '0', 'no', 'off'].includes(v.toLowerCase());
 }
 
-/** Reads and checks every setting once; errors name the context key. */
+/**
+ * Every problem with the settings at once, one line each naming the setting: what `cdk synth`
+ * prints (infra-cdk/app.ts) instead of a stack trace, so a first run lists everything to fix.
+ */
+export class SettingsError extends Error {
+  constructor(
+    readonly stage: string,
+    readonly problems: string[],
+  ) {
+    super(
+      `msgx: cannot synthesize stage ${stage}; fix ${problems.length === 1 ? 'this setting' : `these ${problems.length} settings`} (-c key=value or cdk.json, see docs/deploy.md "Parameters"):\n${problems.map((p) => `  - ${p}`).join('\n')}`,
+    );
+    this.name = 'SettingsError';
+  }
+}
+
+/** Reads and checks every setting once; a SettingsError lists every problem, each naming its context key. */
 export function readSettings(node: Node): MsgxSettings {
-  const stage = str(node, 'stage') ?? 'dev';
-  if (!/^[a-z][a-z0-9-]{0,15}$/.test(stage)) throw new Error(`context stage must match [a-z][a-z0-9-]{0,15}, got ${stage}`);
+  const problems: string[] = [];
+  // Runs one check; its error becomes one line of the report instead of ending the read.
+  const check = <T>(fn: () => T): T | undefined => {
+    try {
+      return fn();
+    } catch (err) {
+      if (!(err instanceof Error) || err instanceof TypeError || err instanceof ReferenceError) throw err;
+      problems.push(err.message);
+      return undefined;
+    }
+  };
+  const stageGiven = str(node, 'stage') ?? 'dev';
+  check(() => {
+    if (!/^[a-z][a-z0-9-]{0,15}$/.test(stageGiven)) throw new Error(`context stage must match [a-z][a-z0-9-]{0,15}, got ${stageGiven}`);
+  });
+  const stage = stageGiven;
   const stages: unknown = node.tryGetContext('stages');
   const stageOverrides = isObject(stages) ? stages[stage] : undefined;
   if (isObject(stages) && stageOverrides === undefined)
-    throw new Error(`context stages has no entry "${stage}" (have: ${Object.keys(stages).join(', ')})`);
+    problems.push(`context stages has no entry "${stage}" (have: ${Object.keys(stages).join(', ')})`);
   const settings = deepMerge(DEFAULT_STAGE, stageOverrides);
   const at = `stages.${stage}`;
-  if (![2, 3].includes(settings.azs)) throw new Error(`${at}.azs must be 2 or 3, got ${settings.azs}`);
-  if (!/^(15|16|17)\.\d+$/.test(settings.db.engineVersion))
-    throw new Error(`${at}.db.engineVersion must be a full PostgreSQL 15/16/17 version such as 16.13, got ${settings.db.engineVersion}`);
-  checkKafka(at, settings);
-  for (const role of SCHEDULED_ROLES) {
-    const t = settings.functions.timeoutSeconds[role];
-    // Below 60 s the loop would end long before the next tick; see docs/deploy.md for the budget.
-    if (t < 60 || t > 900) throw new Error(`${at}.functions.timeoutSeconds.${role} must be 60..900, got ${t}`);
-  }
-  if (settings.functions.timeoutSeconds.ingress > 29)
-    throw new Error(`${at}.functions.timeoutSeconds.ingress must be <= 29 (API Gateway integration limit)`);
-  for (const [role, n] of Object.entries(settings.functions.reservedConcurrency)) {
-    // 0 would stop the function altogether; an account needs 10 unreserved, so keep these small.
-    if (!Number.isInteger(n) || n < 1) throw new Error(`${at}.functions.reservedConcurrency.${role} must be a positive integer, got ${n}`);
-  }
-  checkExisting(at, settings.existing);
-  checkOperators(at, settings.operatorPrincipals);
+  check(() => {
+    if (![2, 3].includes(settings.azs)) throw new Error(`${at}.azs must be 2 or 3, got ${settings.azs}`);
+  });
+  check(() => {
+    if (!/^(15|16|17)\.\d+$/.test(settings.db.engineVersion))
+      throw new Error(`${at}.db.engineVersion must be a full PostgreSQL 15/16/17 version such as 16.13, got ${settings.db.engineVersion}`);
+  });
+  check(() => checkKafka(at, settings));
+  for (const role of SCHEDULED_ROLES)
+    check(() => {
+      const t = settings.functions.timeoutSeconds[role];
+      // Below 60 s the loop would end long before the next tick; see docs/deploy.md for the budget.
+      if (t < 60 || t > 900) throw new Error(`${at}.functions.timeoutSeconds.${role} must be 60..900, got ${t}`);
+    });
+  check(() => {
+    if (settings.functions.timeoutSeconds.ingress > 29)
+      throw new Error(`${at}.functions.timeoutSeconds.ingress must be <= 29 (API Gateway integration limit)`);
+  });
+  for (const [role, n] of Object.entries(settings.functions.reservedConcurrency))
+    check(() => {
+      // 0 would stop the function altogether; an account needs 10 unreserved, so keep these small.
+      if (!Number.isInteger(n) || (n as number) < 1)
+        throw new Error(`${at}.functions.reservedConcurrency.${role} must be a positive integer, got ${n}`);
+    });
+  check(() => checkExisting(at, settings.existing));
+  check(() => checkOperators(at, settings.operatorPrincipals));
 
   const bundling = (str(node, 'bundling') ?? 'esbuild') as BundlingMode;
-  if (bundling !== 'esbuild' && bundling !== 'skip') throw new Error(`context bundling must be esbuild|skip, got ${bundling}`);
+  check(() => {
+    if (bundling !== 'esbuild' && bundling !== 'skip') throw new Error(`context bundling must be esbuild|skip, got ${bundling}`);
+  });
 
   const lambdaRuntime = (str(node, 'lambdaRuntime') ?? 'nodejs22.x') as LambdaRuntime;
-  if (!['nodejs20.x', 'nodejs22.x', 'nodejs24.x'].includes(lambdaRuntime))
-    throw new Error(`context lambdaRuntime must be nodejs20.x|nodejs22.x|nodejs24.x, got ${lambdaRuntime}`);
+  check(() => {
+    if (!['nodejs20.x', 'nodejs22.x', 'nodejs24.x'].includes(lambdaRuntime))
+      throw new Error(`context lambdaRuntime must be nodejs20.x|nodejs22.x|nodejs24.x, got ${lambdaRuntime}`);
+  });
 
   const upstreamAuth = (str(node, 'upstreamAuth') ?? 'iam') as UpstreamAuth;
-  if (!['iam', 'jwt', 'lambda'].includes(upstreamAuth)) throw new Error(`context upstreamAuth must be iam|jwt|lambda, got ${upstreamAuth}`);
   const jwtIssuer = str(node, 'jwtIssuer');
   const authorizerFunctionArn = str(node, 'authorizerFunctionArn');
-  if (upstreamAuth === 'jwt' && !jwtIssuer) throw new Error('context upstreamAuth=jwt needs jwtIssuer (and jwtAudience)');
-  if (upstreamAuth === 'lambda' && !authorizerFunctionArn) throw new Error('context upstreamAuth=lambda needs authorizerFunctionArn');
+  check(() => {
+    if (!['iam', 'jwt', 'lambda'].includes(upstreamAuth))
+      throw new Error(`context upstreamAuth must be iam|jwt|lambda, got ${upstreamAuth}`);
+    if (upstreamAuth === 'jwt' && !jwtIssuer) throw new Error('context upstreamAuth=jwt needs jwtIssuer (and jwtAudience)');
+    if (upstreamAuth === 'lambda' && !authorizerFunctionArn) throw new Error('context upstreamAuth=lambda needs authorizerFunctionArn');
+  });
 
   // Every stage needs the real mailbox: a placeholder deploys "successfully" and then fails every poll.
   const mailboxHost = str(node, 'mailboxHost');
   const mailboxSecretArn = str(node, 'mailboxSecretArn');
-  if (!mailboxHost) throw new Error(`context mailboxHost is required (stage ${stage}): the shared MySQL mailbox's host`);
-  if (!mailboxSecretArn) throw new Error(`context mailboxSecretArn is required (stage ${stage}): the mailbox secret's complete ARN`);
-  // The functions verify the mailbox's TLS certificate by host name; an address cannot be checked.
-  if (/^[\d.]+$|:/.test(mailboxHost))
-    throw new Error(
-      `context mailboxHost must be the mailbox's DNS name (the one its TLS certificate names), not an IP address: ${mailboxHost}`,
-    );
-  if (!SECRET_ARN.test(mailboxSecretArn))
-    throw new Error(`context mailboxSecretArn must be a complete secret ARN (ending in -XXXXXX), got ${mailboxSecretArn}`);
+  check(() => {
+    if (!mailboxHost) throw new Error(`context mailboxHost is required (stage ${stage}): the shared MySQL mailbox's host`);
+    // The functions verify the mailbox's TLS certificate by host name; an address cannot be checked.
+    if (/^[\d.]+$|:/.test(mailboxHost))
+      throw new Error(
+        `context mailboxHost must be the mailbox's DNS name (the one its TLS certificate names), not an IP address: ${mailboxHost}`,
+      );
+  });
+  check(() => {
+    if (!mailboxSecretArn) throw new Error(`context mailboxSecretArn is required (stage ${stage}): the mailbox secret's complete ARN`);
+    if (!SECRET_ARN.test(mailboxSecretArn))
+      throw new Error(`context mailboxSecretArn must be a complete secret ARN (ending in -XXXXXX), got ${mailboxSecretArn}`);
+  });
+  const alarmEmail = str(node, 'alarmEmail');
+  check(() => {
+    // 36 alarms that tell nobody are no alarms: prod needs someone to tell.
+    if (stage === 'prod' && !alarmEmail)
+      throw new Error('context alarmEmail is required (stage prod): the address the alarms notify (e.g. the on-call list)');
+  });
   const site: Record<string, string | undefined> = {
     mailboxHost,
     mailboxSecretArn,
     mailboxSecurityGroupId: str(node, 'mailboxSecurityGroupId'),
     account: str(node, 'account'),
-    alarmEmail: str(node, 'alarmEmail'),
+    alarmEmail,
     jwtIssuer,
     authorizerFunctionArn,
     txCheckAllowedOrigins: str(node, 'txCheckAllowedOrigins'),
   };
-  for (const [key, value] of Object.entries(site)) refusePlaceholder(key, value);
-  for (const [key, value] of flatten(`${at}.existing`, settings.existing)) refusePlaceholder(key, value);
+  for (const [key, value] of Object.entries(site)) check(() => refusePlaceholder(key, value));
+  for (const [key, value] of flatten(`${at}.existing`, settings.existing)) check(() => refusePlaceholder(key, value));
+
+  const mailboxPort = check(() => num(node, 'mailboxPort', 3306)) ?? 3306;
+  const topicPartitions = check(() => num(node, 'topicPartitions', 6)) ?? 6;
+  if (node.tryGetContext('txTopicPatterns') !== undefined)
+    problems.push(
+      `context txTopicPatterns is no longer read: list the topics producers may name in ${at}.env.MSGX_TX_TOPICS (the dispatcher may write those and msgx's own only)`,
+    );
+  const functionEnv = readFunctionEnv(
+    at,
+    settings.env,
+    {
+      MSGX_TIMEZONE: str(node, 'timezone'),
+      MSGX_TOPIC_MSG: str(node, 'topicMsg'),
+      MSGX_TOPIC_SCHD: str(node, 'topicSchd'),
+      MSGX_TOPIC_PARTITIONS: String(topicPartitions),
+      MSGX_TX_CHECK_ALLOWED_ORIGINS: list(node, 'txCheckAllowedOrigins', []).join(',') || undefined,
+    },
+    problems,
+  );
+  if (problems.length > 0) throw new SettingsError(stage, problems);
 
   return {
     stage,
@@ -368,22 +456,24 @@ export function readSettings(node: Node): MsgxSettings {
     nag: bool(node, 'nag', true),
     settings,
     mailbox: {
-      host: mailboxHost,
-      port: num(node, 'mailboxPort', 3306),
+      host: mailboxHost!,
+      port: mailboxPort,
       database: str(node, 'mailboxDatabase') ?? 'mailbox',
-      secretArn: mailboxSecretArn,
+      secretArn: mailboxSecretArn!,
       securityGroupId: str(node, 'mailboxSecurityGroupId'),
     },
     api: { upstreamAuth, jwtIssuer, jwtAudience: list(node, 'jwtAudience', []), authorizerFunctionArn },
     kafka: {
-      topicMsg: str(node, 'topicMsg') ?? 'msgx.msg',
-      topicSchd: str(node, 'topicSchd') ?? 'msgx.schd',
-      topicPartitions: num(node, 'topicPartitions', 6),
-      txTopicPatterns: list(node, 'txTopicPatterns', ['*']),
+      topicMsg: functionEnv.MSGX_TOPIC_MSG ?? 'msgx.msg',
+      topicSchd: functionEnv.MSGX_TOPIC_SCHD ?? 'msgx.schd',
+      topicPartitions: Number(functionEnv.MSGX_TOPIC_PARTITIONS ?? 6),
+      txTopics: splitList(functionEnv.MSGX_TX_TOPICS),
+      shadow: ['1', 'true', 'on', 'yes'].includes((functionEnv.MSGX_SHADOW ?? '').toLowerCase()),
     },
-    timezone: str(node, 'timezone') ?? 'Asia/Shanghai',
-    txCheckAllowedOrigins: list(node, 'txCheckAllowedOrigins', []).join(','),
-    alarmEmail: str(node, 'alarmEmail'),
+    timezone: functionEnv.MSGX_TIMEZONE ?? 'Asia/Shanghai',
+    txCheckAllowedOrigins: functionEnv.MSGX_TX_CHECK_ALLOWED_ORIGINS ?? '',
+    functionEnv,
+    alarmEmail,
   };
 }
 
@@ -395,6 +485,73 @@ function checkOperators(at: string, principals: unknown): void {
       throw new Error(`${at}.operatorPrincipals must hold IAM role ARNs (arn:aws:iam::<account>:role/<name>), got ${JSON.stringify(p)}`);
     refusePlaceholder(`${at}.operatorPrincipals`, p);
   }
+}
+
+/** Set by the stack from its resources and site settings, never per stage: where each comes from. */
+const FROM_STACK: Record<string, string> = {
+  MSGX_RUNTIME: 'always lambda in the cloud',
+  MSGX_PG_URL: "assembled from the database's secret",
+  MSGX_MAILBOX_URL: 'assembled from context mailboxHost and mailboxSecretArn',
+  MSGX_MAILBOX_SSL_CA: "the runtime's RDS CA bundle",
+  MSGX_KAFKA_BROKERS: "the cluster's IAM bootstrap brokers",
+  MSGX_KAFKA_SSL: 'always on with MSK IAM',
+  MSGX_KAFKA_IAM_REGION: "the stack's region",
+  MSGX_SIGNING_SECRET: 'read from the signing secret',
+  MSGX_OPERATOR_PRINCIPALS: "the stage's operatorPrincipals",
+};
+
+function splitList(v: string | undefined): string[] {
+  return (v ?? '')
+    .split(',')
+    .map((x) => x.trim())
+    .filter(Boolean);
+}
+
+/**
+ * The msgx settings every function gets: the site's context keys (timezone, topics, check-back
+ * origins) with the stage's `env` over them, checked by the functions' own schema
+ * (lib/config/config.ts), each problem naming where the value was set.
+ */
+function readFunctionEnv(
+  at: string,
+  stageEnv: Record<string, unknown>,
+  fromContext: Record<string, string | undefined>,
+  problems: string[],
+): Record<string, string> {
+  const contextKey: Record<string, string> = {
+    MSGX_TIMEZONE: 'timezone',
+    MSGX_TOPIC_MSG: 'topicMsg',
+    MSGX_TOPIC_SCHD: 'topicSchd',
+    MSGX_TOPIC_PARTITIONS: 'topicPartitions',
+    MSGX_TX_CHECK_ALLOWED_ORIGINS: 'txCheckAllowedOrigins',
+  };
+  const env: Record<string, string> = {};
+  for (const [k, v] of Object.entries(fromContext)) if (v !== undefined) env[k] = v;
+  if (!isObject(stageEnv)) {
+    problems.push(`${at}.env must be an object of MSGX_* settings, got ${JSON.stringify(stageEnv)}`);
+    return env;
+  }
+  for (const [k, v] of Object.entries(stageEnv)) {
+    if (!SETTING_NAMES.includes(k)) problems.push(`${at}.env.${k} is not a msgx setting (README "Configuration" lists them)`);
+    else if (TWIN_ONLY_SETTINGS.includes(k)) problems.push(`${at}.env.${k} is read by the twin only; a cloud function ignores it`);
+    else if (FROM_STACK[k]) problems.push(`${at}.env.${k} is set by the stack (${FROM_STACK[k]})`);
+    else if (typeof v !== 'string' && typeof v !== 'number' && typeof v !== 'boolean')
+      problems.push(`${at}.env.${k} must be a string, number or boolean, got ${JSON.stringify(v)}`);
+    else env[k] = String(v);
+  }
+  const where = (name: string) =>
+    name in stageEnv ? `${at}.env.${name}` : contextKey[name] ? `context ${contextKey[name]} (${name})` : name;
+  for (const line of settingProblems(env)) {
+    const name = line.slice(0, line.indexOf(':'));
+    problems.push(`${where(name)}${line.slice(name.length)}`);
+  }
+  // Transactional messages are on once check-back has origins; the dispatcher's topic grant is
+  // exactly MSGX_TX_TOPICS, so the cloud needs the list (the twin may leave it open).
+  if (env.MSGX_TX_CHECK_ALLOWED_ORIGINS && splitList(env.MSGX_TX_TOPICS).length === 0)
+    problems.push(
+      `${at}.env.MSGX_TX_TOPICS is required when transactional messages are enabled (context txCheckAllowedOrigins is set): the topics producers may name, the only ones besides msgx's the dispatcher may write`,
+    );
+  return env;
 }
 
 function checkKafka(at: string, settings: StageSettings): void {

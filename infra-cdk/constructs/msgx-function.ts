@@ -1,6 +1,6 @@
 import { cpSync, existsSync, rmSync } from 'node:fs';
 import { join, relative } from 'node:path';
-import { Annotations, Aws, Duration, RemovalPolicy, Stack, Stage, Validations } from 'aws-cdk-lib';
+import { Annotations, Duration, RemovalPolicy, Stack, Stage, Validations } from 'aws-cdk-lib';
 import type * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
@@ -96,10 +96,8 @@ export interface KafkaBinding {
   clusterArn: string;
   clusterName: string;
   bootstrapBrokers: string;
-  /** Topics written to, exact names (ARN bound to this cluster's UUID). */
+  /** Topics written to, exact names (ARN bound to this cluster's UUID): msgx's and MSGX_TX_TOPICS. */
   writeTopics?: string[];
-  /** Topic name patterns written to (transactional producers' topics), within clusters of this name. */
-  writePatterns?: string[];
   /** Topics created and configured (the migrate function). */
   adminTopics?: string[];
 }
@@ -280,7 +278,7 @@ export class MsgxFunction extends Construct {
   /** MSK with IAM auth: connect to this cluster only, and touch only the named topics. */
   bindKafka(k: KafkaBinding): this {
     const stack = Stack.of(this);
-    const writes = [...(k.writeTopics ?? []), ...(k.writePatterns ?? [])].length > 0;
+    const writes = (k.writeTopics ?? []).length > 0;
     const clusterActions = ['kafka-cluster:Connect', 'kafka-cluster:DescribeCluster'];
     if (writes) clusterActions.push('kafka-cluster:WriteDataIdempotently');
     this.fn.addToRolePolicy(new iam.PolicyStatement({ actions: clusterActions, resources: [k.clusterArn] }));
@@ -291,23 +289,6 @@ export class MsgxFunction extends Construct {
           resources: k.writeTopics.map((t) => topicArnOf(stack, k.clusterArn, t)),
         }),
       );
-    }
-    if (k.writePatterns?.length) {
-      // A pattern ARN cannot carry the cluster UUID (CloudFormation cannot splice tokens into a
-      // wildcard we could acknowledge), so it names the cluster by name: same account and region.
-      const arns = k.writePatterns.map((t) => `arn:${Aws.PARTITION}:kafka:${Aws.REGION}:${Aws.ACCOUNT_ID}:topic/${k.clusterName}/*/${t}`);
-      this.fn.addToRolePolicy(
-        new iam.PolicyStatement({ actions: ['kafka-cluster:DescribeTopic', 'kafka-cluster:WriteData'], resources: arns }),
-      );
-      acknowledge(this.fn, [
-        {
-          id: 'AwsSolutions-IAM5',
-          reason: `Transactional producers name their own topics (context txTopicPatterns=${k.writePatterns.join(',')}); the grant is limited to cluster ${k.clusterName} in this account and region.`,
-          appliesTo: k.writePatterns.map(
-            (t) => `Resource::arn:<AWS::Partition>:kafka:<AWS::Region>:<AWS::AccountId>:topic/${k.clusterName}/*/${t}`,
-          ),
-        },
-      ]);
     }
     if (k.adminTopics?.length) {
       this.fn.addToRolePolicy(

@@ -98,13 +98,14 @@ export class NetworkStack extends Stack {
       allowAllOutbound: false,
     });
     endpointSg.addIngressRule(ec2.Peer.ipv4(cidr), ec2.Port.tcp(443), 'HTTPS from inside the VPC');
-    // The calls msgx makes on every cold start or every loop stay inside the VPC.
+    // The AWS calls functions make stay inside the VPC: secrets at cold start and after a refused
+    // login (and the rotation functions'), the ingress's kick of the pump and the poller, logs.
+    // No function calls Scheduler (an operator's `msgx pause` does, from outside) or STS (the
+    // functions use their role's credentials from the environment; the MSK signer only signs).
     const interfaces: Record<string, ec2.InterfaceVpcEndpointAwsService> = {
       SecretsManager: ec2.InterfaceVpcEndpointAwsService.SECRETS_MANAGER,
       Lambda: ec2.InterfaceVpcEndpointAwsService.LAMBDA,
-      Scheduler: new ec2.InterfaceVpcEndpointAwsService('scheduler'),
       Logs: ec2.InterfaceVpcEndpointAwsService.CLOUDWATCH_LOGS,
-      Sts: ec2.InterfaceVpcEndpointAwsService.STS,
     };
     // Everything else (X-Ray, the Kafka control plane, webhooks) leaves through the NAT gateway.
     for (const [name, service] of Object.entries(interfaces)) {

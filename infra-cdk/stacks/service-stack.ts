@@ -68,14 +68,8 @@ export class ServiceStack extends Stack {
       ...(Object.fromEntries(SCHEDULED_ROLES.map((r) => [r, ROLE_CATALOGUE[r].description])) as Record<ScheduledRole, string>),
       migrate: 'msgx migrate: schema migrations and Kafka topics (deploy-time trigger)',
     };
-    const common = {
-      TZ: 'UTC',
-      MSGX_TIMEZONE: msgx.timezone,
-      MSGX_TOPIC_MSG: msgx.kafka.topicMsg,
-      MSGX_TOPIC_SCHD: msgx.kafka.topicSchd,
-      MSGX_TOPIC_PARTITIONS: String(msgx.kafka.topicPartitions),
-      ...(msgx.txCheckAllowedOrigins ? { MSGX_TX_CHECK_ALLOWED_ORIGINS: msgx.txCheckAllowedOrigins } : {}),
-    };
+    // Every msgx setting of the stage (validated at synth by the functions' own schema).
+    const common = { TZ: 'UTC', ...msgx.functionEnv };
     const make = (role: FunctionRole): MsgxFunction =>
       new MsgxFunction(this, cap(role), {
         role,
@@ -111,6 +105,8 @@ export class ServiceStack extends Stack {
     const { topicMsg, topicSchd } = msgx.kafka;
     // Shadow mode (MSGX_SHADOW) writes to `<topic>.shadow`; the grant covers both.
     const ownTopics = [topicMsg, `${topicMsg}.shadow`, topicSchd, `${topicSchd}.shadow`];
+    // The topics producers may name (MSGX_TX_TOPICS), as msgx writes them (lib/outbox/publish.ts).
+    const txTopics = msgx.kafka.txTopics.map((t) => (msgx.kafka.shadow ? `${t}.shadow` : t));
 
     for (const f of Object.values(fns)) if (f !== fns.migrate) f.bindPostgres(pg);
     // The migrate function connects as the admin to create the functions' user (msgx_app) with
@@ -119,13 +115,13 @@ export class ServiceStack extends Stack {
     else fns.migrate.bindPostgres(pg);
     fns.ingress.bindMailbox(mailbox);
     fns.ingress.bindKafka(kafka); // /health only: connect and describe
-    fns.migrate.bindKafka({ ...kafka, adminTopics: ownTopics });
+    fns.migrate.bindKafka({ ...kafka, adminTopics: [...ownTopics, ...txTopics] });
     // A scheduled role gets what its catalogue entry says it uses: the mailbox, Kafka (writing
     // msgx's topics and the transactional producers' ones), the signing secret.
     for (const role of SCHEDULED_ROLES) {
       const uses: readonly string[] = ROLE_CATALOGUE[role].uses;
       if (uses.includes('mailbox')) fns[role].bindMailbox(mailbox);
-      if (uses.includes('kafka')) fns[role].bindKafka({ ...kafka, writeTopics: ownTopics, writePatterns: msgx.kafka.txTopicPatterns });
+      if (uses.includes('kafka')) fns[role].bindKafka({ ...kafka, writeTopics: [...ownTopics, ...txTopics] });
       if (uses.includes('signingSecret')) fns[role].bindSigningSecret(data.signingSecret);
     }
 

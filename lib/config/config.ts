@@ -147,6 +147,28 @@ const schema = z
 
 type Env = z.infer<typeof schema>;
 
+/** Every MSGX_* variable msgx reads at start (the README's configuration table). */
+export const SETTING_NAMES: readonly string[] = Object.keys(schema.shape);
+
+/** Read by the twin only (its HTTP server, embedded data, admin token): a cloud function never does. */
+export const TWIN_ONLY_SETTINGS: readonly string[] = [
+  'MSGX_HTTP_PORT',
+  'MSGX_HTTP_HOST',
+  'MSGX_HTTP_ALLOWED_HOSTS',
+  'MSGX_HTTP_REQUEST_TIMEOUT',
+  'MSGX_DATA_DIR',
+  'MSGX_ADMIN_TOKEN',
+];
+
+/**
+ * Checks settings as a start would, without starting (the CDK app at synth): one line per
+ * problem, `VARIABLE: reason`, from the same schema loadConfig() validates with.
+ */
+export function settingProblems(env: Record<string, string | undefined>): string[] {
+  const result = schema.safeParse(Object.fromEntries(Object.entries(env).filter(([, v]) => v !== '' && v !== undefined)));
+  return result.success ? [] : result.error.issues.map((i) => `${String(i.path[0] ?? '?')}: ${i.message}`);
+}
+
 export interface Config {
   runtime: 'twin' | 'lambda';
   http: {

@@ -53,7 +53,7 @@ describe('brownfield: existing infrastructure from stage settings', () => {
 
   it('creates the endpoints in an existing VPC only when asked', () => {
     const s = withExisting({ vpc: { ...VPC, createEndpoints: true } });
-    expect(Object.keys(Template.fromStack(s.network).findResources('AWS::EC2::VPCEndpoint'))).toHaveLength(5);
+    expect(Object.keys(Template.fromStack(s.network).findResources('AWS::EC2::VPCEndpoint'))).toHaveLength(3);
   });
 
   it('uses an existing PostgreSQL: no instance, its secret and endpoint, an ingress rule on its group', () => {

@@ -25,6 +25,7 @@ function synthTo(context: Record<string, unknown>): string {
       ...CDK_CONTEXT,
       bundling: 'skip',
       mailboxHost: 'cmin-db.corp.internal',
+      alarmEmail: 'msgx-oncall@corp.internal',
       mailboxSecretArn: MAILBOX_SECRET_ARN,
       mailboxSecurityGroupId: 'sg-0a1b2c3d4e5f60718',
       ...context,

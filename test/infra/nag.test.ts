@@ -18,6 +18,7 @@ function app(context: Record<string, unknown>): App {
       ...CDK_CONTEXT,
       bundling: 'skip',
       mailboxHost: 'cmin-db.corp.internal',
+      alarmEmail: 'msgx-oncall@corp.internal',
       mailboxSecretArn: 'arn:aws:secretsmanager:eu-west-1:210987654321:secret:cmin/mailbox-AbCdEf',
       mailboxSecurityGroupId: 'sg-0123456789abcdef0',
       ...context,

@@ -4,6 +4,7 @@ import { App } from 'aws-cdk-lib';
 import { buildMsgx, type MsgxStacks, REPO_ROOT } from '../../infra-cdk/build.ts';
 
 export const MAILBOX_SECRET_ARN = 'arn:aws:secretsmanager:eu-west-1:210987654321:secret:cmin/mailbox-AbCdEf';
+export const ALARM_EMAIL = 'msgx-oncall@corp.internal';
 export const CDK_CONTEXT = JSON.parse(readFileSync(join(REPO_ROOT, 'cdk.json'), 'utf8')).context as Record<string, unknown>;
 
 /**
@@ -25,6 +26,7 @@ export function synth(context: Record<string, unknown> = {}): MsgxStacks {
       bundling: 'skip',
       mailboxHost: 'cmin-db.corp.internal',
       mailboxSecretArn: MAILBOX_SECRET_ARN,
+      alarmEmail: ALARM_EMAIL,
       ...context,
       stages,
     },
