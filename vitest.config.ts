@@ -23,7 +23,15 @@ export default defineConfig({
     maxWorkers: 3,
     pool: 'forks',
     projects: [
-      { extends: true, test: { name: 'pg', include: ['test/**/*.test.ts'] } },
+      {
+        extends: true,
+        test: { name: 'pg', include: ['test/**/*.test.ts'], exclude: ['test/faults/**', 'test/cloud/**', 'node_modules/**'] },
+      },
+      // The emulated cloud (docs/cloud-tests.md): the dev stage synthesized once per run, then deployed per file.
+      {
+        extends: true,
+        test: { name: 'cloud', include: ['test/cloud/**/*.test.ts'], globalSetup: ['test/cloud/globalSetup.ts'], testTimeout: 300_000 },
+      },
       { extends: true, test: { name: 'pglite', include: ON_BOTH_ENGINES, env: { MSGX_TEST_ENGINE: 'pglite' } } },
     ],
   },

@@ -367,6 +367,9 @@ export function readSettings(node: Node): MsgxSettings {
         throw new Error(`${at}.functions.reservedConcurrency.${role} must be a positive integer, got ${n}`);
     });
   check(() => checkExisting(at, settings.existing));
+  // A site may name its operators at deploy (`-c operatorPrincipals=arn…,arn…`) instead of in cdk.json.
+  const siteOperators = node.tryGetContext('operatorPrincipals') as unknown;
+  if (siteOperators !== undefined) settings.operatorPrincipals = list(node, 'operatorPrincipals', []);
   check(() => checkOperators(at, settings.operatorPrincipals));
 
   const bundling = (str(node, 'bundling') ?? 'esbuild') as BundlingMode;
@@ -440,6 +443,7 @@ export function readSettings(node: Node): MsgxSettings {
       MSGX_TOPIC_SCHD: str(node, 'topicSchd'),
       MSGX_TOPIC_PARTITIONS: String(topicPartitions),
       MSGX_TX_CHECK_ALLOWED_ORIGINS: list(node, 'txCheckAllowedOrigins', []).join(',') || undefined,
+      MSGX_TX_TOPICS: list(node, 'txTopics', []).join(',') || undefined,
     },
     problems,
   );
@@ -524,6 +528,7 @@ function readFunctionEnv(
     MSGX_TOPIC_SCHD: 'topicSchd',
     MSGX_TOPIC_PARTITIONS: 'topicPartitions',
     MSGX_TX_CHECK_ALLOWED_ORIGINS: 'txCheckAllowedOrigins',
+    MSGX_TX_TOPICS: 'txTopics',
   };
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(fromContext)) if (v !== undefined) env[k] = v;
@@ -549,7 +554,7 @@ function readFunctionEnv(
   // exactly MSGX_TX_TOPICS, so the cloud needs the list (the twin may leave it open).
   if (env.MSGX_TX_CHECK_ALLOWED_ORIGINS && splitList(env.MSGX_TX_TOPICS).length === 0)
     problems.push(
-      `${at}.env.MSGX_TX_TOPICS is required when transactional messages are enabled (context txCheckAllowedOrigins is set): the topics producers may name, the only ones besides msgx's the dispatcher may write`,
+      `${at}.env.MSGX_TX_TOPICS (or context txTopics) is required when transactional messages are enabled (context txCheckAllowedOrigins is set): the topics producers may name, the only ones besides msgx's the dispatcher may write`,
     );
   return env;
 }

@@ -3,6 +3,7 @@ import { dirname } from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { freePort } from '../helpers/freePort.ts';
 import { type CloudAssembly, synthStage } from './emulator/synth.ts';
+import { OPERATOR_ROLE_ARN } from './outside.ts';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -24,7 +25,14 @@ export default async function setup(project: TestProject): Promise<() => void> {
   }
   // The producers' check-back endpoint a journey runs: a site setting of the deploy.
   const checkPort = await freePort();
-  const assembly = await synthStage('dev', { context: { txCheckAllowedOrigins: `http://127.0.0.1:${checkPort}` } });
+  // Site settings of the deploy: the producers' check-back origin, the topic they may name, the operators.
+  const assembly = await synthStage('dev', {
+    context: {
+      txCheckAllowedOrigins: `http://127.0.0.1:${checkPort}`,
+      txTopics: `msgx.cloud.orders.${Date.now().toString(36)}`,
+      operatorPrincipals: OPERATOR_ROLE_ARN,
+    },
+  });
   project.provide('cloudAssembly', assembly);
   if (keep) {
     writeFileSync(keep, JSON.stringify(assembly));

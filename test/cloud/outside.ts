@@ -11,6 +11,8 @@ import { IAM_PRINCIPAL_HEADER } from './emulator/index.ts';
 const { Kafka, logLevel } = kafkajs;
 
 export const UPSTREAM_ROLE = 'arn:aws:sts::210987654321:assumed-role/cmin-upstream/feeder';
+/** The stage's one operator role (context operatorPrincipals), and a session of it as API Gateway names the caller. */
+export const OPERATOR_ROLE_ARN = 'arn:aws:iam::210987654321:role/msgx-operator';
 export const OPERATOR_ROLE = 'arn:aws:sts::210987654321:assumed-role/msgx-operator/alice';
 
 export async function waitFor<T>(check: () => Promise<T | null | false | undefined>, o: { timeoutMs?: number; what: string }): Promise<T> {

@@ -112,7 +112,7 @@ export class HttpApi {
     res.end(r.body === undefined ? '' : Buffer.from(r.body, r.isBase64Encoded ? 'base64' : 'utf8'));
   }
 
-  private context(r: Request) {
+  private context(_r: Request) {
     const now = Date.now();
     return {
       accountId: this.o.account,

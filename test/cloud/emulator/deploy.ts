@@ -395,9 +395,10 @@ export class CloudFormation {
       timeoutSeconds: Number(p.Timeout ?? 3),
       memoryMb: Number(p.MemorySize ?? 128),
       environment: Object.fromEntries(
-        Object.entries(
-          ((p.Environment as { Variables?: Record<string, unknown> } | undefined)?.Variables ?? {}) as Record<string, unknown>,
-        ).map(([k, v]) => [k, String(v)]),
+        Object.entries((p.Environment as { Variables?: Record<string, unknown> } | undefined)?.Variables ?? {}).map(([k, v]) => [
+          k,
+          String(v),
+        ]),
       ),
       secretsExtension: layers.some((l) => /:layer:AWS-Parameters-and-Secrets-Lambda-Extension/.test(l)),
       reservedConcurrency: p.ReservedConcurrentExecutions === undefined ? undefined : Number(p.ReservedConcurrentExecutions),

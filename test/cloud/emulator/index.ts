@@ -18,9 +18,7 @@ import { SecretsExtension, SecretStore } from './secrets.ts';
 import { assetDir, type CloudAssembly, MAILBOX_SECRET_ARN, readTemplates, REPO, synthStage, type Template } from './synth.ts';
 
 export { IAM_PRINCIPAL_HEADER } from './api.ts';
-export { DeployError } from './deploy.ts';
 export type { CloudAssembly } from './synth.ts';
-export { synthStage } from './synth.ts';
 
 const REGION = 'eu-west-1';
 const ACCOUNT = '210987654321';
@@ -142,7 +140,7 @@ export async function start(stage: string, o: StartOptions = {}): Promise<Emulat
         );
       })().catch((err) => sendJson(res, 500, { message: String(err) }));
     });
-    cleanup.push(() => awsServer!.close());
+    cleanup.push(() => awsServer.close());
     const api = new HttpApi(randomBytes(5).toString('hex'), {
       account: ACCOUNT,
       invoke: async (arn, event) => lambda.invoke(arn, event).catch((err: Error) => ({ ok: false, payload: err.message })),
