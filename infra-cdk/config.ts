@@ -363,7 +363,7 @@ export function readSettings(node: Node): MsgxSettings {
   for (const [role, n] of Object.entries(settings.functions.reservedConcurrency))
     check(() => {
       // 0 would stop the function altogether; an account needs 10 unreserved, so keep these small.
-      if (!Number.isInteger(n) || (n as number) < 1)
+      if (!Number.isInteger(n) || n < 1)
         throw new Error(`${at}.functions.reservedConcurrency.${role} must be a positive integer, got ${n}`);
     });
   check(() => checkExisting(at, settings.existing));

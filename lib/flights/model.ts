@@ -78,7 +78,7 @@ export function applyPatch(cur: FlightState, patch: FlightPatch): FlightState {
  */
 function mergeKnownAttrs(extra: XmlNode[], attrs: Record<string, [string, string][]>): XmlNode[] {
   const at = extra.findIndex((n) => n[0] === KNOWN_ATTRS);
-  const cur = at === -1 || typeof extra[at]![1] === 'string' ? [] : (extra[at]![1] as XmlNode[]);
+  const cur = at === -1 || typeof extra[at]![1] === 'string' ? [] : extra[at]![1];
   const entry = (name: string): XmlNode[] =>
     attrs[name]!.length ? [[name, attrs[name]!.map(([a, v]): XmlNode => [`${ATTR_PREFIX}${a}`, v])]] : [];
   const entries = cur.flatMap((n) => (Object.hasOwn(attrs, n[0]) ? entry(n[0]) : [n]));

@@ -161,7 +161,7 @@ export function sweepRole(
     // The end of an invocation waits for what its tasks left running (check-back calls, which
     // never outlive it), then reports the gauges.
     async flush() {
-      await Promise.all(tasks.map((t) => t.drain?.()));
+      await Promise.all(tasks.map(async (t) => t.drain?.()));
       if (gauges) await reportPipelineGauges(ctx, gauges);
     },
     async step(budget) {

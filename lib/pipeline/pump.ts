@@ -89,7 +89,7 @@ export async function pumpOnce(ctx: AppContext, options: PumpOptions = {}): Prom
   } finally {
     await backfilling;
   }
-  if (backfillError !== undefined) throw backfillError;
+  if (backfillError !== undefined) throw backfillError as Error; // whatever the back-fill threw, passed on as it came
   return step;
 }
 

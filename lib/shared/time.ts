@@ -18,7 +18,7 @@ const recent = new Map<string, number>();
 function convert(text: string, timeZone: string): Date {
   const m = /^(\d{4})(\d{2})(\d{2})(?:(\d{2})(\d{2})(\d{2})?)?$/.exec(text);
   if (!m) throw new Error(`"${text}" is not yyyyMMddHHmmss`);
-  const [y, mo, d, h = '0', mi = '0', s = '0'] = m.slice(1).map((v) => v ?? '0') as string[];
+  const [y, mo, d, h = '0', mi = '0', s = '0'] = m.slice(1).map((v): string => v ?? '0');
   const asUtc = Date.UTC(+y!, +mo! - 1, +d!, +h, +mi, +s);
   const check = new Date(asUtc);
   if (check.getUTCMonth() !== +mo! - 1 || check.getUTCDate() !== +d! || +h > 23 || +mi > 59 || +s > 59)

@@ -41,7 +41,7 @@ describe('function assets, as `cdk synth` writes them', () => {
       expect(r.Type).toBe('AWS::Lambda::Function');
       const key = (r.Properties.Code as { S3Key: string }).S3Key;
       expect(key, role).toMatch(/^[0-9a-f]{64}\.zip$/);
-      const env = ((r.Properties.Environment as { Variables: Record<string, string> }).Variables ?? {}) as Record<string, string>;
+      const env = (r.Properties.Environment as { Variables: Record<string, string> }).Variables ?? {};
       functions[role] = { key, dir: join(outdir, `asset.${key.replace(/\.zip$/, '')}`), env };
     }
   });

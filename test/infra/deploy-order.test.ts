@@ -34,7 +34,11 @@ function waitsFor(resources: Record<string, Resource>, id: string): Set<string> 
     const r = resources[x];
     if (!r) return; // a parameter or a pseudo parameter
     const direct = [...(r.DependsOn ? [r.DependsOn].flat() : []), ...refsIn(r.Properties)];
-    for (const d of direct) if (!seen.has(d)) (seen.add(d), visit(d));
+    for (const d of direct)
+      if (!seen.has(d)) {
+        seen.add(d);
+        visit(d);
+      }
   };
   visit(id);
   return seen;

@@ -46,7 +46,7 @@ function verify(req: { method: string; url: string; headers: Record<string, stri
   // The payload hash of the bytes that arrived, not the one the client claims.
   const canonical = [req.method, url.pathname, query, headers, signedHeaders, sha256(req.body)].join('\n');
   const toSign = ['AWS4-HMAC-SHA256', amzDate, `${day}/${region}/${service}/aws4_request`, sha256(canonical)].join('\n');
-  const key = hmac(hmac(hmac(hmac(`AWS4${secret}`, day!), region!), service!), 'aws4_request');
+  const key = hmac(hmac(hmac(hmac(`AWS4${secret}`, day!), region), service), 'aws4_request');
   return createHmac('sha256', key).update(toSign).digest('hex') === signature ? undefined : 'the signature does not match';
 }
 

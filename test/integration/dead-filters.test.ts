@@ -49,7 +49,7 @@ it('lists dead transactional messages by phase and topic', async () => {
   const ids = async (q: Record<string, string>) => {
     const r = await dead({ kind: 'txmsg', ...q });
     expect(r.status).toBe(200);
-    return ((r.body as { items: { id: string }[] }).items.map((i) => i.id) as string[]).sort();
+    return (r.body as { items: { id: string }[] }).items.map((i): string => i.id).sort();
   };
   expect(await ids({})).toEqual([unconfirmedA, unconfirmedB, lostA].sort());
   expect(await ids({ phase: 'check' })).toEqual([unconfirmedA, unconfirmedB].sort());
