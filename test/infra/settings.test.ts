@@ -58,7 +58,9 @@ describe('msgx settings per stage (cdk.json stages.<stage>.env)', () => {
   });
 
   it('lets the dispatcher write msgx topics and the listed transactional topics only; the list is required once check-back is on', () => {
-    expect(() => synth({ txCheckAllowedOrigins: 'https://orders.corp.internal' })).toThrow(/stages\.dev\.env\.MSGX_TX_TOPICS is required/);
+    expect(() => synth({ txCheckAllowedOrigins: 'https://orders.corp.internal' })).toThrow(
+      /stages\.dev\.env\.MSGX_TX_TOPICS \(or context txTopics\) is required/,
+    );
     expect(() => synth({ txTopicPatterns: '*' })).toThrow(/context txTopicPatterns is no longer read/);
     const s = withEnv({ MSGX_TX_TOPICS: 'orders.events,billing.events' }, { txCheckAllowedOrigins: 'https://orders.corp.internal' });
     const t = Template.fromStack(s.service).toJSON();

@@ -15,6 +15,7 @@ import { FakeClock } from '../../lib/shared/clock.ts';
 import type { AppContext } from '../../lib/app/context.ts';
 import { drainPoller, drainPump, makeContext, wire } from '../helpers/pipeline.ts';
 import { freshPg, type TestPg } from '../helpers/services.ts';
+import { SESSION_COOKIE, sessionValue } from '../../lib/http/consoleSession.ts';
 
 /** A Kafka-like publisher that answers a partition and an offset per record, as kafkajs does. */
 class FakeKafka implements Publisher {
@@ -282,9 +283,11 @@ describe('trace of an inbound message, throughput, console routes', () => {
     expect(login.status).toBe(401);
     expect(String(login.body)).toContain('admin token');
     expect((await anon('/console/app.js')).status).toBe(403);
-    expect((await anon('/console', { cookie: 'a=b; msgx_admin_token=wrong' })).status).toBe(401);
-    expect((await anon('/console', { cookie: 'a=b; msgx_admin_token=s3cret' })).status).toBe(200);
-    expect((await anon('/console/app.js', { cookie: 'msgx_admin_token=s3cret' })).status).toBe(200);
+    // The sign-in cookie holds a value derived from the token (lib/http/consoleSession.ts), never the token.
+    expect((await anon('/console', { cookie: `a=b; ${SESSION_COOKIE}=${sessionValue('wrong')}` })).status).toBe(401);
+    expect((await anon('/console', { cookie: `a=b; ${SESSION_COOKIE}=s3cret` })).status).toBe(401);
+    expect((await anon('/console', { cookie: `a=b; ${SESSION_COOKIE}=${sessionValue('s3cret')}` })).status).toBe(200);
+    expect((await anon('/console/app.js', { cookie: `${SESSION_COOKIE}=${sessionValue('s3cret')}` })).status).toBe(200);
   });
 });
 

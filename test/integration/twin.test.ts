@@ -79,7 +79,9 @@ describe('the twin (npm start)', () => {
       ['resume', false],
     ] as const) {
       const r = await run(process.execPath, ['bin/msgx.mjs', cmd], { env: { ...process.env, MSGX_PG_URL: '', MSGX_TWIN_URL: twin.base } });
-      expect(r.stdout).toBe(`pipeline ${paused ? 'paused' : 'running'} (twin at ${twin.base})\n`);
+      expect(r.stdout).toBe(
+        `pipeline ${paused ? 'paused: no head processing; ingress, delivery and check-backs go on' : 'running'} (twin at ${twin.base})\n`,
+      );
       expect(r.stderr).toBe('');
       const stats = (await (await fetch(`${twin.base}/admin/stats`)).json()) as { paused: boolean };
       expect(stats.paused).toBe(paused);
