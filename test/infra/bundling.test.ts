@@ -49,8 +49,8 @@ describe('MsgxFunction bundling', () => {
     expect(fn.bundled).toBe(false);
   });
 
-  // Issue 14: written out here, not taken from infra-cdk/bundle.ts.
-  const MAX_BYTES = 1_000_000;
+  // Written out here, not taken from infra-cdk/bundle.ts, so that raising the budget is a change a reviewer sees twice.
+  const MAX_BYTES = 1_100_000;
   it('bundles each function in at most 1.1 MB, without PGlite, iconv tables or zod locales, and the bundle loads', async () => {
     const out = mkdtempSync(join(REPO_ROOT, 'bench', '.out-test-'));
     try {
