@@ -1,7 +1,7 @@
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { TestProject } from 'vitest/node';
-import { freePort } from '../helpers/freePort.ts';
+import { reservablePort } from '../helpers/freePort.ts';
 import { type CloudAssembly, synthStage } from './emulator/synth.ts';
 import { OPERATOR_ROLE_ARN } from './outside.ts';
 
@@ -23,8 +23,9 @@ export default async function setup(project: TestProject): Promise<() => void> {
     project.provide('cloudAssembly', JSON.parse(readFileSync(keep, 'utf8')) as CloudAssembly);
     return () => {};
   }
-  // The producers' check-back endpoint a journey runs: a site setting of the deploy.
-  const checkPort = await freePort();
+  // The producers' check-back endpoint a journey runs: a site setting of the deploy, bound only
+  // minutes later, so from outside the ephemeral range (an outgoing connection took one in CI).
+  const checkPort = await reservablePort();
   // Site settings of the deploy: the producers' check-back origin, the topic they may name, the operators.
   const assembly = await synthStage('dev', {
     context: {

@@ -40,11 +40,14 @@ const F = (n: number) => `${RUN}${n}`;
 let producer: Server;
 
 beforeAll(async () => {
-  emu = await start('dev', { assembly });
-  owner = await mysql.createConnection({ uri: emu.mailbox.ownerUrl });
   producer = createServer((_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end('{"status":"UNKNOWN"}'));
   const origin = new URL(assembly.context.txCheckAllowedOrigins!);
-  await new Promise<void>((r) => producer.listen(Number(origin.port), origin.hostname, () => r()));
+  await new Promise<void>((resolve, reject) => {
+    producer.once('error', reject); // a port taken meanwhile fails the file instead of hanging it
+    producer.listen(Number(origin.port), origin.hostname, () => resolve());
+  });
+  emu = await start('dev', { assembly });
+  owner = await mysql.createConnection({ uri: emu.mailbox.ownerUrl });
 }, 600_000);
 
 afterAll(async () => {
