@@ -217,6 +217,51 @@ describe('compensation (docs/flights.md "Requests"): reconcile against COUTMSGS 
     });
   });
 
+  // An outage is not a failure: with COUTMSGS unreachable the reconciliation cannot run, and the
+  // answer must outlast MSGX_MAX_ATTEMPTS waits without spending one (it used to be
+  // DEAD(EXHAUSTED) after ~15 s: seen red with match.ts throwing a plain InfraError again).
+  it('an answer waiting on a reconciliation that cannot run spends no attempt, and matches once COUTMSGS is back', async () => {
+    const sentAt = p.clock.now();
+    await expect(requestDay({ ...p.ctx, mailbox: answerLost() }, '20261130')).rejects.toThrow(/not confirmed/);
+    const [req] = await reqRows();
+    const [id] = await p.post(resp('20261130', local(sentAt)));
+    const unreachable = { ...p.ctx, mailbox: answerLost() };
+    for (let i = 0; i < p.ctx.config.pipeline.maxAttempts * 2; i++) {
+      await p.drain();
+      await expect(reconcileRequests(unreachable)).rejects.toThrow(/mailbox unreachable/);
+      p.clock.advance(30_000); // ten of these stay inside the request's 10-minute timeout
+    }
+    const spent = await pg.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM proc_attempt WHERE msg_id = $1`, [id]);
+    expect(spent.rows[0]!.n).toBeGreaterThan(p.ctx.config.pipeline.maxAttempts); // it was tried, more often than the limit
+    await p.drain();
+    const waiting = await pg.db.query<{ status: string; attempts: number; error_class: string; error_detail: string }>(
+      `SELECT status, attempts, error_class, error_detail FROM proc_state WHERE msg_id = $1`,
+      [id],
+    );
+    expect(waiting.rows[0]).toMatchObject({ status: 'FAILED', attempts: 0, error_class: 'INFRA' });
+    expect(waiting.rows[0]!.error_detail).toMatch(/not confirmed yet.*\(no attempt counted\)$/);
+
+    expect(await reconcileRequests(p.ctx)).toEqual({ confirmed: 1, resent: 0 });
+    p.clock.advance(p.ctx.config.pipeline.backoffMaxMs);
+    await p.drain();
+    expect(await p.status(id!)).toMatchObject({ status: 'SUCCEEDED' });
+    expect((await view(req!.id)).status).toBe('DONE');
+    expect(await readFlight(pg.db, `R${seq}`)).toBeDefined();
+  });
+
+  it('the wait is bounded by the request timeout: then SKIPPED request-expired, not EXHAUSTED', async () => {
+    const sentAt = p.clock.now();
+    await expect(requestDay({ ...p.ctx, mailbox: answerLost() }, '20261130')).rejects.toThrow(/not confirmed/);
+    const [req] = await reqRows();
+    const [id] = await p.post(resp('20261130', local(sentAt)));
+    await p.drain();
+    expect(await p.status(id!)).toMatchObject({ status: 'FAILED', error_class: 'INFRA' });
+    p.clock.advance(p.ctx.config.lifecycle.requestTimeoutMs);
+    await p.drain();
+    expect(await p.status(id!)).toMatchObject({ status: 'SKIPPED', note: `request-expired:${req!.id}` });
+    expect(await reqRows()).toEqual([expect.objectContaining({ id: req!.id, status: 'EXPIRED', close_reason: 'timeout' })]);
+  });
+
   it('never written: the sweep finds no row, and only then writes it again, once, with the same SEQN', async () => {
     const failing = mailboxWith(p.mailbox, {
       insertOutbound: async () => {
