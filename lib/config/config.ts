@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { ConfigError } from '../shared/errors.ts';
-import { commaList, duration, durationList, flag, positiveInt } from './parse.ts';
+import { commaList, duration, durationList, flag, positiveInt, wireCode } from './parse.ts';
 import { topicNameProblem } from '../shared/topicName.ts';
 import { OPERATOR_ROLE_ARN } from '../constants.ts';
 import { checkTargetOverrides, type DeliverySettings, targetOverridesField, type TargetOverride } from './delivery.ts';
@@ -119,6 +119,9 @@ const schema = z
       .regex(/^(?:[01]\d|2[0-3]):[0-5]\d$/, 'must be HH:MM in airport time, 00:00 to 23:59')
       .default('03:30'),
     MSGX_REQUEST_TIMEOUT: duration('10m'),
+    // SNDR and RCVR of the requests msgx writes to COUTMSGS (docs/flights.md "Requests").
+    MSGX_REQUEST_SENDER: wireCode('MSGX'),
+    MSGX_REQUEST_RECEIVER: wireCode('FIMS'),
   })
   .superRefine((c, ctx) => {
     if (c.MSGX_BACKOFF_INITIAL > c.MSGX_BACKOFF_MAX)
@@ -240,6 +243,8 @@ export interface Config {
     historySweepAt: string;
     requestTimeoutMs: number;
   };
+  /** Who msgx's upstream requests are from and to (SNDR, RCVR). */
+  requests: { sender: string; receiver: string };
 }
 
 /** Reads and validates the environment once; throws ConfigError naming every bad variable. */
@@ -325,6 +330,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       historySweepAt: e.MSGX_HISTORY_SWEEP_AT,
       requestTimeoutMs: e.MSGX_REQUEST_TIMEOUT,
     },
+    requests: { sender: e.MSGX_REQUEST_SENDER, receiver: e.MSGX_REQUEST_RECEIVER },
   };
   assertSafeForRuntime(config);
   return config;

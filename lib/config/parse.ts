@@ -48,7 +48,11 @@ export const durationList = (dflt: string, opts: { zeroFirst?: boolean } = {}) =
         if (zero >= 0)
           throw new Error(
             `item ${zero + 1} ("${v.split(',')[zero]!.trim()}") must be a positive duration` +
-              (!opts.zeroFirst ? '' : zero === last ? ' (the last wait is the ack window: it cannot be zero)' : ' (only the first may be 0s)'),
+              (!opts.zeroFirst
+                ? ''
+                : zero === last
+                  ? ' (the last wait is the ack window: it cannot be zero)'
+                  : ' (only the first may be 0s)'),
           );
         return list;
       } catch (e) {
@@ -56,6 +60,13 @@ export const durationList = (dflt: string, opts: { zeroFirst?: boolean } = {}) =
         return z.NEVER;
       }
     });
+
+/** A party code of the wire META (SNDR, RCVR): letters, digits, '_', '-' or '.', 1 to 32. */
+export const wireCode = (dflt: string) =>
+  z
+    .string()
+    .default(dflt)
+    .refine((v) => /^[A-Za-z0-9_.-]{1,32}$/.test(v), 'must be a wire party code: 1 to 32 letters, digits, "_", "-" or "."');
 
 export const commaList = () =>
   z

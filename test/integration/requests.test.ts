@@ -81,6 +81,33 @@ describe('RQFD request lifecycle', () => {
     expect(out.at(-1)!.MSG_TEXT).toContain(`<SEQN>${r.id}</SEQN>`);
   });
 
+  // REQ_TRACK keeps its sender (seed 000 §2.1). Seen red: with wire.ts writing 'MSGX' whatever the
+  // setting, the row said <SNDR>MSGX</SNDR> and the request named no sender.
+  it('keeps the sender and receiver it was written as, and is reconciled under that sender after the setting changes', async () => {
+    const aodb = { ...p.ctx, config: { ...p.ctx.config, requests: { sender: 'AODB-2', receiver: 'FIMS_T1' } } };
+    const r = await requestDay(aodb, '20261130');
+    expect(r).toMatchObject({ status: 'SENT', sender: 'AODB-2', receiver: 'FIMS_T1' });
+    const text = (await outbound()).at(-1)!.MSG_TEXT;
+    expect(text).toContain('<SNDR>AODB-2</SNDR><RCVR>FIMS_T1</RCVR>');
+    expect(await view(r.id)).toMatchObject({ sender: 'AODB-2', receiver: 'FIMS_T1' });
+    const kept = await pg.db.query(`SELECT sender, receiver FROM req_track WHERE id = $1`, [r.id]);
+    expect(kept.rows).toEqual([{ sender: 'AODB-2', receiver: 'FIMS_T1' }]);
+
+    // Written but unconfirmed as AODB-2; the setting is back to MSGX when the sweep looks for it.
+    await expect(requestDay({ ...aodb, mailbox: answerLost() }, '20261201')).rejects.toThrow(/not confirmed/);
+    expect(await reconcileRequests(p.ctx)).toEqual({ confirmed: 1, resent: 0 });
+    const latest = (await reqRows()).at(-1)!;
+    expect(latest).toMatchObject({ scope: '20261201', status: 'SENT' });
+    expect((await outbound()).filter((o) => o.MSG_TEXT.includes('<OPDY>20261201</OPDY>'))).toHaveLength(1);
+  });
+
+  it('MSGX_REQUEST_SENDER and _RECEIVER default to MSGX and FIMS and refuse what is no party code', async () => {
+    const { loadConfig } = await import('../../lib/config/config.ts');
+    expect(loadConfig({}).requests).toEqual({ sender: 'MSGX', receiver: 'FIMS' });
+    expect(() => loadConfig({ MSGX_REQUEST_SENDER: '<X>' })).toThrow(/MSGX_REQUEST_SENDER: must be a wire party code/);
+    expect(() => loadConfig({ MSGX_REQUEST_RECEIVER: 'A B' })).toThrow(/MSGX_REQUEST_RECEIVER: must be a wire party code/);
+  });
+
   it('a written row that cannot be confirmed by its ID is found by its marker: SENT, written once, audited', async () => {
     const ctx = { ...p.ctx, mailbox: mailboxWith(p.mailbox, { outboundExists: async () => false }) };
     const r = await requestDay(ctx, '20261130');
