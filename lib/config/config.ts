@@ -73,7 +73,7 @@ const schema = z
       (roles) => roles.every((r) => (SWITCHABLE_ROLES as readonly string[]).includes(r)),
       `must be a comma list of roles to switch off, each one of ${SWITCHABLE_ROLES.join(', ')}`,
     ),
-    // Seed 000's "no auto-start": every start (the twin's, a deploy's migration) pauses head processing
+    // "No auto-start", as the system msgx replaces had it: every start (the twin's, a deploy's migration) pauses head processing
     // until an operator resumes it.
     MSGX_START_PAUSED: flag(false),
 

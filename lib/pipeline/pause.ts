@@ -34,7 +34,7 @@ export async function setPaused(q: Queryable, paused: boolean, actor: string, no
 }
 
 /**
- * Seed 000's "no auto-start" (MSGX_START_PAUSED): a start — the twin's, a deploy's migration —
+ * "No auto-start" (MSGX_START_PAUSED): a start — the twin's, a deploy's migration —
  * pauses head processing before any role runs, audited under `actor`, until an operator resumes.
  * Returns whether it paused.
  */

@@ -81,7 +81,7 @@ describe('RQFD request lifecycle', () => {
     expect(out.at(-1)!.MSG_TEXT).toContain(`<SEQN>${r.id}</SEQN>`);
   });
 
-  // REQ_TRACK keeps its sender (seed 000 §2.1). Seen red: with wire.ts writing 'MSGX' whatever the
+  // REQ_TRACK keeps its sender. Seen red: with wire.ts writing 'MSGX' whatever the
   // setting, the row said <SNDR>MSGX</SNDR> and the request named no sender.
   it('keeps the sender and receiver it was written as, and is reconciled under that sender after the setting changes', async () => {
     const aodb = { ...p.ctx, config: { ...p.ctx.config, requests: { sender: 'AODB-2', receiver: 'FIMS_T1' } } };

@@ -7,8 +7,8 @@ import { twinCli } from '../helpers/twinCli.ts';
 import { killTwins, startTwin, type Twin } from '../helpers/twinChild.ts';
 
 /**
- * Journey: the switches seed 000 (`pipeline.autostart`, off by default) and seed 001
- * (`outbox_worker.enabled`) have. A twin started with `MSGX_START_PAUSED=1` and
+ * Journey: the switches of the systems msgx replaces (`pipeline.autostart`, off by default, and
+ * `outbox_worker.enabled`). A twin started with `MSGX_START_PAUSED=1` and
  * `MSGX_DISABLED_ROLES=dispatcher` accepts a message but applies nothing until `msgx resume`;
  * then it applies it but publishes nothing; the same database and directory under a twin without
  * the switch publish the event. Driven through `POST /cminmsgs/send`, the CLI and restarts;

@@ -10,7 +10,7 @@ import { killTwins, startTwin, type Twin } from '../helpers/twinChild.ts';
 
 /**
  * Journey: an operator finds the dead transactional messages with the CLI and resends them with
- * the CLI (`msgx dead --kind txmsg --phase …`, `msgx resend <id>`), as seed 002's back office
+ * the CLI (`msgx dead --kind txmsg --phase …`, `msgx resend <id>`), as rtm's back office
  * does by hand. One died unconfirmed (its producer could not say), one died unacknowledged after
  * its deliveries. After the resend the first is checked back again and, the producer now
  * answering COMMIT, delivered; the second is delivered again under the same `msgx-txmsg-id`;
