@@ -32,6 +32,8 @@ export interface RoleSpec {
   wakeOn?: string[];
   /** Skip the advisory lock (only for roles that are safe to run concurrently). */
   unlocked?: boolean;
+  /** Switched off (MSGX_DISABLED_ROLES): a run ends at once, taking no lock and doing nothing. */
+  disabled?: boolean;
   /**
    * Emits what the role measured and the gauges it knows. The Lambda handler calls it at the
    * start and before the end of every invocation (issue 13: metrics arrive in the minute they
@@ -48,6 +50,8 @@ export interface RoleRunValues {
   RoleLockTaken: number;
   /** Present (1) only for a run that found the pipeline paused. */
   Paused?: number;
+  /** Present (1) only for a run of a role switched off (MSGX_DISABLED_ROLES): it did nothing. */
+  Disabled?: number;
 }
 
 /**

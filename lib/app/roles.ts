@@ -12,5 +12,8 @@ export function catalogueRole(ctx: AppContext, name: ScheduledRole, factory: Rol
   // The name is the lock key, the metric dimension and the schedule: a factory filed under the
   // wrong name would take another role's lock.
   if (spec.role !== name) throw new Error(`catalogue role ${name}: its factory built role ${JSON.stringify(spec.role)}`);
-  return ROLE_CATALOGUE[name].lock ? spec : { ...spec, unlocked: true };
+  const locked = ROLE_CATALOGUE[name].lock ? spec : { ...spec, unlocked: true };
+  // Switched off for this deployment: whoever invokes it (a stray schedule, a kick) gets a run
+  // that ends at once.
+  return (ctx.config.roles.disabled as readonly string[]).includes(name) ? { ...locked, disabled: true } : locked;
 }

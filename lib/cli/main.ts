@@ -89,11 +89,19 @@ program
   .description('list dead letters (a table that fits 120 columns, reasons cut; --json for whole rows)')
   .option('--kind <kind>', 'proc | event | txmsg', 'proc')
   .option('--class <errorClass>', 'only this error class (proc)')
+  .option('--phase <phase>', 'txmsg: check (died unconfirmed) | delivery (died after commit)')
+  .option('--topic <topic>', 'txmsg: only this topic')
   .option('--limit <n>', 'at most this many', '50')
   .option('--json', 'print the whole rows as JSON instead of a table')
-  .action(async (o: { kind: string; class?: string; limit: string; json?: boolean }) =>
+  .action(async (o: { kind: string; class?: string; phase?: string; topic?: string; limit: string; json?: boolean }) =>
     withApi(async (api) => {
-      const q = new URLSearchParams({ kind: o.kind, limit: o.limit, ...(o.class ? { errorClass: o.class } : {}) });
+      const q = new URLSearchParams({
+        kind: o.kind,
+        limit: o.limit,
+        ...(o.class ? { errorClass: o.class } : {}),
+        ...(o.phase ? { phase: o.phase } : {}),
+        ...(o.topic ? { topic: o.topic } : {}),
+      });
       const r = await api.call<{ items: Record<string, unknown>[] }>('GET', `/admin/dead?${q}`);
       if (o.json) return void process.stdout.write(`${JSON.stringify(r, null, 2)}\n`);
       process.stdout.write(`${renderDead(o.kind, r.items)}\n`);
@@ -125,6 +133,20 @@ program
       process.stdout.write(`${o.dryRun ? 'would move' : 'moved'} ${r.moved.length}\n${table(r.moved)}\n`);
       if (r.refused?.length) process.stdout.write(`\nrefused ${r.refused.length}\n${table(r.refused)}\n`);
       for (const w of r.warnings ?? []) process.stdout.write(`\nwarning: ${w}\n`);
+    }),
+  );
+
+program
+  .command('resend <txId>')
+  .description(
+    'resend a dead transactional message: one that died unconfirmed is checked back again (PREPARED), a delivered one gets a fresh delivery schedule (COMMITTED); audited with your name',
+  )
+  .action(async (id: string) =>
+    withApi(async (api) => {
+      const r = await api.call<{ id: string; status: string; from: string }>('POST', `/admin/tx-messages/${encodeURIComponent(id)}/resend`);
+      const next = r.status === 'PREPARED' ? 'it will be checked back with its producer' : 'it will be delivered again';
+      // `from` is the phase it died in: check (unconfirmed) or delivery (unacknowledged).
+      process.stdout.write(`${keyValues({ id: r.id, was: `DEAD (${r.from})`, now: r.status })}\n${next}\n`);
     }),
   );
 

@@ -210,7 +210,8 @@ export function renderDead(kind: string, items: Record<string, unknown>[]): stri
       };
     return {
       msg: x.msg_id,
-      status: x.status,
+      // An archived dead letter (moved to proc_state_hst after retention) can still be replayed.
+      status: x.archived ? `${s(x.status)} (archived)` : x.status,
       type: [x.msg_type, x.msg_subtype].filter(Boolean).join('/'),
       tries: x.attempts,
       class: x.error_class,

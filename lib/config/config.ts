@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { ConfigError } from '../shared/errors.ts';
-import { commaList, duration, durationList, flag, positiveInt } from './parse.ts';
+import { commaList, duration, durationList, flag, positiveInt, wireCode } from './parse.ts';
 import { topicNameProblem } from '../shared/topicName.ts';
 import { OPERATOR_ROLE_ARN } from '../constants.ts';
 import { checkTargetOverrides, type DeliverySettings, targetOverridesField, type TargetOverride } from './delivery.ts';
@@ -9,6 +9,13 @@ import { checkTargetOverrides, type DeliverySettings, targetOverridesField, type
  * Every MSGX_* setting, parsed and validated once at start. Each entry names its variable so an
  * error message points at the exact setting. The README's configuration table mirrors this file.
  */
+/**
+ * The scheduled roles by name, for MSGX_DISABLED_ROLES. Config imports no domain, so the names are
+ * written here; test/unit/config-roles.test.ts holds them to lib/app/catalogue.ts.
+ */
+export const SWITCHABLE_ROLES = ['poller', 'pump', 'dispatcher', 'sweep'] as const;
+type SwitchableRole = (typeof SWITCHABLE_ROLES)[number];
+
 const schema = z
   .object({
     MSGX_RUNTIME: z.enum(['twin', 'lambda']).optional(),
@@ -60,6 +67,15 @@ const schema = z
     MSGX_SHADOW: flag(false),
     MSGX_SIGNING_SECRET: z.string().min(1).optional(),
     MSGX_LOG_LEVEL: z.enum(['DEBUG', 'INFO', 'WARN', 'ERROR', 'SILENT']).default('INFO'),
+    // Roles this deployment does not run (README "Roles and start"): the twin never starts them, the
+    // cloud leaves their schedules disabled, and a function of one that is invoked anyway exits at once.
+    MSGX_DISABLED_ROLES: commaList().refine(
+      (roles) => roles.every((r) => (SWITCHABLE_ROLES as readonly string[]).includes(r)),
+      `must be a comma list of roles to switch off, each one of ${SWITCHABLE_ROLES.join(', ')}`,
+    ),
+    // "No auto-start", as the system msgx replaces had it: every start (the twin's, a deploy's migration) pauses head processing
+    // until an operator resumes it.
+    MSGX_START_PAUSED: flag(false),
 
     // Inbox pipeline (docs/ordering.md "What the settings cost")
     MSGX_POLL_INTERVAL_MS: positiveInt(1000),
@@ -119,6 +135,9 @@ const schema = z
       .regex(/^(?:[01]\d|2[0-3]):[0-5]\d$/, 'must be HH:MM in airport time, 00:00 to 23:59')
       .default('03:30'),
     MSGX_REQUEST_TIMEOUT: duration('10m'),
+    // SNDR and RCVR of the requests msgx writes to COUTMSGS (docs/flights.md "Requests").
+    MSGX_REQUEST_SENDER: wireCode('MSGX'),
+    MSGX_REQUEST_RECEIVER: wireCode('FIMS'),
   })
   .superRefine((c, ctx) => {
     if (c.MSGX_BACKOFF_INITIAL > c.MSGX_BACKOFF_MAX)
@@ -190,6 +209,8 @@ export interface Config {
   shadow: boolean;
   signingSecret?: string;
   logLevel: Env['MSGX_LOG_LEVEL'];
+  /** Which scheduled roles run, and whether a start pauses head processing first. */
+  roles: { disabled: SwitchableRole[]; startPaused: boolean };
   pipeline: {
     pollIntervalMs: number;
     claimBatch: number;
@@ -240,6 +261,8 @@ export interface Config {
     historySweepAt: string;
     requestTimeoutMs: number;
   };
+  /** Who msgx's upstream requests are from and to (SNDR, RCVR). */
+  requests: { sender: string; receiver: string };
 }
 
 /** Reads and validates the environment once; throws ConfigError naming every bad variable. */
@@ -283,6 +306,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     shadow: e.MSGX_SHADOW,
     signingSecret: e.MSGX_SIGNING_SECRET,
     logLevel: e.MSGX_LOG_LEVEL,
+    roles: { disabled: [...new Set(e.MSGX_DISABLED_ROLES)] as SwitchableRole[], startPaused: e.MSGX_START_PAUSED },
     pipeline: {
       pollIntervalMs: e.MSGX_POLL_INTERVAL_MS,
       claimBatch: e.MSGX_CLAIM_BATCH,
@@ -325,6 +349,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       historySweepAt: e.MSGX_HISTORY_SWEEP_AT,
       requestTimeoutMs: e.MSGX_REQUEST_TIMEOUT,
     },
+    requests: { sender: e.MSGX_REQUEST_SENDER, receiver: e.MSGX_REQUEST_RECEIVER },
   };
   assertSafeForRuntime(config);
   return config;

@@ -32,7 +32,8 @@ export const duration = (dflt: string, opts: { zero?: boolean } = {}) =>
 
 /**
  * A comma list of durations, each positive; with `{ zeroFirst: true }` the first may be `0s` (a
- * schedule whose first step is "at once"), no later one.
+ * schedule whose first step is "at once"), no later one — and never the last, even when it is
+ * also the first: the last wait is the ack window, and a window of zero is DEAD on sending.
  */
 export const durationList = (dflt: string, opts: { zeroFirst?: boolean } = {}) =>
   z
@@ -42,11 +43,16 @@ export const durationList = (dflt: string, opts: { zeroFirst?: boolean } = {}) =
       try {
         const list = v.split(',').map(parseDuration);
         if (list.length === 0) throw new Error('the list is empty');
-        const zero = list.findIndex((ms, i) => ms <= 0 && !(i === 0 && opts.zeroFirst));
+        const last = list.length - 1;
+        const zero = list.findIndex((ms, i) => ms <= 0 && !(i === 0 && i < last && opts.zeroFirst));
         if (zero >= 0)
           throw new Error(
             `item ${zero + 1} ("${v.split(',')[zero]!.trim()}") must be a positive duration` +
-              (opts.zeroFirst ? ' (only the first may be 0s)' : ''),
+              (!opts.zeroFirst
+                ? ''
+                : zero === last
+                  ? ' (the last wait is the ack window: it cannot be zero)'
+                  : ' (only the first may be 0s)'),
           );
         return list;
       } catch (e) {
@@ -54,6 +60,13 @@ export const durationList = (dflt: string, opts: { zeroFirst?: boolean } = {}) =
         return z.NEVER;
       }
     });
+
+/** A party code of the wire META (SNDR, RCVR): letters, digits, '_', '-' or '.', 1 to 32. */
+export const wireCode = (dflt: string) =>
+  z
+    .string()
+    .default(dflt)
+    .refine((v) => /^[A-Za-z0-9_.-]{1,32}$/.test(v), 'must be a wire party code: 1 to 32 letters, digits, "_", "-" or "."');
 
 export const commaList = () =>
   z

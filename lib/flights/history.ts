@@ -38,7 +38,8 @@ export async function historySweep(ctx: Pick<AppContext, 'db' | 'config' | 'cloc
     result.tombstones += moved.tombstones;
     if (moved.flights < batch) break;
   }
-  result.snapLog = await purgeSnapLog(ctx.db, new Date(now.getTime() - snapLogRetentionDays * DAY_MS));
+  const snapCutoff = new Date(now.getTime() - snapLogRetentionDays * DAY_MS);
+  result.snapLog = await purgeSnapLog(ctx.db, snapCutoff, localDay(snapCutoff, ctx.config.timezone));
   result.procArchived = await archiveProcState(ctx.db, { now, retentionDays: procRetentionDays });
   return result;
 }

@@ -24,8 +24,14 @@ export async function logSnapshot(q: Queryable, e: SnapLogEntry): Promise<void> 
   );
 }
 
-export async function purgeSnapLog(q: Queryable, before: Date): Promise<number> {
-  const r = await q.query(`DELETE FROM schd_snap_log WHERE received_at < $1`, [before]);
+/**
+ * Drops the rows past retention by (scope end, receipt): a package goes once both the day it
+ * covers (`scope`, its operation day, yyyyMMdd in airport time) and the time it arrived are older
+ * than the cutoff. A plan received long ago for a day still ahead is kept while that day is
+ * recent; a row without a scope goes by its receipt alone.
+ */
+export async function purgeSnapLog(q: Queryable, before: Date, beforeDay: string): Promise<number> {
+  const r = await q.query(`DELETE FROM schd_snap_log WHERE received_at < $1 AND (scope IS NULL OR scope < $2)`, [before, beforeDay]);
   return r.rowCount;
 }
 

@@ -117,6 +117,24 @@ export async function readFlightsOfDay(q: Queryable, day: string): Promise<Fligh
   return r.rows.map(fromRow);
 }
 
+/**
+ * A page of every flight in the live tables, by (operation day, FLID): optionally one day and one
+ * status, after a (day, FLID) cursor. The index on (operation_day, flid) serves every form.
+ */
+export async function readFlightsPage(
+  q: Queryable,
+  o: { day?: string; status?: FlightState['status']; after?: [string, string]; limit: number },
+): Promise<FlightState[]> {
+  const r = await q.query<Row>(
+    `${SELECT}
+     WHERE ($1::text IS NULL OR f.operation_day = $1) AND ($2::text IS NULL OR f.status = $2)
+       AND ($3::text IS NULL OR (f.operation_day, f.flid) > ($3::text, $4::text))
+     ORDER BY f.operation_day, f.flid LIMIT $5`,
+    [o.day ?? null, o.status ?? null, o.after?.[0] ?? null, o.after?.[1] ?? null, o.limit],
+  );
+  return r.rows.map(fromRow);
+}
+
 export interface FlightWrite {
   /** The next state; its flight_schd row is always written (new version, last message). */
   state: FlightState;

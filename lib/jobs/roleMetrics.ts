@@ -14,7 +14,8 @@ export type { RoleMetricsSink } from '../app/role.ts';
  * - `RoleLockTaken` 1 when the lock was taken by someone else, 0 when this invocation got it; its
  *   minimum over a minute is 1 only when no invocation of that minute got the lock;
  * - `Paused` 1 when a step found the pipeline paused (only the pump's steps can), so a pump that
- *   is alive but paused says so instead of either beating or looking dead.
+ *   is alive but paused says so instead of either beating or looking dead;
+ * - `Disabled` 1 for an invocation of a role switched off (MSGX_DISABLED_ROLES): it did nothing.
  */
 export const emfRoleMetrics: RoleMetricsSink = (role, values) => {
   const m = new Metrics({ namespace: METRIC_NAMESPACE, serviceName: METRIC_SERVICE });
@@ -24,6 +25,8 @@ export const emfRoleMetrics: RoleMetricsSink = (role, values) => {
 };
 
 export function roleMetricValues(s: WorkerSummary): RoleRunValues {
+  // Switched off on purpose: neither alive nor blocked by another instance.
+  if (s.stoppedBy === 'disabled') return { Heartbeat: 0, RoleLockTaken: 0, Disabled: 1 };
   // A run whose every step was paused did no work: a heartbeat would pretend it did.
   const worked = s.acquired && s.pausedSteps < s.steps;
   return {

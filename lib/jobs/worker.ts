@@ -22,6 +22,8 @@ export interface WorkerOptions {
   stepGraceMs?: number;
   /** Skip the advisory lock (only for roles that are safe to run concurrently). */
   unlocked?: boolean;
+  /** Switched off (MSGX_DISABLED_ROLES): return at once, without the lock or a step. */
+  disabled?: boolean;
 }
 
 export interface WorkerSummary {
@@ -33,7 +35,8 @@ export interface WorkerSummary {
   pausedSteps: number;
   errors: number;
   /** `step-overran`: a step was still running when the budget ran out; the worker let go of it. */
-  stoppedBy: 'budget' | 'signal' | 'lock-lost' | 'not-acquired' | 'step-overran';
+  /** `disabled`: the role is switched off (MSGX_DISABLED_ROLES) and did not run. */
+  stoppedBy: 'budget' | 'signal' | 'lock-lost' | 'not-acquired' | 'step-overran' | 'disabled';
 }
 
 const OVERRAN = Symbol('overran');
@@ -46,6 +49,7 @@ const OVERRAN = Symbol('overran');
  */
 export async function runWorker(ctx: Pick<AppContext, 'db' | 'config' | 'clock' | 'log'>, o: WorkerOptions): Promise<WorkerSummary> {
   const summary: WorkerSummary = { role: o.role, acquired: false, steps: 0, busySteps: 0, pausedSteps: 0, errors: 0, stoppedBy: 'budget' };
+  if (o.disabled) return { ...summary, stoppedBy: 'disabled' };
   const lock = o.unlocked ? null : await tryRoleLock(ctx.db, o.role);
   if (!o.unlocked && !lock) return { ...summary, stoppedBy: 'not-acquired' };
   summary.acquired = true;

@@ -31,7 +31,7 @@ export function prepare(
     try {
       return { decoded: decode(rawText, { timezone, limits: { maxBytes }, dayBoundary }) };
     } catch (err) {
-      return { error: asMsgxError(err) };
+      return { error: asMsgxError(err, 'decode') };
     }
   });
   if (learned.decoded) return { msgId, rawText, decoded: learned.decoded };

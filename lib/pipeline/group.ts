@@ -1,7 +1,8 @@
 import type { Queryable } from '../db/db.ts';
 import type { BackfillMark } from '../mailbox/mailbox.ts';
 import type { AppContext } from '../app/context.ts';
-import { asMsgxError, type ErrorClass } from '../shared/errors.ts';
+import { asMsgxError, type ErrorClass, type MsgxError, ProgrammingError } from '../shared/errors.ts';
+import { logProgrammingError } from './stepLog.ts';
 import type { Prepared } from './attempt.ts';
 import { GroupScope } from './groupScope.ts';
 import { noteFor } from './backfill.ts';
@@ -21,7 +22,8 @@ export interface GroupResult {
 type Outcome =
   | { status: 'SUCCEEDED' | 'SKIPPED'; note: string | null }
   | { status: 'DEAD'; errorClass: ErrorClass; detail: string }
-  | { status: 'FAILED'; errorClass: ErrorClass; detail: string };
+  /** `counted: false`: an outage or a dependency not ready; the head waits, no attempt is spent. */
+  | { status: 'FAILED'; errorClass: ErrorClass; detail: string; counted?: false };
 
 /**
  * Applies a run of consecutive head messages in ONE transaction (group commit), each under its own
@@ -66,9 +68,7 @@ export async function applyGroup(
     let outcome: Outcome;
 
     if (item.error) {
-      outcome = item.error.retriable
-        ? { status: 'FAILED', errorClass: item.error.errorClass, detail: item.error.message }
-        : { status: 'DEAD', errorClass: item.error.errorClass, detail: item.error.message };
+      outcome = failure(ctx, item.msgId, item.error);
     } else {
       const msg = item.decoded;
       // Bind the identity once; a retry keeps its own binding and never sees itself as a duplicate.
@@ -133,11 +133,16 @@ async function runProcessor(ctx: AppContext, tx: Queryable, item: Prepared, now:
     // earlier messages stay applied.
     scope?.rollback();
     await savepoint.rollback();
-    const e = asMsgxError(err);
-    return e.retriable
-      ? { status: 'FAILED', errorClass: e.errorClass, detail: e.message }
-      : { status: 'DEAD', errorClass: e.errorClass, detail: e.message };
+    return failure(ctx, item.msgId, asMsgxError(err));
   }
+}
+
+function failure(ctx: AppContext, msgId: number, e: MsgxError): Outcome {
+  if (e instanceof ProgrammingError) logProgrammingError(ctx.log, msgId, e);
+  if (!e.retriable) return { status: 'DEAD', errorClass: e.errorClass, detail: e.message };
+  return e.countsAttempt
+    ? { status: 'FAILED', errorClass: e.errorClass, detail: e.message }
+    : { status: 'FAILED', errorClass: e.errorClass, detail: e.message, counted: false };
 }
 
 function lazySavepoint(tx: Queryable) {
@@ -174,14 +179,28 @@ export function record(
   now: Date,
   config: AppContext['config'],
 ): AttemptRecord {
-  const attempt = row.attempts + 1;
+  const counted = !('counted' in outcome && outcome.counted === false);
+  const attempt = counted ? row.attempts + 1 : row.attempts;
   const firstAttemptAt = row.first_attempt_at ?? startedAt;
   const p = config.pipeline;
   let status: ProcStatus = outcome.status;
   let errorClass: ErrorClass | null = 'errorClass' in outcome ? outcome.errorClass : null;
   let errorDetail: string | null = 'detail' in outcome ? outcome.detail : null;
   let nextAttemptAt = now;
-  if (outcome.status === 'FAILED') {
+  if (outcome.status === 'FAILED' && !counted) {
+    // Not the message's fault: no attempt is spent and the attempt limit does not apply; the head
+    // deadline still does. The wait grows with the time waited so far (initial … max backoff).
+    errorDetail = `${outcome.detail} (no attempt counted)`;
+    const pastDeadline = now.getTime() - firstAttemptAt.getTime() >= p.headDeadlineMs;
+    if (pastDeadline) {
+      status = 'DEAD';
+      errorDetail = `${outcome.errorClass}: ${outcome.detail} (after ${attempt} attempt${attempt === 1 ? '' : 's'}, head deadline passed)`;
+      errorClass = 'EXHAUSTED';
+    } else {
+      const waited = now.getTime() - firstAttemptAt.getTime();
+      nextAttemptAt = new Date(now.getTime() + Math.min(p.backoffMaxMs, Math.max(p.backoffInitialMs, waited)));
+    }
+  } else if (outcome.status === 'FAILED') {
     const pastDeadline = now.getTime() - firstAttemptAt.getTime() >= p.headDeadlineMs;
     if (attempt >= p.maxAttempts || pastDeadline) {
       status = 'DEAD';

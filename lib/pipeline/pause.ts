@@ -32,3 +32,14 @@ export async function setPaused(q: Queryable, paused: boolean, actor: string, no
   await writeAudit(q, { at: now, actor, action: paused ? 'pipeline.pause' : 'pipeline.resume' });
   return { paused, changed: (r.rows[0]?.was === true) !== paused };
 }
+
+/**
+ * "No auto-start" (MSGX_START_PAUSED): a start — the twin's, a deploy's migration —
+ * pauses head processing before any role runs, audited under `actor`, until an operator resumes.
+ * Returns whether it paused.
+ */
+export async function pauseAtStart(q: Queryable, startPaused: boolean, actor: string, now: Date): Promise<boolean> {
+  if (!startPaused) return false;
+  await setPaused(q, true, actor, now);
+  return true;
+}

@@ -277,11 +277,20 @@ export async function listAttempts(q: Queryable, msgId: number) {
   return r.rows;
 }
 
-/** Dead or failed messages, newest first, optionally of one error class. */
-export async function listDead(q: Queryable, filter: { errorClass?: string; limit?: number } = {}): Promise<ProcRow[]> {
-  const r = await q.query<ProcRow>(
-    `SELECT ${PROC_COLUMNS} FROM proc_state
-     WHERE status IN ('DEAD', 'FAILED') AND ($1::text IS NULL OR error_class = $1)
+/**
+ * Dead or failed messages, newest first, optionally of one error class; DEAD ones already archived
+ * to proc_state_hst too (`archived: true`), since they can still be replayed.
+ */
+export async function listDead(
+  q: Queryable,
+  filter: { errorClass?: string; limit?: number } = {},
+): Promise<(ProcRow & { archived: boolean })[]> {
+  const r = await q.query<ProcRow & { archived: boolean }>(
+    `SELECT * FROM (
+       SELECT ${PROC_COLUMNS}, false AS archived FROM proc_state
+       WHERE status IN ('DEAD', 'FAILED') AND ($1::text IS NULL OR error_class = $1)
+       UNION ALL
+       SELECT ${PROC_COLUMNS}, true FROM proc_state_hst WHERE status = 'DEAD' AND ($1::text IS NULL OR error_class = $1)) d
      ORDER BY msg_id DESC LIMIT $2`,
     [filter.errorClass ?? null, filter.limit ?? 100],
   );

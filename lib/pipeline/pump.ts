@@ -1,6 +1,6 @@
 import type { AppContext } from '../app/context.ts';
 import type { MailboxText } from '../mailbox/mailbox.ts';
-import { asMsgxError } from '../shared/errors.ts';
+import { asMsgxError, isOutage } from '../shared/errors.ts';
 import { type Prepared, prepare } from './attempt.ts';
 import { backfillNow, noteFor } from './backfill.ts';
 import { forgetDecoded } from './decodeCache.ts';
@@ -185,6 +185,14 @@ async function applyNextGroup(
   const committed = await commitGroup(ctx, prepared, now);
   const commitMs = since(tCommit);
   if ('error' in committed) {
+    if (committed.outage) {
+      // The database went away mid-transaction: an outage, not the head's fault (no attempt counted).
+      const untilMs = ctx.clock.now().getTime() + ctx.config.pipeline.backoffInitialMs;
+      await holdHead(ctx.db, head.msg_id, `transaction failed: ${committed.error} (no attempt counted)`, new Date(untilMs), now).catch(
+        () => {},
+      );
+      return { kind: 'processed', count: 0, stopped: true };
+    }
     await failHead(ctx, head, `transaction failed: ${committed.error}`, now).catch(() => {});
     return { kind: 'processed', count: 0, stopped: true };
   }
@@ -218,7 +226,11 @@ async function applyNextGroup(
  *    group's outcome statement: the head is applied, and the culprit becomes the next head).
  * An error when even the head alone fails (commit failed, connection lost): nothing applied.
  */
-async function commitGroup(ctx: AppContext, prepared: Prepared[], now: Date): Promise<{ result: GroupResult } | { error: string }> {
+async function commitGroup(
+  ctx: AppContext,
+  prepared: Prepared[],
+  now: Date,
+): Promise<{ result: GroupResult } | { error: string; outage: boolean }> {
   const attempts: [Prepared[], { deferWrites?: boolean }][] = [
     [prepared, {}],
     [prepared, { deferWrites: false }],
@@ -233,7 +245,7 @@ async function commitGroup(ctx: AppContext, prepared: Prepared[], now: Date): Pr
       ctx.log.warn('pump group failed; falling back', { head: group[0]?.msgId, size: group.length, error: String(err) });
     }
   }
-  return { error: asMsgxError(last).message };
+  return { error: asMsgxError(last).message, outage: isOutage(last) };
 }
 
 /**

@@ -29,7 +29,8 @@ const REPLAY_ACTIONS = ['replay.proc', 'replay.proc.dry-run'] as const;
 
 export interface ReplayResult {
   dryRun: boolean;
-  moved: { msgId: number; status: string; errorClass: string }[];
+  /** `archived`: the message had moved to proc_state_hst and is back in proc_state. */
+  moved: { msgId: number; status: string; errorClass: string; archived?: true }[];
   /** IDs asked for that cannot be replayed, with the reason. */
   refused: { msgId: number; reason: string }[];
   /** Re-queueing an old message does not restore the original order (README "Operations", docs/console.md "Pages"). */
@@ -39,47 +40,71 @@ export interface ReplayResult {
 /**
  * Moves FAILED/DEAD messages of a replayable class back to PENDING (attempts and deadline reset,
  * identity and attempt history kept), by class or by IDs, with a dry run. One audit row per call.
+ * A DEAD message already archived to proc_state_hst is replayed too: it moves back into
+ * proc_state as PENDING (a DEAD row holds no identity, so nothing it held is taken twice).
  */
 export async function replayMessages(db: Db, req: ReplayRequest, actor: string, now: Date): Promise<ReplayResult> {
   return db.tx(async (tx) => {
-    const candidates = await tx.query<{ msg_id: number; status: string; error_class: string | null }>(
-      `SELECT msg_id, status, error_class FROM proc_state
+    const filter = [req.errorClass ?? null, req.ids ?? null];
+    const live = await tx.query<Candidate>(
+      `SELECT msg_id, status, error_class, false AS archived FROM proc_state
        WHERE ($1::text IS NULL OR error_class = $1) AND ($2::bigint[] IS NULL OR msg_id = ANY($2::bigint[]))
          AND (status IN ('FAILED', 'DEAD') OR $2::bigint[] IS NOT NULL)
        ORDER BY msg_id FOR UPDATE`,
-      [req.errorClass ?? null, req.ids ?? null],
+      filter,
     );
+    const archived = await tx.query<Candidate>(
+      `SELECT msg_id, status, error_class, true AS archived FROM proc_state_hst
+       WHERE ($1::text IS NULL OR error_class = $1) AND ($2::bigint[] IS NULL OR msg_id = ANY($2::bigint[]))
+         AND (status = 'DEAD' OR $2::bigint[] IS NOT NULL)
+       ORDER BY msg_id FOR UPDATE`,
+      filter,
+    );
+    const candidates = [...live.rows, ...archived.rows].sort((a, b) => a.msg_id - b.msg_id);
     const refused: ReplayResult['refused'] = [];
     const moved: ReplayResult['moved'] = [];
-    for (const c of candidates.rows) {
-      if (c.status !== 'FAILED' && c.status !== 'DEAD') refused.push({ msgId: c.msg_id, reason: `status is ${c.status}` });
+    for (const c of candidates) {
+      if (c.status !== 'FAILED' && c.status !== 'DEAD')
+        refused.push({ msgId: c.msg_id, reason: `status is ${c.status}${c.archived ? ' (archived)' : ''}` });
       else if (!REPLAYABLE_CLASSES.includes(c.error_class as never))
         refused.push({ msgId: c.msg_id, reason: `${c.error_class} is not replayable (fix the message instead)` });
-      else moved.push({ msgId: c.msg_id, status: c.status, errorClass: c.error_class! });
+      else moved.push({ msgId: c.msg_id, status: c.status, errorClass: c.error_class!, ...(c.archived ? { archived: true } : {}) });
     }
-    const known = new Set(candidates.rows.map((c) => c.msg_id));
+    const known = new Set(candidates.map((c) => c.msg_id));
     for (const id of req.ids ?? []) if (!known.has(id)) refused.push({ msgId: id, reason: 'no such message' });
 
     const warnings: string[] = [];
     if (moved.length > 0) {
       const oldest = moved[0]!.msgId;
-      const newer = await tx.query<{ n: number }>(`SELECT count(*)::int AS n FROM proc_state WHERE msg_id > $1 AND status = 'SUCCEEDED'`, [
-        oldest,
-      ]);
+      const newer = await tx.query<{ n: number }>(
+        `SELECT (SELECT count(*) FROM proc_state WHERE msg_id > $1 AND status = 'SUCCEEDED')::int
+              + (SELECT count(*) FROM proc_state_hst WHERE msg_id > $1 AND status = 'SUCCEEDED')::int AS n`,
+        [oldest],
+      );
       if (newer.rows[0]!.n > 0)
         warnings.push(
           `${newer.rows[0]!.n} newer message(s) already succeeded after #${oldest}: replaying may overwrite newer flight state (re-queueing does not restore the original order)`,
         );
     }
     if (!req.dryRun && moved.length > 0) {
-      const ids = moved.map((m) => m.msgId);
+      const ids = moved.filter((m) => !m.archived).map((m) => m.msgId);
+      const back = moved.filter((m) => m.archived).map((m) => m.msgId);
       await tx.query(
         `UPDATE proc_state SET status = 'PENDING', attempts = 0, next_attempt_at = $2, first_attempt_at = NULL,
            error_class = NULL, error_detail = NULL, finished_at = NULL, updated_at = $2
          WHERE msg_id = ANY($1::bigint[])`,
         [ids, now],
       );
-      await tx.query(`DELETE FROM backfill_todo WHERE msg_id = ANY($1::bigint[])`, [ids]);
+      if (back.length > 0)
+        await tx.query(
+          `WITH back AS (DELETE FROM proc_state_hst WHERE msg_id = ANY($1::bigint[]) AND status = 'DEAD' RETURNING *)
+           INSERT INTO proc_state (msg_id, status, identity_key, msg_type, msg_subtype, attempts, next_attempt_at,
+             first_attempt_at, error_class, error_detail, note, raw_text, received_at, enqueued_at, updated_at, finished_at)
+           SELECT msg_id, 'PENDING', NULL, msg_type, msg_subtype, 0, $2, NULL, NULL, NULL, note, raw_text, received_at,
+             enqueued_at, $2, NULL FROM back`,
+          [back, now],
+        );
+      await tx.query(`DELETE FROM backfill_todo WHERE msg_id = ANY($1::bigint[])`, [[...ids, ...back]]);
       await tx.query(`SELECT pg_notify('msgx_inbox', '')`);
     }
     await writeAudit(tx, {
@@ -90,6 +115,13 @@ export async function replayMessages(db: Db, req: ReplayRequest, actor: string, 
     });
     return { dryRun: req.dryRun, moved, refused, warnings };
   });
+}
+
+interface Candidate {
+  msg_id: number;
+  status: string;
+  error_class: string | null;
+  archived: boolean;
 }
 
 export function parseReplayRequest(body: unknown): ReplayRequest {

@@ -1,4 +1,5 @@
 import type { Log } from '../observability/logger.ts';
+import type { ProgrammingError } from '../shared/errors.ts';
 import type { AttemptRecord } from './procState.ts';
 
 /**
@@ -61,3 +62,27 @@ export function logFailedAttempts(log: Log, records: readonly AttemptRecord[]): 
 
 /** Milliseconds since `start` (performance.now), rounded to 0.1 ms. */
 export const since = (start: number): number => Math.round((performance.now() - start) * 10) / 10;
+
+/** Bugs already logged with their stack in this process, by name, message and throwing frame. */
+const loggedBugs = new Set<string>();
+const LOGGED_BUGS_MAX = 500;
+
+/**
+ * A programming error met on a message, with its stack, once per bug and process: a bug that hits
+ * a thousand messages is one stack in the log (each message still has its own failed-attempt line).
+ */
+export function logProgrammingError(log: Log, msgId: number, err: ProgrammingError): void {
+  const cause = err.cause as Error;
+  const frame = cause.stack?.split('\n').find((l) => l.trimStart().startsWith('at ')) ?? '';
+  const signature = `${cause.name}|${cause.message}|${frame.trim()}`;
+  if (loggedBugs.has(signature)) return;
+  if (loggedBugs.size >= LOGGED_BUGS_MAX) loggedBugs.clear();
+  loggedBugs.add(signature);
+  log.error({
+    message: 'programming_error',
+    msg_id: msgId,
+    error_class: err.errorClass,
+    error: `${cause.name}: ${cause.message}`,
+    stack: cause.stack,
+  });
+}

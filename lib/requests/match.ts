@@ -1,5 +1,5 @@
 import type { Queryable } from '../db/db.ts';
-import { InfraError } from '../shared/errors.ts';
+import { NotReadyError } from '../shared/errors.ts';
 import { appendAudit, closeRequest, lockOpenRequest, lockRequest, markSent, type ReqKind, type ReqRow } from './track.ts';
 
 export type MatchResult = { ok: true; request: ReqRow } | { ok: false; reason: string };
@@ -31,10 +31,15 @@ export async function matchAnswer(q: Queryable, a: AnswerFacts): Promise<MatchRe
   if (a.echo !== undefined) return matchEcho(q, a, a.echo);
   const req = await lockOpenRequest(q, a.kind);
   if (!req) return { ok: false, reason: 'no-open-request' };
-  if (req.status !== 'SENT' && req.sent_at)
+  if (req.status !== 'SENT' && req.sent_at) {
     // Maybe written, not confirmed: the reconciliation against COUTMSGS decides, the answer waits
-    // for it (retried) rather than being skipped as an answer to nothing.
-    throw new InfraError(`request ${req.id} is not confirmed yet: waiting for its reconciliation against COUTMSGS`);
+    // for it rather than being skipped as an answer to nothing. Waiting is not the answer's fault
+    // (COUTMSGS may be unreachable for a while), so it spends no attempt; the request's timeout
+    // bounds it.
+    const expired = await expireIfOverdue(q, a, req);
+    if (expired) return expired;
+    throw new NotReadyError(`request ${req.id} is not confirmed yet: waiting for its reconciliation against COUTMSGS`);
+  }
   if (req.status !== 'SENT' || !req.sent_at) return { ok: false, reason: `request-not-sent:${req.id}` };
   const common = await checkOpen(q, a, req);
   if (common) return common;
@@ -70,11 +75,15 @@ async function matchEcho(q: Queryable, a: AnswerFacts, echo: string): Promise<Ma
 /** Scope, timeout and DTTM presence, alike for both ways of matching. */
 async function checkOpen(q: Queryable, a: AnswerFacts, req: ReqRow): Promise<MatchResult | undefined> {
   if (a.scope !== undefined && req.scope !== a.scope) return { ok: false, reason: `request-scope-mismatch:${req.id}:${req.scope}` };
-  if (a.now.getTime() - req.sent_at!.getTime() >= a.timeoutMs) {
-    // The timeout sweep has not run yet; the request is over all the same.
-    await closeRequest(q, req.id, 'EXPIRED', 'timeout', a.now);
-    return { ok: false, reason: `request-expired:${req.id}` };
-  }
+  const expired = await expireIfOverdue(q, a, req);
+  if (expired) return expired;
   if (!a.answerAt) return { ok: false, reason: 'answer-without-dttm' };
   return undefined;
+}
+
+async function expireIfOverdue(q: Queryable, a: AnswerFacts, req: ReqRow): Promise<MatchResult | undefined> {
+  if (a.now.getTime() - req.sent_at!.getTime() < a.timeoutMs) return undefined;
+  // The timeout sweep has not run yet; the request is over all the same.
+  await closeRequest(q, req.id, 'EXPIRED', 'timeout', a.now);
+  return { ok: false, reason: `request-expired:${req.id}` };
 }

@@ -7,9 +7,9 @@ type Ctx = Pick<AppContext, 'db' | 'mailbox' | 'config' | 'clock'>;
 /** How far back (newest COUTMSGS rows) a request's row is looked for; requests time out in minutes. */
 export const OUTBOUND_WINDOW = 5000;
 
-/** What identifies a request's row in COUTMSGS: our sender, its type and its SEQN (= its ID). */
-export const markerOf = (req: Pick<ReqRow, 'id' | 'kind'>): string[] => [
-  '<SNDR>MSGX</SNDR>',
+/** What identifies a request's row in COUTMSGS: the sender it was written as, its type and its SEQN (= its ID). */
+export const markerOf = (req: Pick<ReqRow, 'id' | 'kind' | 'sender'>): string[] => [
+  `<SNDR>${req.sender}</SNDR>`,
   `<SEQN>${req.id}</SEQN>`,
   `<TYPE>${req.kind}</TYPE>`,
 ];
@@ -19,7 +19,11 @@ export const markerOf = (req: Pick<ReqRow, 'id' | 'kind'>): string[] => [
  * the outcome is unknown: the row is then looked for by the request's marker (it may well be
  * there) rather than assumed absent. Returns the row's ID, or undefined when it is not found.
  */
-export async function writeAndConfirm(ctx: Ctx, req: Pick<ReqRow, 'id' | 'kind' | 'scope'>, at: Date): Promise<number | undefined> {
+export async function writeAndConfirm(
+  ctx: Ctx,
+  req: Pick<ReqRow, 'id' | 'kind' | 'scope' | 'sender' | 'receiver'>,
+  at: Date,
+): Promise<number | undefined> {
   try {
     const id = await ctx.mailbox.insertOutbound(encodeRequest(ctx, req, at));
     if (await ctx.mailbox.outboundExists(id)) return id;

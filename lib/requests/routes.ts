@@ -53,6 +53,8 @@ export const requestRoutes: Route[] = [
         id: r.id,
         kind: r.kind,
         scope: r.scope,
+        sender: r.sender,
+        receiver: r.receiver,
         status: r.status,
         registeredAt: iso(r.registered_at),
         sentAt: iso(r.sent_at),

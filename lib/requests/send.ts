@@ -18,6 +18,8 @@ export interface RequestResult {
   id: number;
   kind: ReqKind;
   scope: string;
+  sender: string;
+  receiver: string;
   status: ReqRow['status'];
   outboundId: number | null;
   shadow: boolean;
@@ -36,17 +38,25 @@ type Ctx = Pick<AppContext, 'db' | 'mailbox' | 'config' | 'clock'>;
  * mode nothing is written to the shared mailbox and the request stays REGISTERED until it times out.
  */
 async function send(ctx: Ctx, kind: ReqKind, scope: string): Promise<RequestResult> {
-  const base = { kind, scope, shadow: ctx.config.shadow };
+  const base = { kind, scope, ...ctx.config.requests, shadow: ctx.config.shadow };
   // Asked again while the last request of this kind may have been written: look before writing
   // another. Found for the same scope → that request is the answer, nothing is written twice.
   if (!ctx.config.shadow) {
     const open = (await listUnconfirmed(ctx.db)).find((r) => r.kind === kind);
     if (open && (await reconcileRequest(ctx, open)) === 'confirmed' && open.scope === scope) {
       const now = await getRequest(ctx.db, open.id);
-      return { ...base, id: open.id, status: now!.status, outboundId: now!.outbound_id, reconciled: true };
+      return {
+        ...base,
+        sender: open.sender,
+        receiver: open.receiver,
+        id: open.id,
+        status: now!.status,
+        outboundId: now!.outbound_id,
+        reconciled: true,
+      };
     }
   }
-  const req = await ctx.db.tx((tx) => registerRequest(tx, kind, scope, ctx.clock.now()));
+  const req = await ctx.db.tx((tx) => registerRequest(tx, kind, scope, ctx.config.requests, ctx.clock.now()));
   const result: RequestResult = { ...base, id: req.id, status: 'REGISTERED', outboundId: null };
   if (ctx.config.shadow) return result;
   // The send time is taken before writing: upstream cannot answer before it reads the row.

@@ -18,6 +18,9 @@ export interface ReqRow {
   id: number;
   kind: ReqKind;
   scope: string;
+  /** SNDR and RCVR of its COUTMSGS row (MSGX_REQUEST_SENDER / _RECEIVER when it was registered). */
+  sender: string;
+  receiver: string;
   status: ReqStatus;
   registered_at: Date;
   sent_at: Date | null;
@@ -39,14 +42,20 @@ export interface AuditEntry {
 const OPEN = `status IN ('REGISTERED', 'SENT')`;
 
 /** Registers a new request; the open one of the same kind (if any) expires first ("superseded"). */
-export async function registerRequest(q: Queryable, kind: ReqKind, scope: string, now: Date): Promise<ReqRow> {
+export async function registerRequest(
+  q: Queryable,
+  kind: ReqKind,
+  scope: string,
+  parties: { sender: string; receiver: string },
+  now: Date,
+): Promise<ReqRow> {
   await q.query(`UPDATE req_track SET status = 'EXPIRED', closed_at = $2, close_reason = 'superseded' WHERE kind = $1 AND ${OPEN}`, [
     kind,
     now,
   ]);
   const r = await q.query<ReqRow>(
-    `INSERT INTO req_track (kind, scope, status, registered_at) VALUES ($1, $2, 'REGISTERED', $3) RETURNING *`,
-    [kind, scope, now],
+    `INSERT INTO req_track (kind, scope, sender, receiver, status, registered_at) VALUES ($1, $2, $3, $4, 'REGISTERED', $5) RETURNING *`,
+    [kind, scope, parties.sender, parties.receiver, now],
   );
   return r.rows[0]!;
 }

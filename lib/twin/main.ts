@@ -7,6 +7,7 @@ import { ConfigError } from '../shared/errors.ts';
 import { buildContext, closeContext } from '../app/buildContext.ts';
 import { startRoles } from './roles.ts';
 import { SEND_PATH } from '../constants.ts';
+import { pauseAtStart } from '../pipeline/pause.ts';
 
 /**
  * `npm start`: every function in one process, each role looping continuously at its poll
@@ -25,6 +26,9 @@ async function main(): Promise<void> {
     throw err;
   }
   const ctx = await buildContext(config, { migrate: true, log });
+  // Before any role runs, so not one message is applied before an operator resumes.
+  if (await pauseAtStart(ctx.db, config.roles.startPaused, 'twin start (MSGX_START_PAUSED)', ctx.clock.now()))
+    log.warn('pipeline paused at start (MSGX_START_PAUSED=1): nothing is applied until `npx msgx resume`');
   const stop = new AbortController();
   // Kafka is reached here. No role runs yet if that fails: close the database (its lock too) before saying why.
   const roles = await startRoles(ctx, stop.signal).catch(async (err: unknown) => {

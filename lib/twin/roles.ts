@@ -23,7 +23,11 @@ export async function startRoles(
   for (const w of topics.warnings) ctx.log.warn(w);
   await warnMissingTopics(ctx);
   const ports = localPorts();
-  const specs = await Promise.all(SCHEDULED_ROLES.map((name) => localRole(ctx, name, ports)));
+  const off = ctx.config.roles.disabled as readonly string[];
+  const running = SCHEDULED_ROLES.filter((name) => !off.includes(name));
+  ctx.log.info('roles', { running, switchedOff: SCHEDULED_ROLES.filter((name) => off.includes(name)) });
+  if (off.length) ctx.log.warn(`roles switched off by MSGX_DISABLED_ROLES: ${off.join(', ')} (they do not run in this process)`);
+  const specs = await Promise.all(running.map((name) => localRole(ctx, name, ports)));
   const done = Promise.all(specs.map((spec) => superviseRole(ctx, spec, signal)));
   return { done, close: ports.close, healthChecks: kafkaHealth(ctx) };
 }

@@ -125,12 +125,20 @@ describe('history sweep', () => {
     expect(await count('flight_hst')).toBe(2);
   });
 
-  it('drops snapshot log rows older than 90 days', async () => {
-    await runDirect(pg.db, plan(['1']), { now: new Date('2026-08-01T00:00:00Z') });
-    await runDirect(pg.db, plan(['2']), { now: new Date('2026-11-29T00:00:00Z') });
+  // By (scope end, receipt). Seen red with the purge by received_at alone: the plans received in
+  // August for a day in November and for the 1st of September were dropped too.
+  it('drops snapshot log rows whose day and receipt are both older than 90 days', async () => {
+    await runDirect(pg.db, plan(['1'], '20260801'), { now: new Date('2026-08-01T00:00:00Z') });
+    await runDirect(pg.db, plan(['3'], '20261120'), { now: new Date('2026-08-01T00:00:00Z') });
+    await runDirect(pg.db, plan(['2'], '20261129'), { now: new Date('2026-11-29T00:00:00Z') });
+    // The cutoff is 90 days back: 2026-08-31T19:30Z, the 1st of September in airport time.
+    await runDirect(pg.db, plan(['4'], '20260830'), { now: new Date('2026-11-29T00:00:00Z') });
+    await runDirect(pg.db, plan(['5'], '20260831'), { now: new Date('2026-08-02T00:00:00Z') });
+    await runDirect(pg.db, plan(['6'], '20260901'), { now: new Date('2026-08-02T00:00:00Z') });
     const r = await historySweep({ db: pg.db, config: testConfig(), clock: new FakeClock('2026-11-29T19:30:00Z') });
-    expect(r.snapLog).toBe(1);
-    expect(await count('schd_snap_log')).toBe(1);
+    const left = await pg.db.query<{ scope: string }>(`SELECT scope FROM schd_snap_log ORDER BY scope`);
+    expect(left.rows.map((x) => x.scope)).toEqual(['20260830', '20260901', '20261120', '20261129']);
+    expect(r.snapLog).toBe(2);
   });
 });
 

@@ -1,6 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PgMailbox } from '../../lib/mailbox/pg.ts';
+import { archiveProcState } from '../../lib/pipeline/procArchive.ts';
 import { replayMessages } from '../../lib/pipeline/replay.ts';
+import { Router } from '../../lib/http/router.ts';
+import { adminRoutes } from '../../lib/http/adminRoutes.ts';
 import { FakeClock } from '../../lib/shared/clock.ts';
 import { InfraError } from '../../lib/shared/errors.ts';
 import { drainPoller, drainPump, makeContext, wire } from '../helpers/pipeline.ts';
@@ -111,5 +114,46 @@ describe('replay of dead and failed messages', () => {
     ]);
     expect(skipped.rows[0]).toEqual({ status: 'SKIPPED', note: `duplicate-of:${retaken}` });
     expect((await mailboxRow(exhausted)).PROC_STATUS).toBe('SKIPPED');
+  });
+  // Seen red: replay read proc_state only, so an archived dead letter was 'no such message'.
+  it('a DEAD message already archived to proc_state_hst is listed and replayed: back in proc_state, processed again', async () => {
+    let down = true;
+    const registry = testRegistry().register('LATE', async () => {
+      if (down) throw new InfraError('the downstream is down');
+      return { status: 'SUCCEEDED' };
+    });
+    const mailbox = new PgMailbox(pg.db);
+    const ctx = makeContext({ db: pg.db, mailbox, clock, registry, env: { MSGX_MAX_ATTEMPTS: '1' } });
+    const old = await mailbox.insertInbound(wire({ TYPE: 'LATE', SEQN: 30 }));
+    const oldProtocol = await mailbox.insertInbound(wire({ TYPE: 'TEST', SEQN: 31 }, '<TEST><FAIL>PROTOCOL</FAIL></TEST>'));
+    await drainPoller(ctx);
+    await drainPump(ctx);
+    clock.advance(31 * 86_400_000);
+    expect(await archiveProcState(pg.db, { now: clock.now(), retentionDays: 30 })).toBeGreaterThanOrEqual(2);
+    const inHst = async (id: number) => (await pg.db.query(`SELECT 1 FROM proc_state_hst WHERE msg_id = $1`, [id])).rowCount;
+    expect(await inHst(old)).toBe(1);
+
+    const router = new Router(adminRoutes);
+    const get = (query: Record<string, string>) =>
+      router.handle({ method: 'GET', path: '/admin/dead', headers: {}, query, body: '', params: {}, isAdmin: true }, ctx);
+    const dead = (await get({ kind: 'proc', errorClass: 'EXHAUSTED' })).body as { items: { msg_id: number; archived: boolean }[] };
+    expect(dead.items.find((d) => d.msg_id === old)).toMatchObject({ archived: true });
+
+    const dry = await replayMessages(pg.db, { ids: [old, oldProtocol], dryRun: true }, 'tester', clock.now());
+    expect(dry.moved).toEqual([{ msgId: old, status: 'DEAD', errorClass: 'EXHAUSTED', archived: true }]);
+    expect(dry.refused).toEqual([{ msgId: oldProtocol, reason: 'PROTOCOL is not replayable (fix the message instead)' }]);
+    expect(await inHst(old)).toBe(1); // a dry run moves nothing
+
+    down = false;
+    await replayMessages(pg.db, { ids: [old], dryRun: false }, 'tester', clock.now());
+    expect(await inHst(old)).toBe(0);
+    expect(await status(old)).toMatchObject({ status: 'PENDING', attempts: 0, error_class: null });
+    await drainPump(ctx);
+    expect(await status(old)).toMatchObject({ status: 'SUCCEEDED', attempts: 1 });
+    const mailed = await pg.db.query<{ PROC_STATUS: string }>(`SELECT "PROC_STATUS" FROM "CMINMSGS" WHERE "ID" = $1`, [old]);
+    expect(mailed.rows[0]!.PROC_STATUS).toBe('SUCCEEDED');
+    // The poller never enqueues an archived ID again, and it is no longer archived: nothing doubles.
+    await drainPoller(ctx);
+    expect((await pg.db.query(`SELECT 1 FROM proc_state WHERE msg_id = $1`, [old])).rowCount).toBe(1);
   });
 });

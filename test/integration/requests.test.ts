@@ -81,6 +81,33 @@ describe('RQFD request lifecycle', () => {
     expect(out.at(-1)!.MSG_TEXT).toContain(`<SEQN>${r.id}</SEQN>`);
   });
 
+  // REQ_TRACK keeps its sender. Seen red: with wire.ts writing 'MSGX' whatever the
+  // setting, the row said <SNDR>MSGX</SNDR> and the request named no sender.
+  it('keeps the sender and receiver it was written as, and is reconciled under that sender after the setting changes', async () => {
+    const aodb = { ...p.ctx, config: { ...p.ctx.config, requests: { sender: 'AODB-2', receiver: 'FIMS_T1' } } };
+    const r = await requestDay(aodb, '20261130');
+    expect(r).toMatchObject({ status: 'SENT', sender: 'AODB-2', receiver: 'FIMS_T1' });
+    const text = (await outbound()).at(-1)!.MSG_TEXT;
+    expect(text).toContain('<SNDR>AODB-2</SNDR><RCVR>FIMS_T1</RCVR>');
+    expect(await view(r.id)).toMatchObject({ sender: 'AODB-2', receiver: 'FIMS_T1' });
+    const kept = await pg.db.query(`SELECT sender, receiver FROM req_track WHERE id = $1`, [r.id]);
+    expect(kept.rows).toEqual([{ sender: 'AODB-2', receiver: 'FIMS_T1' }]);
+
+    // Written but unconfirmed as AODB-2; the setting is back to MSGX when the sweep looks for it.
+    await expect(requestDay({ ...aodb, mailbox: answerLost() }, '20261201')).rejects.toThrow(/not confirmed/);
+    expect(await reconcileRequests(p.ctx)).toEqual({ confirmed: 1, resent: 0 });
+    const latest = (await reqRows()).at(-1)!;
+    expect(latest).toMatchObject({ scope: '20261201', status: 'SENT' });
+    expect((await outbound()).filter((o) => o.MSG_TEXT.includes('<OPDY>20261201</OPDY>'))).toHaveLength(1);
+  });
+
+  it('MSGX_REQUEST_SENDER and _RECEIVER default to MSGX and FIMS and refuse what is no party code', async () => {
+    const { loadConfig } = await import('../../lib/config/config.ts');
+    expect(loadConfig({}).requests).toEqual({ sender: 'MSGX', receiver: 'FIMS' });
+    expect(() => loadConfig({ MSGX_REQUEST_SENDER: '<X>' })).toThrow(/MSGX_REQUEST_SENDER: must be a wire party code/);
+    expect(() => loadConfig({ MSGX_REQUEST_RECEIVER: 'A B' })).toThrow(/MSGX_REQUEST_RECEIVER: must be a wire party code/);
+  });
+
   it('a written row that cannot be confirmed by its ID is found by its marker: SENT, written once, audited', async () => {
     const ctx = { ...p.ctx, mailbox: mailboxWith(p.mailbox, { outboundExists: async () => false }) };
     const r = await requestDay(ctx, '20261130');
@@ -215,6 +242,51 @@ describe('compensation (docs/flights.md "Requests"): reconcile against COUTMSGS 
       rule: 'same kind, open, DTTM >= sentAt',
       msgId: id,
     });
+  });
+
+  // An outage is not a failure: with COUTMSGS unreachable the reconciliation cannot run, and the
+  // answer must outlast MSGX_MAX_ATTEMPTS waits without spending one (it used to be
+  // DEAD(EXHAUSTED) after ~15 s: seen red with match.ts throwing a plain InfraError again).
+  it('an answer waiting on a reconciliation that cannot run spends no attempt, and matches once COUTMSGS is back', async () => {
+    const sentAt = p.clock.now();
+    await expect(requestDay({ ...p.ctx, mailbox: answerLost() }, '20261130')).rejects.toThrow(/not confirmed/);
+    const [req] = await reqRows();
+    const [id] = await p.post(resp('20261130', local(sentAt)));
+    const unreachable = { ...p.ctx, mailbox: answerLost() };
+    for (let i = 0; i < p.ctx.config.pipeline.maxAttempts * 2; i++) {
+      await p.drain();
+      await expect(reconcileRequests(unreachable)).rejects.toThrow(/mailbox unreachable/);
+      p.clock.advance(30_000); // ten of these stay inside the request's 10-minute timeout
+    }
+    const spent = await pg.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM proc_attempt WHERE msg_id = $1`, [id]);
+    expect(spent.rows[0]!.n).toBeGreaterThan(p.ctx.config.pipeline.maxAttempts); // it was tried, more often than the limit
+    await p.drain();
+    const waiting = await pg.db.query<{ status: string; attempts: number; error_class: string; error_detail: string }>(
+      `SELECT status, attempts, error_class, error_detail FROM proc_state WHERE msg_id = $1`,
+      [id],
+    );
+    expect(waiting.rows[0]).toMatchObject({ status: 'FAILED', attempts: 0, error_class: 'INFRA' });
+    expect(waiting.rows[0]!.error_detail).toMatch(/not confirmed yet.*\(no attempt counted\)$/);
+
+    expect(await reconcileRequests(p.ctx)).toEqual({ confirmed: 1, resent: 0 });
+    p.clock.advance(p.ctx.config.pipeline.backoffMaxMs);
+    await p.drain();
+    expect(await p.status(id!)).toMatchObject({ status: 'SUCCEEDED' });
+    expect((await view(req!.id)).status).toBe('DONE');
+    expect(await readFlight(pg.db, `R${seq}`)).toBeDefined();
+  });
+
+  it('the wait is bounded by the request timeout: then SKIPPED request-expired, not EXHAUSTED', async () => {
+    const sentAt = p.clock.now();
+    await expect(requestDay({ ...p.ctx, mailbox: answerLost() }, '20261130')).rejects.toThrow(/not confirmed/);
+    const [req] = await reqRows();
+    const [id] = await p.post(resp('20261130', local(sentAt)));
+    await p.drain();
+    expect(await p.status(id!)).toMatchObject({ status: 'FAILED', error_class: 'INFRA' });
+    p.clock.advance(p.ctx.config.lifecycle.requestTimeoutMs);
+    await p.drain();
+    expect(await p.status(id!)).toMatchObject({ status: 'SKIPPED', note: `request-expired:${req!.id}` });
+    expect(await reqRows()).toEqual([expect.objectContaining({ id: req!.id, status: 'EXPIRED', close_reason: 'timeout' })]);
   });
 
   it('never written: the sweep finds no row, and only then writes it again, once, with the same SEQN', async () => {

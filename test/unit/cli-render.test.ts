@@ -177,6 +177,17 @@ describe('msgx dead', () => {
     expect(row).toMatch(/^123456\s+DEAD\s+FLOP\/GATE\s+5\s+EXHAUSTED\s+2026-11-29 09:00:00\s+webhook https:.*…$/);
   });
 
+  it('says which dead letters are archived (still replayable)', () => {
+    const text = renderDead('proc', [
+      { ...proc, archived: true },
+      { ...proc, msg_id: 7, archived: false },
+    ]);
+    expect(fits(text)).toEqual([]);
+    const rows = text.split('\n').slice(2);
+    expect(rows[0]).toMatch(/^123456\s+DEAD \(archived\)\s+FLOP\/GATE/);
+    expect(rows[1]).toMatch(/^7\s+DEAD\s+FLOP\/GATE/);
+  });
+
   it('fits dead events and transactional messages too', () => {
     const ev = renderDead('event', [
       {

@@ -11,7 +11,12 @@ import { parsePrepare } from '../../lib/txmsg/validate.ts';
  */
 describe('intervals and times are refused when they cannot work', () => {
   it.each([
-    ['0s,1m,0s', /MSGX_TX_REDELIVERY_SCHEDULE: item 3 \("0s"\) must be a positive duration \(only the first may be 0s\)/],
+    ['0s,1m,0s', /MSGX_TX_REDELIVERY_SCHEDULE: item 3 \("0s"\) must be a positive duration \(the last wait is the ack window/],
+    [
+      '0s',
+      /MSGX_TX_REDELIVERY_SCHEDULE: item 1 \("0s"\) must be a positive duration \(the last wait is the ack window: it cannot be zero\)/,
+    ],
+    [' 0ms ', /MSGX_TX_REDELIVERY_SCHEDULE: item 1 \("0ms"\)/],
     ['0s,0s,1m', /MSGX_TX_REDELIVERY_SCHEDULE: item 2 \("0s"\) must be a positive duration/],
     ['1m,0ms', /MSGX_TX_REDELIVERY_SCHEDULE: item 2 \("0ms"\)/],
   ])('MSGX_TX_REDELIVERY_SCHEDULE=%s is refused naming the item', (schedule, message) => {
