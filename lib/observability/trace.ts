@@ -107,6 +107,9 @@ export interface MessageTrace {
 
 const iso = (d: Date | string | null | undefined): string | null => (d ? new Date(d).toISOString() : null);
 
+/** The mailbox is another team's database: a trace shows what msgx knows without waiting long for it. */
+const MAILBOX_TIMEOUT_MS = 2000;
+
 /** The whole trace, or null when msgx never saw (or no longer keeps) this message. */
 export async function readMessageTrace(
   db: Queryable,
@@ -121,7 +124,7 @@ export async function readMessageTrace(
     snapLogOf(db, msgId).then((rows) => rows.map((x) => ({ ...x, dttm: iso(x.dttm as Date), received_at: iso(x.received_at as Date) }))),
     todoOf(db, msgId),
     replaysOf(db, msgId),
-    askMailbox(opts.mailbox, msgId, opts.mailboxTimeoutMs ?? 2000),
+    askMailbox(opts.mailbox, msgId, opts.mailboxTimeoutMs ?? MAILBOX_TIMEOUT_MS),
     lateOf(db, msgId),
   ]);
 
