@@ -19,7 +19,7 @@ const STATEMENT_TIMEOUT_MS = 60_000;
  * concurrent queries of one request); the twin runs every role and the HTTP server in one process.
  */
 const POOL_SIZE = { lambda: 3, twin: 10 } as const;
-/** The deploy-time migrator: the migration's transaction and the advisory lock's session. */
+/** The deploy-time migrator runs one statement at a time: two connections leave room for the pool to replace one. */
 const MIGRATOR_POOL_SIZE = 2;
 
 /**
