@@ -3,7 +3,8 @@ import type { Queryable } from '../db/db.ts';
 import type { Mailbox } from '../mailbox/mailbox.ts';
 import { snapLogOf } from '../flights/snapLog.ts';
 import { eventsBySource, type TraceEventView } from '../outbox/sourceEvents.ts';
-import { todoOf } from '../pipeline/backfill.ts';
+import { noteFor, todoOf } from '../pipeline/backfill.ts';
+import { isTerminalStatus } from '../pipeline/states.ts';
 import { getProc, listAttempts } from '../pipeline/procState.ts';
 import { replaysOf } from '../pipeline/replay.ts';
 
@@ -128,7 +129,7 @@ export async function readMessageTrace(
     lateOf(db, msgId),
   ]);
 
-  const terminal = proc.status === 'SUCCEEDED' || proc.status === 'SKIPPED' || proc.status === 'DEAD';
+  const terminal = isTerminalStatus(proc.status);
   const backfill: MessageTrace['backfill'] = todo
     ? {
         state: 'pending',
@@ -143,7 +144,7 @@ export async function readMessageTrace(
         // The todo is written with the terminal state and deleted only after the mailbox write.
         state: !terminal ? 'open' : mailbox.processed === false ? 'unknown' : 'done',
         procStatus: terminal ? proc.status : null,
-        procNote: terminal ? (proc.status === 'DEAD' ? `${proc.error_class}: ${proc.error_detail ?? ''}` : proc.note) : null,
+        procNote: terminal ? noteFor(proc.status, proc.error_class, proc.error_detail, proc.note) : null,
         processedAt: terminal ? iso(proc.finished_at) : null,
         attempts: 0,
         nextAttemptAt: null,
