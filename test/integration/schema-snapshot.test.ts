@@ -17,10 +17,11 @@ function dumpSchema(url: string): string {
   const raw = execFileSync('pg_dump', ['--schema-only', '--no-owner', '--no-privileges', url], {
     encoding: 'utf8',
   });
-  const kept = raw
-    .split('\n')
-    .filter((line) => !/^(\\(un)?restrict |SET |SELECT pg_catalog\.set_config|-- Dumped (from|by) )/.test(line));
-  return `${kept.join('\n').replace(/\n{3,}/g, '\n\n').trim()}\n`;
+  const kept = raw.split('\n').filter((line) => !/^(\\(un)?restrict |SET |SELECT pg_catalog\.set_config|-- Dumped (from|by) )/.test(line));
+  return `${kept
+    .join('\n')
+    .replace(/\n{3,}/g, '\n\n')
+    .trim()}\n`;
 }
 
 describe('the current schema (docs/schema.sql)', () => {
