@@ -21,7 +21,7 @@ export type RoleResource = 'mailbox' | 'kafka' | 'signingSecret';
  */
 export interface RoleEntry {
   /**
-   * The role's factory, `(ctx, ports) => RoleSpec` (lib/jobs/roles.ts `RoleFactory`): its module,
+   * The role's factory, `(ctx, ports) => RoleSpec` (lib/app/role.ts `RoleFactory`): its module,
    * relative to the repository root, and the name it is exported as. A path, not an import, so
    * that this file stays free of runtime code; test/unit/catalogue.test.ts loads every one.
    */
