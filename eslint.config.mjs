@@ -74,6 +74,7 @@ const SURFACES = {
     'replay.ts',
     'rescan.ts',
     'routes.ts',
+    'states.ts',
   ],
   requests: ['match.ts', 'reconcile.ts', 'reference.ts', 'routes.ts', 'send.ts', 'track.ts'],
   txmsg: [

@@ -10,7 +10,7 @@ const ON_BOTH_ENGINES = [
   'test/integration/pipeline-fallback.test.ts',
   'test/integration/requests.test.ts',
   'test/integration/replay.test.ts',
-  'test/integration/flights.flop.test.ts',
+  'test/integration/flights-flop.test.ts',
 ];
 
 export default defineConfig({

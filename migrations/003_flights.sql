@@ -1,4 +1,4 @@
--- Flight state (seed 000 §2, issue 3). Wire values are kept as text exactly as received; every
+-- Flight state (docs/flights.md). Wire values are kept as text exactly as received; every
 -- time also has a timestamptz twin (airport local time read in MSGX_TIMEZONE) for queries.
 -- A column that is NULL was never received; '' was received empty (it clears).
 CREATE TABLE flight_schd (

@@ -1,4 +1,4 @@
--- Outbox relay bookkeeping (issue 4): per-publisher outcomes, per-target flush cursor, and which
+-- Outbox relay bookkeeping: per-publisher outcomes, per-target flush cursor, and which
 -- event a schd version was sent as. msg_event itself stays as 002 made it, plus two columns.
 
 -- The outcome of the latest attempt of each publisher for each event. An event is SENT only when

@@ -1,4 +1,4 @@
--- Transactional (half) messages, seed 002. One row per message while it is live; terminal rows
+-- Transactional (half) messages (docs/txmsg.md). One row per message while it is live; terminal rows
 -- move to tx_message_hst after retention so the sweeps only ever scan live work.
 CREATE TABLE tx_message (
   id                  text PRIMARY KEY,
@@ -27,7 +27,7 @@ CREATE TABLE tx_message (
   finished_at         timestamptz                -- CONSUMED / ROLLED_BACK: the retention clock starts here
 );
 CREATE INDEX tx_message_check_due ON tx_message (next_check_at) WHERE status = 'PREPARED';
--- Redelivery sweeps the messages nearest their limit first (seed 002 亮点 4).
+-- Redelivery sweeps the messages nearest their limit first: those are the ones about to be given up.
 CREATE INDEX tx_message_delivery_due ON tx_message (attempts DESC, next_delivery_at)
   WHERE status IN ('COMMITTED', 'DELIVERED');
 CREATE INDEX tx_message_finished ON tx_message (finished_at) WHERE status IN ('CONSUMED', 'ROLLED_BACK');

@@ -1,4 +1,4 @@
--- Delivery never stalls in silence (issue 13). An event held back by an outage of its whole
+-- Delivery never stalls in silence. An event held back by an outage of its whole
 -- destination (no broker reachable, connection refused) spends no attempt; it records here since
 -- when, so /admin/stats, the console and `msgx status` can show the target as stalled, with the
 -- reason (last_error) and its age. Cleared by the first outcome that is not an outage.

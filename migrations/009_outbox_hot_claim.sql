@@ -1,4 +1,4 @@
--- Cheaper delivery bookkeeping per event (issue 15; docs/outbox.md "What a batch costs the database").
+-- Cheaper delivery bookkeeping per event (docs/outbox.md "What a batch costs the database").
 --
 -- Every event is written by the relay twice, once by the claim (DELIVERING, lock_until, locked_by)
 -- and once by the mark (SENT or DEAD), plus one event_delivery row per publisher. The claim was the

@@ -12,6 +12,16 @@ import { defaultRegistry } from './registry.ts';
 import { type Clock, systemClock } from '../shared/clock.ts';
 import type { AppContext } from './context.ts';
 
+/** A statement running longer than this is a bug or a lock wait gone wrong: cancelled, and the step retried. */
+const STATEMENT_TIMEOUT_MS = 60_000;
+/**
+ * Connections per process: a Lambda container runs one invocation at a time (a few for the
+ * concurrent queries of one request); the twin runs every role and the HTTP server in one process.
+ */
+const POOL_SIZE = { lambda: 3, twin: 10 } as const;
+/** The deploy-time migrator runs one statement at a time: two connections leave room for the pool to replace one. */
+const MIGRATOR_POOL_SIZE = 2;
+
 /**
  * Builds the context once per process: database, mailbox, processors, clock, logger. Lambda
  * functions call it at cold start; the twin at start. `statementTimeoutMs` stays below the
@@ -37,8 +47,8 @@ export async function buildContext(
     log.info(`migration ${i}/${n} applied`, { name });
   };
   const db = await openDb(config, {
-    statementTimeoutMs: options.statementTimeoutMs ?? 60_000,
-    max: options.poolSize ?? (config.runtime === 'lambda' ? 3 : 10),
+    statementTimeoutMs: options.statementTimeoutMs ?? STATEMENT_TIMEOUT_MS,
+    max: options.poolSize ?? (config.runtime === 'lambda' ? POOL_SIZE.lambda : POOL_SIZE.twin),
     refreshUrl: options.credentials?.pg,
     // A new embedded database comes migrated, with the twin's mailbox tables (lib/db/pgliteDir.ts):
     // migrate() and openMailbox() below find them there, as on a restart.
@@ -77,7 +87,11 @@ export async function openMigrated(
   config: Config,
   options: { log: Log; clock?: Clock; statementTimeoutMs?: number; credentials?: UrlSources },
 ): Promise<{ db: Db; result: MigrateResult }> {
-  const db = await openDb(config, { statementTimeoutMs: options.statementTimeoutMs, max: 2, refreshUrl: options.credentials?.pg });
+  const db = await openDb(config, {
+    statementTimeoutMs: options.statementTimeoutMs,
+    max: MIGRATOR_POOL_SIZE,
+    refreshUrl: options.credentials?.pg,
+  });
   try {
     const result = await reaching('MSGX_PG_URL', config.pgUrl ?? '', async () => {
       const r = await migrate(db, { onProgress: (name, i, n) => options.log.info(`migration ${i}/${n} applied`, { name }) });

@@ -1,13 +1,13 @@
 /*
  * The role catalogue: every scheduled role msgx runs, and what the runtime and the cloud need to
- * know about it. One entry per role; adding a role is its step in its domain plus an entry here
- * (docs/architecture.md, "Adding a scheduled role").
+ * know about it. One entry per role; adding a role is its step in its domain, an entry here and
+ * its one-line Lambda entry functions/<role>.ts (docs/architecture.md, "Adding a scheduled role").
  *
  * Dependency-free on purpose (the linter enforces it): infra-cdk reads it for the functions, their
  * schedules, grants and alarms without loading any runtime code. The runtime turns an entry into a
  * running role in lib/app/roles.ts: the twin and the fault child load `step` by path
- * (lib/app/localRoles.ts), a Lambda bundle imports it statically (the entry infra-cdk/bundle.ts
- * writes, which calls lib/jobs/coldStart.ts `roleHandler`).
+ * (lib/app/localRoles.ts), a Lambda bundle imports it statically (functions/<role>.ts, which calls
+ * lib/jobs/coldStart.ts `roleHandler`).
  */
 
 /** What a role's function is granted besides msgx's PostgreSQL (infra-cdk/stacks/service-stack.ts). */
@@ -21,7 +21,7 @@ export type RoleResource = 'mailbox' | 'kafka' | 'signingSecret';
  */
 export interface RoleEntry {
   /**
-   * The role's factory, `(ctx, ports) => RoleSpec` (lib/jobs/roles.ts `RoleFactory`): its module,
+   * The role's factory, `(ctx, ports) => RoleSpec` (lib/app/role.ts `RoleFactory`): its module,
    * relative to the repository root, and the name it is exported as. A path, not an import, so
    * that this file stays free of runtime code; test/unit/catalogue.test.ts loads every one.
    */

@@ -4,7 +4,7 @@ import { emitGauges } from '../observability/metrics.ts';
 import { createEmfMetrics, noopMetrics } from '../outbox/metrics.ts';
 
 /**
- * The two metrics sinks a role can be given (lib/jobs/roles.ts `RolePorts`), so every role is built
+ * The two metrics sinks a role can be given (lib/app/role.ts `RolePorts`), so every role is built
  * the same way wherever it runs. In Lambda, CloudWatch EMF on stdout (namespace and names in
  * lib/constants.ts): what the alarms watch.
  */

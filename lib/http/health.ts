@@ -4,6 +4,9 @@ import { isPaused } from '../pipeline/pause.ts';
 import type { AppContext } from '../app/context.ts';
 import type { Route } from './types.ts';
 
+/** A dependency that has not answered in this long is failing, as far as a load balancer can wait. */
+const CHECK_TIMEOUT_MS = 3000;
+
 export type HealthCheck = () => Promise<void>;
 
 /**
@@ -21,7 +24,7 @@ export function healthRoute(extra: Record<string, HealthCheck> = {}): Route {
       const checks: Record<string, string> = {};
       const run = async (name: string, fn: HealthCheck) => {
         try {
-          await withTimeout(fn(), 3000, name);
+          await withTimeout(fn(), CHECK_TIMEOUT_MS, name);
           checks[name] = 'ok';
         } catch (err) {
           checks[name] = `failing: ${err instanceof Error ? err.message : String(err)}`;

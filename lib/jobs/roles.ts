@@ -23,7 +23,6 @@ import type { ScheduledRole } from '../app/catalogue.ts';
 import type { RoleFactory, RoleSpec } from '../app/role.ts';
 
 // RoleSpec is defined with the rest of the role contract (lib/app/role.ts); still importable here.
-export type { RoleSpec } from '../app/role.ts';
 
 export function pumpRole(ctx: AppContext): RoleSpec {
   return {

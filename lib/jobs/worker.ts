@@ -3,7 +3,6 @@ import type { StepBudget, StepResult } from '../app/role.ts';
 import { tryRoleLock } from './roleLock.ts';
 
 // The role contract lives with the context, where a domain that defines a role can import it.
-export type { StepBudget, StepResult } from '../app/role.ts';
 
 export interface WorkerOptions {
   role: string;

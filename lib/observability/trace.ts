@@ -3,7 +3,8 @@ import type { Queryable } from '../db/db.ts';
 import type { Mailbox } from '../mailbox/mailbox.ts';
 import { snapLogOf } from '../flights/snapLog.ts';
 import { eventsBySource, type TraceEventView } from '../outbox/sourceEvents.ts';
-import { todoOf } from '../pipeline/backfill.ts';
+import { noteFor, todoOf } from '../pipeline/backfill.ts';
+import { isTerminalStatus } from '../pipeline/states.ts';
 import { getProc, listAttempts } from '../pipeline/procState.ts';
 import { replaysOf } from '../pipeline/replay.ts';
 
@@ -107,6 +108,9 @@ export interface MessageTrace {
 
 const iso = (d: Date | string | null | undefined): string | null => (d ? new Date(d).toISOString() : null);
 
+/** The mailbox is another team's database: a trace shows what msgx knows without waiting long for it. */
+const MAILBOX_TIMEOUT_MS = 2000;
+
 /** The whole trace, or null when msgx never saw (or no longer keeps) this message. */
 export async function readMessageTrace(
   db: Queryable,
@@ -121,11 +125,11 @@ export async function readMessageTrace(
     snapLogOf(db, msgId).then((rows) => rows.map((x) => ({ ...x, dttm: iso(x.dttm as Date), received_at: iso(x.received_at as Date) }))),
     todoOf(db, msgId),
     replaysOf(db, msgId),
-    askMailbox(opts.mailbox, msgId, opts.mailboxTimeoutMs ?? 2000),
+    askMailbox(opts.mailbox, msgId, opts.mailboxTimeoutMs ?? MAILBOX_TIMEOUT_MS),
     lateOf(db, msgId),
   ]);
 
-  const terminal = proc.status === 'SUCCEEDED' || proc.status === 'SKIPPED' || proc.status === 'DEAD';
+  const terminal = isTerminalStatus(proc.status);
   const backfill: MessageTrace['backfill'] = todo
     ? {
         state: 'pending',
@@ -140,7 +144,7 @@ export async function readMessageTrace(
         // The todo is written with the terminal state and deleted only after the mailbox write.
         state: !terminal ? 'open' : mailbox.processed === false ? 'unknown' : 'done',
         procStatus: terminal ? proc.status : null,
-        procNote: terminal ? (proc.status === 'DEAD' ? `${proc.error_class}: ${proc.error_detail ?? ''}` : proc.note) : null,
+        procNote: terminal ? noteFor(proc.status, proc.error_class, proc.error_detail, proc.note) : null,
         processedAt: terminal ? iso(proc.finished_at) : null,
         attempts: 0,
         nextAttemptAt: null,

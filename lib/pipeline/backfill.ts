@@ -3,6 +3,7 @@ import { prepared } from '../db/prepared.ts';
 import type { BackfillMark } from '../mailbox/mailbox.ts';
 import type { AppContext } from '../app/context.ts';
 import { backoffMs } from '../shared/backoff.ts';
+import { TERMINAL_STATUSES } from './states.ts';
 
 /**
  * Back-filling the mailbox closes the loop with its owner. The intent (a backfill_todo row) is
@@ -131,9 +132,9 @@ export async function reconcileBackfill(ctx: Pick<AppContext, 'db' | 'mailbox' |
   const r = await ctx.db.query<{ msg_id: number; status: string; note: string | null; finished_at: Date }>(
     `SELECT p.msg_id, p.status, ${NOTE_SQL} AS note, COALESCE(p.finished_at, p.updated_at) AS finished_at
      FROM proc_state p
-     WHERE p.msg_id = ANY($1::bigint[]) AND p.status IN ('SUCCEEDED', 'SKIPPED', 'DEAD')
+     WHERE p.msg_id = ANY($1::bigint[]) AND p.status = ANY($2::text[])
        AND NOT EXISTS (SELECT 1 FROM backfill_todo t WHERE t.msg_id = p.msg_id)`,
-    [unprocessed.map((u) => u.id)],
+    [unprocessed.map((u) => u.id), TERMINAL_STATUSES],
   );
   await insertTodos(
     ctx.db,

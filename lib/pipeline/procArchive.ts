@@ -1,6 +1,5 @@
 import type { Db } from '../db/db.ts';
-
-const TERMINAL = `('SUCCEEDED', 'SKIPPED', 'DEAD')`;
+import { TERMINAL_STATUSES } from './states.ts';
 
 /**
  * Moves terminal proc_state rows finished before the retention cutoff to proc_state_hst, in
@@ -20,11 +19,11 @@ export async function archiveProcState(
       `WITH moved AS (
          DELETE FROM proc_state WHERE msg_id IN (
            SELECT p.msg_id FROM proc_state p
-           WHERE p.status IN ${TERMINAL} AND p.finished_at IS NOT NULL AND p.finished_at < $1
+           WHERE p.status = ANY($4::text[]) AND p.finished_at IS NOT NULL AND p.finished_at < $1
              -- never delete a row the insert below could not keep
              AND NOT EXISTS (SELECT 1 FROM proc_state_hst h WHERE h.msg_id = p.msg_id OR h.identity_key = p.identity_key)
            ORDER BY p.msg_id LIMIT $2 FOR UPDATE SKIP LOCKED)
-         AND status IN ${TERMINAL}
+         AND status = ANY($4::text[])
          RETURNING *),
        ins AS (
          INSERT INTO proc_state_hst (msg_id, status, identity_key, msg_type, msg_subtype, attempts, next_attempt_at,
@@ -33,7 +32,7 @@ export async function archiveProcState(
            error_class, error_detail, note, raw_text, received_at, enqueued_at, updated_at, finished_at, $3
          FROM moved RETURNING 1)
        SELECT count(*)::int AS n FROM moved`,
-      [cutoff, batch, opts.now],
+      [cutoff, batch, opts.now, TERMINAL_STATUSES],
     );
     const n = r.rows[0]?.n ?? 0;
     total += n;

@@ -30,7 +30,7 @@ describe('role locks and killed workers', () => {
   });
 
   function child(mode: string, env: Record<string, string> = {}): ChildProcess {
-    const c = spawn(process.execPath, ['--import', 'tsx', 'test/helpers/roleChild.ts', mode], {
+    const c = spawn(process.execPath, ['--import', 'tsx', 'test/helpers/workerChild.ts', mode], {
       env: { ...process.env, TEST_PG_URL: pg.url, TEST_MAILBOX_URL: my.url, ...env },
       stdio: ['ignore', 'pipe', 'inherit'],
     });

@@ -28,7 +28,9 @@ function files(dir: string, ext: RegExp): string[] {
 }
 
 const rel = (f: string) => relative(ROOT, f).split('\\').join('/');
-const code = CODE_DIRS.flatMap((d) => files(join(ROOT, d), /\.(ts|mts|mjs|js)$/)).filter((f) => rel(f) !== SELF);
+const code = [...CODE_DIRS.flatMap((d) => files(join(ROOT, d), /\.(ts|mts|mjs|js)$/)), ...files(join(ROOT, 'migrations'), /\.sql$/)].filter(
+  (f) => rel(f) !== SELF,
+);
 const docs = [join(ROOT, 'README.md'), ...files(join(ROOT, 'docs'), /\.md$/), ...files(join(ROOT, 'examples'), /\.md$/)];
 
 /** What a citation may name on a page. */

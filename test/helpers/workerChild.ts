@@ -1,5 +1,5 @@
 /**
- * A worker in a child process, so tests can SIGKILL it: `tsx roleChild.ts <mode>` with
+ * A worker in a child process, so tests can SIGKILL it: `tsx workerChild.ts <mode>` with
  * TEST_PG_URL and TEST_MAILBOX_URL set. mode `hold-lock` takes the pump lock and idles;
  * mode `pump` runs the pump and poller roles of the catalogue (built as every runner builds them,
  * lib/app/localRoles.ts) with the test processors.
