@@ -18,6 +18,8 @@ export interface LogEvent {
 
 export interface LogBatch {
   target: string;
+  /** The snapshot the batch starts after, as text. */
+  snapLo: string;
   /** The snapshot the batch ends at, as text: finishBatch names the batch by it. */
   snapHi: string;
   events: LogEvent[];
@@ -37,6 +39,7 @@ export async function openCursor(db: Queryable, target: string): Promise<void> {
 /** The next events of the target's open batch (opening one at the current snapshot if none is). */
 export async function readBatch(db: Queryable, target: string, limit: number): Promise<LogBatch | null> {
   const r = await db.query<{
+    lo: string;
     hi: string;
     event_id: string | null;
     partition_key: string | null;
@@ -47,7 +50,7 @@ export async function readBatch(db: Queryable, target: string, limit: number): P
     prepared(`WITH cur AS (
        UPDATE outbox_target SET snap_hi = coalesce(snap_hi, pg_current_snapshot())
        WHERE target = $1 AND snap_lo IS NOT NULL RETURNING snap_lo, snap_hi, after_id)
-     SELECT c.snap_hi::text AS hi, e.event_id, e.partition_key, e.event_type, e.value, e.headers
+     SELECT c.snap_lo::text AS lo, c.snap_hi::text AS hi, e.event_id, e.partition_key, e.event_type, e.value, e.headers
      FROM cur c LEFT JOIN LATERAL (
        SELECT m.event_id, m.partition_key, m.event_type, m.value, m.headers FROM msg_event m
        WHERE m.target = $1
@@ -68,7 +71,7 @@ export async function readBatch(db: Queryable, target: string, limit: number): P
       value: row.value,
       headers: row.headers ?? {},
     }));
-  return { target, snapHi: r.rows[0]!.hi, events, drained: events.length < limit };
+  return { target, snapLo: r.rows[0]!.lo, snapHi: r.rows[0]!.hi, events, drained: events.length < limit };
 }
 
 /**
@@ -87,6 +90,32 @@ export async function finishBatch(db: Queryable, batch: LogBatch): Promise<boole
     [batch.target, batch.snapHi, batch.drained, last],
   );
   return r.rowCount === 1;
+}
+
+/** Where a target's cursor stands once `batch` is finished, as finishBatch leaves it. */
+export interface Cursor {
+  snapLo: string;
+  snapHi: string | null;
+  afterId: number;
+}
+
+export function cursorAfter(batch: LogBatch): Cursor {
+  if (batch.drained) return { snapLo: batch.snapHi, snapHi: null, afterId: 0 };
+  return { snapLo: batch.snapLo, snapHi: batch.snapHi, afterId: batch.events.at(-1)?.eventId ?? 0 };
+}
+
+/**
+ * Sets the target's cursor to one committed elsewhere (the Kafka offsets topic, which is ahead of
+ * PostgreSQL when a dispatcher died between its Kafka commit and the mirror).
+ */
+export async function adoptCursor(db: Queryable, target: string, c: Cursor): Promise<void> {
+  await db.query(
+    prepared(`INSERT INTO outbox_target (target, snap_lo, snap_hi, after_id, updated_at)
+     VALUES ($1, $2::pg_snapshot, $3::pg_snapshot, $4, now())
+     ON CONFLICT (target) DO UPDATE SET snap_lo = EXCLUDED.snap_lo, snap_hi = EXCLUDED.snap_hi,
+       after_id = EXCLUDED.after_id, updated_at = now()`),
+    [target, c.snapLo, c.snapHi, c.afterId],
+  );
 }
 
 /** The state of one event as its target's cursor, lease and exceptions say. */
