@@ -8,7 +8,7 @@ import * as logs from 'aws-cdk-lib/aws-logs';
 import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import { Construct, type IConstruct } from 'constructs';
 import type { BundlingMode, FunctionRole, LambdaRuntime } from '../config.ts';
-import { topicArnOf } from '../stacks/messaging-stack.ts';
+import { topicArnOf, transactionalIdArnOf } from '../stacks/messaging-stack.ts';
 import { acknowledge } from '../nag.ts';
 import { bundleConsoleSync, bundleFunctionSync, functionEntry } from '../bundle.ts';
 
@@ -287,6 +287,13 @@ export class MsgxFunction extends Construct {
         new iam.PolicyStatement({
           actions: ['kafka-cluster:DescribeTopic', 'kafka-cluster:WriteData'],
           resources: k.writeTopics.map((t) => topicArnOf(stack, k.clusterArn, t)),
+        }),
+      );
+      // Exactly-once delivery: a transactional producer per target, its id msgx.<stage>.<target>.
+      this.fn.addToRolePolicy(
+        new iam.PolicyStatement({
+          actions: ['kafka-cluster:DescribeTransactionalId', 'kafka-cluster:AlterTransactionalId'],
+          resources: [transactionalIdArnOf(stack, k.clusterArn, 'msgx.*')],
         }),
       );
     }

@@ -256,6 +256,10 @@ describe('msgx stacks (dev)', () => {
     }
     const migrate = withAction(statementsOf(service, s.service, s.service.functions.migrate.fn.role!), 'kafka-cluster:');
     expect(migrate.flatMap(actions)).toContain('kafka-cluster:CreateTopic');
+    const dispatcher = withAction(statementsOf(service, s.service, s.service.functions.dispatcher.fn.role!), 'kafka-cluster:');
+    expect(dispatcher.flatMap(actions)).toEqual(
+      expect.arrayContaining(['kafka-cluster:DescribeTransactionalId', 'kafka-cluster:AlterTransactionalId']),
+    );
     expect(JSON.stringify(migrate)).toContain('msgx.schd');
     const ingress = withAction(statementsOf(service, s.service, s.service.functions.ingress.fn.role!), 'kafka-cluster:');
     expect(ingress.flatMap(actions).sort()).toEqual(['kafka-cluster:Connect', 'kafka-cluster:DescribeCluster']);

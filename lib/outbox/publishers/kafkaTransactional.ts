@@ -1,0 +1,89 @@
+import kafkajs from 'kafkajs';
+
+type Kafka = InstanceType<typeof kafkajs.Kafka>;
+type Producer = ReturnType<Kafka['producer']>;
+
+/**
+ * Exactly once into Kafka for one target (docs/outbox.md "Exactly once into Kafka"), as Kafka
+ * Connect's sources do it: the batch's records and the target's cursor are written in one Kafka
+ * transaction, the cursor to a compacted offsets topic keyed by target. A read_committed consumer
+ * sees a batch whole or not at all, and a restarted dispatcher resumes from the cursor Kafka
+ * committed. The transactional.id is fixed per stage and target, so a dispatcher that is still
+ * running after its replacement started (a zombie) is fenced by the broker.
+ */
+export interface TxRecord {
+  key: string | null;
+  value: string | null;
+  headers: Record<string, string>;
+}
+
+export const transactionalId = (stage: string, target: string): string => `msgx.${stage}.${target}`;
+
+export class TransactionalTarget {
+  private constructor(
+    private readonly producer: Producer,
+    readonly target: string,
+    private readonly topic: string,
+    private readonly offsetsTopic: string,
+  ) {}
+
+  /** Connects the target's transactional producer; connecting fences any older one of the same id. */
+  static async open(kafka: Kafka, o: { stage: string; target: string; topic: string; offsetsTopic: string }): Promise<TransactionalTarget> {
+    const producer = kafka.producer({ transactionalId: transactionalId(o.stage, o.target), idempotent: true, maxInFlightRequests: 1 });
+    await producer.connect();
+    // kafkajs registers the transactional.id (and so fences the older producer) only when a
+    // first transaction begins: an empty one does it now, before this target reads its cursor.
+    await (await producer.transaction()).abort();
+    return new TransactionalTarget(producer, o.target, o.topic, o.offsetsTopic);
+  }
+
+  /** Writes the records and the cursor they end at in one transaction; aborts it on any failure. */
+  async deliver(records: TxRecord[], cursor: string): Promise<void> {
+    const tx = await this.producer.transaction();
+    try {
+      if (records.length > 0) await tx.send({ topic: this.topic, messages: records });
+      await tx.send({ topic: this.offsetsTopic, messages: [{ key: this.target, value: cursor }] });
+      await tx.commit();
+    } catch (err) {
+      await tx.abort().catch(() => {}); // a fenced producer cannot abort either; the broker already did
+      throw err;
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.producer.disconnect();
+  }
+}
+
+/**
+ * The cursor Kafka last committed for `target`, read from the offsets topic with read_committed
+ * (an aborted batch's cursor is never seen); null when none was ever written.
+ */
+export async function readKafkaCursor(kafka: Kafka, offsetsTopic: string, target: string): Promise<string | null> {
+  const admin = kafka.admin();
+  await admin.connect();
+  const ends = await admin.fetchTopicOffsets(offsetsTopic).finally(() => admin.disconnect());
+  const open = new Map(ends.filter((e) => Number(e.high) > Number(e.low)).map((e) => [e.partition, Number(e.high)]));
+  if (open.size === 0) return null;
+  const consumer = kafka.consumer({ groupId: `msgx-cursor-${process.pid}-${Date.now()}`, readUncommitted: false, maxWaitTimeInMs: 200 });
+  let cursor: string | null = null;
+  await consumer.connect();
+  try {
+    await consumer.subscribe({ topic: offsetsTopic, fromBeginning: true });
+    await new Promise<void>((resolve, reject) => {
+      consumer
+        .run({
+          eachBatch: async ({ batch }) => {
+            for (const m of batch.messages) if (m.key?.toString() === target) cursor = m.value?.toString() ?? null;
+            // The high watermark includes transaction markers, which the batch's last offset covers.
+            if (Number(batch.lastOffset()) + 1 >= (open.get(batch.partition) ?? 0)) open.delete(batch.partition);
+            if (open.size === 0) resolve();
+          },
+        })
+        .catch(reject);
+    });
+  } finally {
+    await consumer.disconnect();
+  }
+  return cursor;
+}

@@ -1,0 +1,97 @@
+import kafkajs from 'kafkajs';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { relayLogBatch, startLogTarget } from '../../lib/outbox/logRelay.ts';
+import { readKafkaCursor, TransactionalTarget } from '../../lib/outbox/publishers/kafkaTransactional.ts';
+import { createTopics, randomTopic } from '../helpers/kafka.ts';
+import { freshPg, serviceUrls, type TestPg } from '../helpers/services.ts';
+
+/**
+ * Exactly once into Kafka for one target (lib/outbox/publishers/kafkaTransactional.ts): records and
+ * cursor in one transaction, judged by a read_committed consumer of the test's own.
+ */
+const topic = randomTopic('msgx-eos');
+const offsets = `${topic}.offsets`;
+const target = `tx:${topic}`;
+const logTopic = randomTopic('msgx-eos-log');
+const logTarget = `tx:${logTopic}`;
+let kafka: InstanceType<typeof kafkajs.Kafka>;
+let pg: TestPg;
+
+beforeAll(async () => {
+  const brokers = serviceUrls().kafkaBrokers;
+  await createTopics(brokers, [
+    { topic },
+    { topic: logTopic },
+    { topic: offsets, configEntries: [{ name: 'cleanup.policy', value: 'compact' }] },
+  ]);
+  pg = await freshPg();
+  kafka = new kafkajs.Kafka({ clientId: 'msgx-test-eos', brokers, logLevel: kafkajs.logLevel.NOTHING });
+}, 60_000);
+afterAll(async () => {
+  await pg?.drop();
+});
+
+/** Every committed record of the topic, as a read_committed consumer sees it. */
+async function committedValues(of = topic): Promise<string[]> {
+  const topic = of;
+  const admin = kafka.admin();
+  await admin.connect();
+  const [end] = await admin.fetchTopicOffsets(topic).finally(() => admin.disconnect());
+  const high = Number(end!.high);
+  const consumer = kafka.consumer({ groupId: randomTopic('g'), readUncommitted: false, maxWaitTimeInMs: 200 });
+  const got: string[] = [];
+  await consumer.connect();
+  await consumer.subscribe({ topic, fromBeginning: true });
+  await new Promise<void>((resolve) => {
+    void consumer.run({
+      eachBatch: async ({ batch }) => {
+        for (const m of batch.messages) got.push(m.value?.toString() ?? '');
+        if (Number(batch.lastOffset()) + 1 >= high) resolve();
+      },
+    });
+  });
+  await consumer.disconnect();
+  return got;
+}
+
+const rec = (v: string) => ({ key: 'k', value: v, headers: { 'msgx-event-id': v } });
+
+it('a batch and its cursor commit together; a zombie producer is fenced and its batch never seen; the cursor is read back from Kafka', async () => {
+  const first = await TransactionalTarget.open(kafka, { stage: 'test', target, topic, offsetsTopic: offsets });
+  await first.deliver([rec('1'), rec('2')], 'cursor-2');
+
+  // The replacement of a dispatcher thought dead: same transactional.id, so the old one is fenced.
+  const second = await TransactionalTarget.open(kafka, { stage: 'test', target, topic, offsetsTopic: offsets });
+  await expect(first.deliver([rec('zombie')], 'cursor-zombie')).rejects.toThrow();
+  expect(await readKafkaCursor(kafka, offsets, target)).toBe('cursor-2');
+  await second.deliver([rec('3')], 'cursor-3');
+
+  expect(await committedValues()).toEqual(['1', '2', '3']);
+  expect(await readKafkaCursor(kafka, offsets, target)).toBe('cursor-3');
+  await second.close();
+  await first.close().catch(() => {});
+}, 60_000);
+
+const insert = (...values: string[]) =>
+  pg.db.query(`INSERT INTO msg_event (target, partition_key, event_type, value) SELECT $1, 'k', 'T', v FROM unnest($2::text[]) v`, [
+    logTarget,
+    values,
+  ]);
+
+it('the log relayed exactly once: a dispatcher that dies between its Kafka commit and the PostgreSQL mirror is resumed from the Kafka cursor, nothing sent twice', async () => {
+  const open = () => TransactionalTarget.open(kafka, { stage: 'test', target: logTarget, topic: logTopic, offsetsTopic: offsets });
+  const first = await open();
+  await startLogTarget(pg.db, logTarget, await readKafkaCursor(kafka, offsets, logTarget));
+  await insert('a', 'b');
+  const died = new Error('killed after the Kafka commit');
+  await expect(relayLogBatch(pg.db, first, 100, { afterKafkaCommit: () => Promise.reject(died) })).rejects.toBe(died);
+
+  const second = await open(); // the replacement: fences the first, adopts Kafka's cursor
+  await startLogTarget(pg.db, logTarget, await readKafkaCursor(kafka, offsets, logTarget));
+  await insert('c');
+  while ((await relayLogBatch(pg.db, second, 100)) > 0);
+  await relayLogBatch(pg.db, second, 100);
+  expect(await committedValues(logTopic)).toEqual(['a', 'b', 'c']);
+  await second.close();
+  await first.close().catch(() => {});
+}, 60_000);
