@@ -1,5 +1,5 @@
 import { type ChildProcessWithoutNullStreams, execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { existsSync, mkdtempSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
@@ -27,6 +27,9 @@ beforeAll(async () => {
   brokers = serviceUrls().kafkaBrokers;
   await createTopics(brokers, [{ topic }]);
   classes = mkdtempSync(join(tmpdir(), 'msgx-insert-java-'));
+  // The driver comes from Maven Central, as the broker does; a machine that has it already skips the download.
+  if (!existsSync(JDBC))
+    execFileSync('mvn', ['-q', '-B', 'dependency:get', '-Dartifact=org.postgresql:postgresql:42.7.13'], { stdio: 'inherit' });
   execFileSync('javac', ['-cp', JDBC, '-d', classes, join(import.meta.dirname, '../fixtures/outbox-insert/OutboxInsert.java')]);
   twin = await startTwin(
     { MSGX_PG_URL: pg.url, MSGX_KAFKA_BROKERS: brokers.join(','), MSGX_DELIVERY_POLL_INTERVAL: '200ms' },
