@@ -30,7 +30,10 @@ const waiting = new Map<number, (a: OffThreadAnswer | null) => void>();
 function start(): Worker {
   const url = new URL('./decodeWorker.ts', import.meta.url).href;
   // A worker does not inherit the twin's TypeScript loader: it registers it before loading the file.
-  const boot = `import('tsx/esm/api').then((t) => { t.register(); return import(${JSON.stringify(url)}); })`;
+  // Resolved here: the worker's own bare specifiers resolve from the working directory, which need
+  // not be this checkout.
+  const tsx = import.meta.resolve('tsx/esm/api');
+  const boot = `import(${JSON.stringify(tsx)}).then((t) => { t.register(); return import(${JSON.stringify(url)}); })`;
   const w = new Worker(boot, { eval: true });
   w.unref();
   w.on('message', (a: OffThreadAnswer) => {
