@@ -18,6 +18,7 @@ import { bundleScenario } from './scenarios/bundle.ts';
 import { decoderScenario } from './scenarios/decoder.ts';
 import { e2eScenario } from './scenarios/e2e.ts';
 import { footprintScenario } from './scenarios/footprint.ts';
+import { gateScenario } from './scenarios/gate.ts';
 import { httpScenario } from './scenarios/http.ts';
 import { peersScenario } from './scenarios/peers.ts';
 import { pumpScenario } from './scenarios/pump.ts';
@@ -34,6 +35,7 @@ const SCENARIOS: Record<string, (o: RunOptions) => Promise<ScenarioResult>> = {
   footprint: footprintScenario,
   bundle: bundleScenario,
   decoder: decoderScenario,
+  gate: gateScenario,
 };
 
 function parseArgs(argv: string[]) {

@@ -12,6 +12,9 @@ export type Prepared =
   | { msgId: number; rawText: string; decoded: DecodedMessage; error?: undefined }
   | { msgId: number; rawText: string | null; decoded?: undefined; error: MsgxError };
 
+/** What a decode depends on besides the text (the decode-once cache's key with the message ID). */
+export const decodeOptionsKey = (timezone: string, maxBytes: number, dayBoundary: boolean) => `${timezone}|${maxBytes}|${dayBoundary}`;
+
 export function prepare(
   msgId: number,
   rawText: MailboxText | undefined | null,
@@ -27,7 +30,7 @@ export function prepare(
     return { msgId, rawText: rawText.lossy.replaceAll('\u0000', '\uFFFD'), error: new MalformedError(rawText.undecodable) };
   // Decoded once per process: a retry, or a message read again behind a failing head, reuses what
   // the first decode learned, the failure included.
-  const learned = decodeOnce(msgId, rawText, `${timezone}|${maxBytes}|${dayBoundary}`, () => {
+  const learned = decodeOnce(msgId, rawText, decodeOptionsKey(timezone, maxBytes, dayBoundary), () => {
     try {
       return { decoded: decode(rawText, { timezone, limits: { maxBytes }, dayBoundary }) };
     } catch (err) {

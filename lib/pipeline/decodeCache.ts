@@ -40,9 +40,22 @@ export function decodeOnce(msgId: number, text: string, options: string, run: ()
     counts.reuses++;
     return hit.learned;
   }
-  if (hit) forget(msgId, hit);
-  counts.decodes++;
   const learned = run();
+  keepDecoded(msgId, text, options, learned);
+  return learned;
+}
+
+/** Whether this message's text under these options is known already (no reuse counted). */
+export function knowsDecoded(msgId: number, text: string, options: string): boolean {
+  const hit = entries.get(msgId);
+  return hit !== undefined && hit.text === text && hit.options === options;
+}
+
+/** Keeps what a decode learned (run here, or in a worker thread), as decodeOnce does. */
+export function keepDecoded(msgId: number, text: string, options: string, learned: Learned): void {
+  const old = entries.get(msgId);
+  if (old) forget(msgId, old);
+  counts.decodes++;
   // A text larger than the whole budget is not kept (it would evict everything else for itself).
   if (text.length <= DECODE_CACHE_MAX_CHARS / 4) {
     entries.set(msgId, { text, options, learned });
@@ -52,7 +65,6 @@ export function decodeOnce(msgId: number, text: string, options: string, run: ()
       forget(id, e);
     }
   }
-  return learned;
 }
 
 /** A message reached its end (terminal state): nothing will ask for it again. */

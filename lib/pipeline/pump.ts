@@ -1,9 +1,10 @@
 import type { AppContext } from '../app/context.ts';
 import type { MailboxText } from '../mailbox/mailbox.ts';
 import { asMsgxError, isOutage } from '../shared/errors.ts';
-import { type Prepared, prepare } from './attempt.ts';
+import { decodeOptionsKey, type Prepared, prepare } from './attempt.ts';
+import { forgetDecoded, keepDecoded, knowsDecoded } from './decodeCache.ts';
+import { decodeOffThread, OFF_THREAD_CHARS } from './offThread.ts';
 import { backfillNow, noteFor } from './backfill.ts';
-import { forgetDecoded } from './decodeCache.ts';
 import { takeEnqueued } from './justEnqueued.ts';
 import { applyGroup, type GroupResult, record } from './group.ts';
 import { holdHead, type OpenRow, readHead, writeAttempts } from './procState.ts';
@@ -269,7 +270,15 @@ async function prepareGroup(ctx: AppContext, group: Pick<OpenRow, 'msg_id' | 'ra
       await yieldToLoop();
       ran = performance.now();
     }
-    out.push(prepare(r.msg_id, r.raw_text ?? texts.get(r.msg_id), timezone, maxBytes, dayBoundary));
+    const text = r.raw_text ?? texts.get(r.msg_id);
+    if (ctx.config.runtime === 'twin' && typeof text === 'string' && text.length >= OFF_THREAD_CHARS) {
+      const key = decodeOptionsKey(timezone, maxBytes, dayBoundary);
+      if (!knowsDecoded(r.msg_id, text, key)) {
+        const learned = await decodeOffThread({ text, timezone, maxBytes, dayBoundary });
+        if (learned) keepDecoded(r.msg_id, text, key, learned);
+      }
+    }
+    out.push(prepare(r.msg_id, text, timezone, maxBytes, dayBoundary));
   }
   return out;
 }

@@ -43,6 +43,10 @@ describe('CLI tables with a width', () => {
   it('keeps a row on one line when a value holds line breaks', () => {
     expect(table([{ a: 'x\ny', b: 'z' }]).split('\n')).toHaveLength(3);
   });
+
+  it('turns each run of white space holding a line break into one space, and leaves other runs', () => {
+    expect(table([{ a: 'x \r\n \n  y  z' }]).split('\n')[2]).toBe('x y  z');
+  });
 });
 
 describe('CLI tables too wide for their width', () => {
