@@ -141,6 +141,9 @@ export class ServiceStack extends Stack {
 
     fns.ingress.bindInvoke(fns.pump, 'MSGX_PUMP_FUNCTION_NAME');
     fns.ingress.bindInvoke(fns.poller, 'MSGX_POLLER_FUNCTION_NAME');
+    fns.ingress.bindInvoke(fns.dispatcher, 'MSGX_DISPATCHER_FUNCTION_NAME');
+    // Each looping role starts its successor before its budget ends (lib/jobs/handover.ts).
+    for (const role of SCHEDULED_ROLES) fns[role].allowSelfInvoke();
     // Who is an operator on the admin routes (lib/http/operators.ts); an empty list: nobody.
     fns.ingress.fn.addEnvironment('MSGX_OPERATOR_PRINCIPALS', settings.operatorPrincipals.join(','));
 
