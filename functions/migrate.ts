@@ -1,6 +1,7 @@
 import type { Context } from 'aws-lambda';
 import { openMigrated } from '../lib/app/buildContext.ts';
 import { ensureAppUser } from '../lib/db/appUser.ts';
+import { pauseAtStart } from '../lib/pipeline/pause.ts';
 import { appUserFromSecret } from '../lib/config/secrets.ts';
 import { LAMBDA_STATEMENT_TIMEOUT_MS, lambdaConfig } from '../lib/jobs/coldStart.ts';
 import { createLogger } from '../lib/observability/logger.ts';
@@ -25,6 +26,9 @@ export async function handler(
   const statementTimeoutMs = Math.max(LAMBDA_STATEMENT_TIMEOUT_MS, (lambda?.getRemainingTimeInMillis() ?? 0) - STOP_MARGIN_MS);
   const { db, result } = await openMigrated(config, { log, statementTimeoutMs, credentials });
   try {
+    // "No auto-start" (MSGX_START_PAUSED): each deploy pauses head processing before new code runs.
+    if (await pauseAtStart(db, config.roles.startPaused, 'deploy migration (MSGX_START_PAUSED)', new Date()))
+      log.info('pipeline paused at start');
     const appUser = await appUserFromSecret(process.env);
     if (appUser) log.info('functions user ready', { user: appUser.username, ...(await ensureAppUser(db, appUser)) });
     // The topics producers may name (MSGX_TX_TOPICS) are created with the configured partitions too.

@@ -314,6 +314,20 @@ export class MsgxFunction extends Construct {
     return this.env('MSGX_KAFKA_BROKERS', k.bootstrapBrokers).env('MSGX_KAFKA_SSL', '1').env('MSGX_KAFKA_IAM_REGION', stack.region);
   }
 
+  /**
+   * Let this function start its own live alias (the handover to its successor). A separate policy:
+   * the function's default policy naming its own alias would be a dependency cycle. The function
+   * finds the ARN in its invocation context, so no environment variable is needed.
+   */
+  allowSelfInvoke(): this {
+    const alias = this.liveAlias();
+    new iam.Policy(this, 'SelfInvoke', {
+      roles: [this.fn.role!],
+      statements: [new iam.PolicyStatement({ actions: ['lambda:InvokeFunction'], resources: [alias.functionArn] })],
+    });
+    return this;
+  }
+
   /** Let this function start `target`'s live alias asynchronously (the ingress kicking the pump). */
   bindInvoke(target: MsgxFunction, envName: string): this {
     const alias = target.liveAlias();

@@ -11,7 +11,7 @@ import { ROLE_CATALOGUE } from '../../lib/app/catalogue.ts';
 import { type FunctionRole, type MsgxSettings, SCHEDULED_ROLES } from '../config.ts';
 import type { DataStack } from './data-stack.ts';
 import type { MessagingStack } from './messaging-stack.ts';
-import type { ServiceStack } from './service-stack.ts';
+import { disabledRoles, type ServiceStack } from './service-stack.ts';
 
 export interface MonitoringStackProps extends StackProps {
   msgx: MsgxSettings;
@@ -139,7 +139,10 @@ export class MonitoringStack extends Stack {
         statistic,
         period: Duration.minutes(minutes),
       });
+    const off = disabledRoles(msgx.functionEnv);
     for (const role of SCHEDULED_ROLES) {
+      // A role switched off never runs: its silence is what the stage asked for.
+      if (off.includes(role)) continue;
       // Missing data is BREACHING: a role that is not invoked, or dies before it reports, is silent.
       alarm(
         `${role}-Heartbeat`,

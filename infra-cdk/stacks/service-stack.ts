@@ -37,6 +37,8 @@ export const UPSTREAM_ROUTES: [apigwv2.HttpMethod, string][] = [
   [apigwv2.HttpMethod.POST, '/v1/tx-messages/{id}/ack'],
   [apigwv2.HttpMethod.GET, '/v1/flights'],
   [apigwv2.HttpMethod.GET, '/v1/flights/{flid}'],
+  // The replaced system's query route (lib/flights/routes.ts), for its consumers as they were.
+  [apigwv2.HttpMethod.GET, '/all/flights'],
   [apigwv2.HttpMethod.GET, '/health'],
 ];
 /** Operator routes: always IAM, whatever `upstreamAuth` says. */
@@ -141,6 +143,9 @@ export class ServiceStack extends Stack {
 
     fns.ingress.bindInvoke(fns.pump, 'MSGX_PUMP_FUNCTION_NAME');
     fns.ingress.bindInvoke(fns.poller, 'MSGX_POLLER_FUNCTION_NAME');
+    fns.ingress.bindInvoke(fns.dispatcher, 'MSGX_DISPATCHER_FUNCTION_NAME');
+    // Each looping role starts its successor before its budget ends (lib/jobs/handover.ts).
+    for (const role of SCHEDULED_ROLES) fns[role].allowSelfInvoke();
     // Who is an operator on the admin routes (lib/http/operators.ts); an empty list: nobody.
     fns.ingress.fn.addEnvironment('MSGX_OPERATOR_PRINCIPALS', settings.operatorPrincipals.join(','));
 
@@ -172,6 +177,8 @@ export class ServiceStack extends Stack {
         description: `msgx ${role}: one worker loop ${every === 1 ? 'a minute' : `every ${every} minutes`} (runs until its budget is spent)`,
         schedule: scheduler.ScheduleExpression.rate(Duration.minutes(every)),
         target: new LambdaTarget(live(role), this.schedulerRole),
+        // A role switched off (MSGX_DISABLED_ROLES) is never scheduled; its function exits if invoked anyway.
+        enabled: !disabledRoles(msgx.functionEnv).includes(role),
       });
     }
     this.schedules = schedules;
@@ -265,4 +272,12 @@ function upstreamAuthorizer(scope: Construct, msgx: MsgxSettings): apigwv2.IHttp
 
 function cap(s: string): string {
   return s.charAt(0).toUpperCase() + s.slice(1);
+}
+
+/** The roles a stage switched off (its MSGX_DISABLED_ROLES, validated at synth by the functions' schema). */
+export function disabledRoles(env: Record<string, string>): string[] {
+  return (env.MSGX_DISABLED_ROLES ?? '')
+    .split(',')
+    .map((r) => r.trim())
+    .filter(Boolean);
 }

@@ -9,6 +9,8 @@ import { catalogueRole } from '../app/roles.ts';
 import type { MetricsSink, RoleFactory, RoleMetricsSink, RoleSpec } from '../app/role.ts';
 import { roleMetricValues } from './roleMetrics.ts';
 import { runWorker, type WorkerSummary } from './worker.ts';
+import { asyncInvoker } from './kick.ts';
+import { HANDOVER_EVENT, HANDOVER_LEAD_MS, isHandover } from './handover.ts';
 
 /**
  * No statement runs longer than this in a function: the server cancels it. Kept below the stop
@@ -74,7 +76,11 @@ export async function lambdaConfig(): Promise<{ config: Config; credentials: Url
  */
 export function scheduledHandler(makeRole: (ctx: AppContext) => RoleSpec) {
   let role: RoleSpec | undefined;
-  return async (_event: unknown, lambda: Pick<Context, 'getRemainingTimeInMillis'>): Promise<WorkerSummary> => {
+  const invoke = asyncInvoker();
+  return async (
+    event: unknown,
+    lambda: Pick<Context, 'getRemainingTimeInMillis'> & Partial<Pick<Context, 'invokedFunctionArn'>>,
+  ): Promise<WorkerSummary> => {
     const ctx = await lambdaContext();
     role ??= makeRole(ctx);
     const budgetMs = Math.max(0, lambda.getRemainingTimeInMillis() - BUDGET_MARGIN_MS);
@@ -92,7 +98,17 @@ export function scheduledHandler(makeRole: (ctx: AppContext) => RoleSpec) {
     await flush();
     let summary: WorkerSummary;
     try {
-      summary = await runWorker(ctx, { ...spec, budgetMs, stepGraceMs: BUDGET_MARGIN_MS - RELEASE_RESERVE_MS });
+      // The successor is this very function as it was invoked (the live alias): started shortly
+      // before the budget ends, it waits for this run's lock, so the role is never absent.
+      const self = lambda.invokedFunctionArn;
+      summary = await runWorker(ctx, {
+        ...spec,
+        budgetMs,
+        stepGraceMs: BUDGET_MARGIN_MS - RELEASE_RESERVE_MS,
+        ...(self && !spec.unlocked ? { handover: { leadMs: HANDOVER_LEAD_MS, start: () => invoke(self, HANDOVER_EVENT) } } : {}),
+        // A successor waits out its predecessor's lead and its step's grace; a scheduled run does not wait.
+        ...(isHandover(event) ? { lockWaitMs: HANDOVER_LEAD_MS + BUDGET_MARGIN_MS } : {}),
+      });
     } finally {
       await flush();
     }

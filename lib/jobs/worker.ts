@@ -23,6 +23,13 @@ export interface WorkerOptions {
   unlocked?: boolean;
   /** Switched off (MSGX_DISABLED_ROLES): return at once, without the lock or a step. */
   disabled?: boolean;
+  /**
+   * Start the successor this long before the budget ends (Lambda: an async invoke of the same
+   * function), so the role has no gap until the next schedule. Called once, only by the lock holder.
+   */
+  handover?: { leadMs: number; start: () => Promise<void> };
+  /** Wait up to this long for a lock that is held (a successor waiting for its predecessor's end). */
+  lockWaitMs?: number;
 }
 
 export interface WorkerSummary {
@@ -36,7 +43,12 @@ export interface WorkerSummary {
   /** `step-overran`: a step was still running when the budget ran out; the worker let go of it. */
   /** `disabled`: the role is switched off (MSGX_DISABLED_ROLES) and did not run. */
   stoppedBy: 'budget' | 'signal' | 'lock-lost' | 'not-acquired' | 'step-overran' | 'disabled';
+  /** A successor was started before the budget ended. */
+  handedOver?: boolean;
 }
+
+/** How often a successor asks for its predecessor's lock while it waits. */
+const LOCK_WAIT_POLL_MS = 100;
 
 const OVERRAN = Symbol('overran');
 
@@ -49,11 +61,19 @@ const OVERRAN = Symbol('overran');
 export async function runWorker(ctx: Pick<AppContext, 'db' | 'config' | 'clock' | 'log'>, o: WorkerOptions): Promise<WorkerSummary> {
   const summary: WorkerSummary = { role: o.role, acquired: false, steps: 0, busySteps: 0, pausedSteps: 0, errors: 0, stoppedBy: 'budget' };
   if (o.disabled) return { ...summary, stoppedBy: 'disabled' };
-  const lock = o.unlocked ? null : await tryRoleLock(ctx.db, o.role);
-  if (!o.unlocked && !lock) return { ...summary, stoppedBy: 'not-acquired' };
-  summary.acquired = true;
+  // The budget counts from the invocation's start: time spent waiting for the lock is spent.
   const started = Date.now();
   const budget = o.budgetMs ?? Number.POSITIVE_INFINITY;
+  const lock = o.unlocked ? null : await acquire(ctx, o.role, Math.min(o.lockWaitMs ?? 0, budget), o.signal);
+  if (!o.unlocked && !lock) return { ...summary, stoppedBy: 'not-acquired' };
+  summary.acquired = true;
+  const handoverAt = o.handover ? budget - o.handover.leadMs : Number.POSITIVE_INFINITY;
+  const handOver = () => {
+    if (summary.handedOver || !o.handover || Date.now() - started < handoverAt) return;
+    summary.handedOver = true;
+    // Not awaited: the successor waits for this lock, and a failed start leaves the schedule to restart the chain.
+    o.handover.start().catch((err) => ctx.log.warn('could not start a successor; the schedule will', { role: o.role, error: String(err) }));
+  };
   let wake = new AbortController();
   const unlisten: (() => Promise<void>)[] = [];
   // The lock is checked while the worker rests, so a wake-up does not wait for that round trip: at
@@ -63,6 +83,7 @@ export async function runWorker(ctx: Pick<AppContext, 'db' | 'config' | 'clock' 
   try {
     for (const channel of o.wakeOn ?? []) unlisten.push(await ctx.db.listen(channel, () => wake.abort()));
     while (!o.signal?.aborted && Date.now() - started < budget) {
+      handOver();
       if (lock) {
         try {
           await (checkedAtRest && !lock.lost() ? checkedAtRest : lock.check());
@@ -96,6 +117,7 @@ export async function runWorker(ctx: Pick<AppContext, 'db' | 'config' | 'clock' 
         ctx.log.error('worker step failed', { role: o.role, error: err as Error });
       }
       rest = Math.min(rest, budget - (Date.now() - started));
+      if (!summary.handedOver) rest = Math.max(0, Math.min(rest, handoverAt - (Date.now() - started)));
       checkedAtRest = null;
       if (wake.signal.aborted) wake = new AbortController();
       else {
@@ -110,6 +132,16 @@ export async function runWorker(ctx: Pick<AppContext, 'db' | 'config' | 'clock' 
     await lock?.release();
   }
   return summary;
+}
+
+/** The role's lock, asked for again every LOCK_WAIT_POLL_MS for up to `waitMs` while another holds it. */
+async function acquire(ctx: Pick<AppContext, 'db' | 'clock'>, role: string, waitMs: number, signal?: AbortSignal) {
+  const until = Date.now() + waitMs;
+  for (;;) {
+    const lock = await tryRoleLock(ctx.db, role);
+    if (lock || Date.now() >= until || signal?.aborted) return lock;
+    await ctx.clock.sleep(Math.min(LOCK_WAIT_POLL_MS, until - Date.now()), signal);
+  }
 }
 
 /** The step's result, or OVERRAN once `ms` have passed (an infinite budget waits forever). */

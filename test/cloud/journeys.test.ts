@@ -223,6 +223,41 @@ describe('the dev stage in the emulated cloud', () => {
     expect(emu.secrets.apiReads.slice(reads)).toContain(appArn);
   });
 
+  it('coverage: with its schedule off and its chain broken, the dispatcher is started by an ingress post', async () => {
+    const dispatcher = emu.functionName('dispatcher');
+    const key = [...emu.schedules.schedules.keys()].find((k) => emu.schedules.schedules.get(k)!.Target.Arn.includes(dispatcher))!;
+    const sched = emu.schedules.schedules.get(key)!;
+    emu.schedules.put({ ...sched, State: 'DISABLED' });
+    const running = () => emu.lambda.invocations.filter((i) => i.functionName === dispatcher && !i.endedAt);
+    try {
+      // The running chain hands over forever: freeze every dispatcher until none is left (each is killed at its timeout).
+      await waitFor(
+        async () => {
+          emu.lambda.stall(dispatcher);
+          return running().length === 0 || null;
+        },
+        { timeoutMs: 300_000, what: 'the dispatcher chain to end' },
+      );
+      const flid = F(251);
+      expect((await call(emu.apiUrl, 'POST', '/cminmsgs/send', { xml: plan([flid]) })).status).toBe(200);
+      model.plan(flid, planned(flid));
+      const posted = Date.now();
+      // Only the ingress's kick can start one: the schedule is off and no successor was left. Posts
+      // go on past the kick's debounce while a killed run's lock is still held on the server.
+      await waitFor(
+        async () => {
+          expect(await sendOverApi(flid)).toBe(200);
+          await new Promise((r) => setTimeout(r, 2_500));
+          return emu.lambda.invocations.find((i) => i.functionName === dispatcher && i.startedAt >= posted) ?? null;
+        },
+        { timeoutMs: 60_000, what: 'a dispatcher started after the post' },
+      );
+      await judge([flid]);
+    } finally {
+      emu.schedules.put({ ...emu.schedules.schedules.get(key)!, State: 'ENABLED' });
+    }
+  }, 420_000);
+
   it('a pump killed at its timeout in the middle of a step: the next invocation carries on, nothing lost or out of order', async () => {
     const pump = emu.functionName('pump');
     const flids = [F(301), F(302)];

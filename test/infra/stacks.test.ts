@@ -165,17 +165,21 @@ describe('msgx stacks (dev)', () => {
     expect(arns.sort()).toEqual(SCHEDULED_ROLES.map(aliasId).sort());
   });
 
-  it("lets only the ingress invoke a function, and only the pump's and the poller's live alias", () => {
+  it("lets the ingress invoke only the pump's, the poller's and the dispatcher's live alias, a looping role only its own", () => {
     const pumpId = aliasId('pump');
     const pollerId = aliasId('poller');
+    const dispatcherId = aliasId('dispatcher');
     for (const [role, f] of Object.entries(s.service.functions)) {
       const invokes = withAction(statementsOf(service, s.service, f.fn.role!), 'lambda:');
       if (role === 'ingress') {
         const targets = invokes.flatMap(resources);
-        expect(targets).toHaveLength(2);
-        expect(targets).toEqual(expect.arrayContaining([{ Ref: pumpId }, { Ref: pollerId }]));
-      } else {
+        expect(targets).toHaveLength(3);
+        expect(targets).toEqual(expect.arrayContaining([{ Ref: pumpId }, { Ref: pollerId }, { Ref: dispatcherId }]));
+      } else if (role === 'migrate') {
         expect(invokes, role).toEqual([]);
+      } else {
+        // The handover (lib/jobs/handover.ts): its own live alias, nothing else.
+        expect(invokes.flatMap(resources), role).toEqual([{ Ref: aliasId(role as FunctionRole) }]);
       }
     }
     const env =
@@ -183,6 +187,7 @@ describe('msgx stacks (dev)', () => {
         .Variables;
     expect(env.MSGX_PUMP_FUNCTION_NAME).toEqual({ Ref: pumpId });
     expect(env.MSGX_POLLER_FUNCTION_NAME).toEqual({ Ref: pollerId });
+    expect(env.MSGX_DISPATCHER_FUNCTION_NAME).toEqual({ Ref: dispatcherId });
     // No function calls Scheduler (an operator's `msgx pause` does, with the operator's credentials).
     expect(env.MSGX_SCHEDULE_GROUP).toBeUndefined();
     expect(env.MSGX_SCHEDULE_NAMES).toBeUndefined();
