@@ -181,11 +181,12 @@ describe('RESP matching', () => {
 
   it('for another day, or older than the request: SKIPPED with the reason; the request stays open', async () => {
     const sentAt = p.clock.now();
-    await requestDay(p.ctx, '20261130');
+    const r = await requestDay(p.ctx, '20261130');
     const [a, b] = await p.post(resp('20261201', local(sentAt)), resp('20261130', local(new Date(sentAt.getTime() - 1000))));
     await p.drain();
-    expect((await p.status(a!))?.note).toMatch(/^request-scope-mismatch:/);
-    expect((await p.status(b!))?.note).toMatch(/^answer-older-than-request:/);
+    // The note names the open request it was compared with, and the scope that request is for.
+    expect(await p.status(a!)).toMatchObject({ status: 'SKIPPED', note: `request-scope-mismatch:${r.id}:20261130` });
+    expect(await p.status(b!)).toMatchObject({ status: 'SKIPPED', note: `answer-older-than-request:${r.id}` });
     expect((await reqRows())[0]!.status).toBe('SENT');
   });
 
