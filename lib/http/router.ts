@@ -1,4 +1,4 @@
-import { MsgxError, RequestError } from '../shared/errors.ts';
+import { isOutage, MsgxError, RequestError } from '../shared/errors.ts';
 import type { AppContext } from '../app/context.ts';
 import { isJsonType, mediaType } from './jsonBody.ts';
 import type { HttpRequest, HttpResponse, Route } from './types.ts';
@@ -113,10 +113,27 @@ export function errorResponse(err: unknown): HttpResponse {
   if (err instanceof MsgxError && err.errorClass === 'INFRA')
     return { status: 503, body: { error: 'unavailable', detail: `${err.message}; try again later` } };
   if (err instanceof MsgxError) return { status: 400, body: { error: err.errorClass.toLowerCase(), detail: err.message } };
+  // A server msgx needs is away (a refused connection, a lost session): the caller may retry, so
+  // it is 503 with the reason's code, not a 500 that reads as a bug.
+  if (isOutage(err))
+    return {
+      status: 503,
+      body: { error: 'unavailable', detail: `a service msgx needs is unreachable (${outageCode(err)}); try again later` },
+    };
   return {
     status: 500,
     body: { error: 'internal', detail: 'the request failed on an unexpected error; the details are in the server log' },
   };
+}
+
+/** The first error code along the cause chain (ECONNREFUSED, 57P01 …), else the error's name. */
+function outageCode(err: unknown): string {
+  for (let e = err; e instanceof Error; e = e.cause) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string') return code;
+    if (e.cause === e) break;
+  }
+  return err instanceof Error ? err.name : 'unknown';
 }
 
 export const json = (status: number, body: unknown): HttpResponse => ({ status, body });

@@ -37,7 +37,8 @@ export type RoleName = 'pump' | 'poller' | 'dispatcher' | 'sweep';
 
 /** Settings every fault run uses: short leases and periods so a 5-minute budget covers 50+ kills. */
 export const FAULT_ENV: Record<string, string> = {
-  MSGX_LOG_LEVEL: 'WARN',
+  // INFO into each role's log file: a failing run shows what every role did, not only its errors.
+  MSGX_LOG_LEVEL: 'INFO',
   MSGX_POLL_INTERVAL_MS: '200',
   MSGX_TOPIC_PARTITIONS: '3',
   // A killed dispatcher's lease expires after this: its rows are re-sent (duplicates, same event id).
@@ -875,3 +876,28 @@ export function localPortsOf(pid: number): number[] {
 }
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** How long a wait may go without any progress before it counts as stalled. */
+export const STALL_MS = 60_000;
+
+/**
+ * Waits until `done()` holds for as long as the run keeps making progress: a slow host that is
+ * still working off a backlog is not a failure; only STALL_MS without any change in `progress`
+ * (terminal messages, events left the outbox, mailbox rows back-filled) is.
+ */
+export async function untilDoneWhileProgressing(run: FaultRun, done: () => Promise<boolean>, what: string): Promise<void> {
+  let last = '';
+  let changedAt = Date.now();
+  for (;;) {
+    if (await done()) return;
+    const p = await progress(run);
+    const now = JSON.stringify([p.terminal, p.open, p.eventsOpen, await mailboxUnmarked(run)]);
+    if (now !== last) {
+      last = now;
+      changedAt = Date.now();
+    } else if (Date.now() - changedAt > STALL_MS) {
+      throw new Error(`${what}: stalled, no progress for ${STALL_MS} ms at ${now} (terminal, open, events open, mailbox unmarked)`);
+    }
+    await sleep(250);
+  }
+}

@@ -5,8 +5,8 @@
  * directories under the OS temp dir, and removes them afterwards. PostgreSQL stays shared: the
  * scenarios only terminate the backends of their own database.
  */
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -55,7 +55,14 @@ function mariadbPid(m: MariadbInstance): number | null {
     return null;
   }
   const cmd = existsSync(`/proc/${pid}/cmdline`) ? readFileSync(`/proc/${pid}/cmdline`, 'utf8') : '';
-  return cmd.includes(m.dir) ? pid : null;
+  let exe = '';
+  try {
+    exe = readlinkSync(`/proc/${pid}/exe`);
+  } catch {
+    return null;
+  }
+  // The server itself, not a wrapper that carries the same data dir in its arguments.
+  return exe === MARIADBD && cmd.includes(m.dir) ? pid : null;
 }
 
 /** Creates the data directory once (system tables; root@127.0.0.1 with an empty password). */
@@ -79,10 +86,17 @@ async function mariadbInstall(m: MariadbInstance): Promise<void> {
 export async function mariadbStart(m: MariadbInstance): Promise<string> {
   await mariadbInstall(m);
   if (!mariadbPid(m)) {
-    const log = openSync(join(m.dir, 'mariadbd.log'), 'a');
-    const child: ChildProcess = spawn(
-      MARIADBD,
+    // start-stop-daemon execs mariadbd itself (no shell or node wrapper in between), so the pid
+    // mariadbd writes is the server's, and --stop --exec below can only ever hit that binary.
+    await run(
+      'start-stop-daemon',
       [
+        '--start',
+        '--background',
+        `--pidfile=${pidFile(m)}`,
+        `--exec=${MARIADBD}`,
+        `--output=${join(m.dir, 'mariadbd.log')}`,
+        '--',
         '--no-defaults',
         `--datadir=${join(m.dir, 'data')}`,
         `--port=${m.port}`,
@@ -95,10 +109,8 @@ export async function mariadbStart(m: MariadbInstance): Promise<string> {
         '--max-connections=500',
         ...(m.args ?? []),
       ],
-      { detached: true, stdio: ['ignore', log, log] },
+      { timeout: 30_000 },
     );
-    closeSync(log);
-    child.unref();
   }
   const deadline = Date.now() + 90_000;
   for (;;) {
@@ -119,7 +131,10 @@ export async function mariadbStart(m: MariadbInstance): Promise<string> {
 export async function mariadbStop(m: MariadbInstance, kill: boolean): Promise<void> {
   const pid = mariadbPid(m);
   if (!pid) throw new Error(`the private MariaDB in ${m.dir} is not running`);
-  process.kill(pid, kill ? 'SIGKILL' : 'SIGTERM');
+  // --exec: the signal goes only to a process whose executable is mariadbd, never to a reused pid.
+  await run('start-stop-daemon', ['--stop', `--signal=${kill ? 'KILL' : 'TERM'}`, `--pidfile=${pidFile(m)}`, `--exec=${MARIADBD}`], {
+    timeout: 30_000,
+  });
   const deadline = Date.now() + 60_000;
   while (mariadbPid(m) === pid) {
     if (Date.now() > deadline) throw new Error(`private MariaDB (pid ${pid}) did not stop`);

@@ -3,6 +3,7 @@ import { waitFor } from '../helpers/services.ts';
 import {
   checkInvariants,
   drained,
+  untilDoneWhileProgressing,
   type FaultRun,
   FlightWorkload,
   kafkaKill,
@@ -196,7 +197,7 @@ async function scenario(name: string, fault: (feed: Feed) => Promise<void>): Pro
     recovered = waitFor(() => recoveredFrom(h), { timeoutMs: 3 * RECOVERY_BOUND_MS, what: `${name}: recovery` }).then(
       () => Date.now() - endedAt,
     );
-    caughtUpAt = waitFor(() => caughtUp(last), { timeoutMs: 120_000, what: `${name}: the backlog to be worked off` }).then(
+    caughtUpAt = untilDoneWhileProgressing(run, () => caughtUp(last), `${name}: the backlog to be worked off`).then(
       () => Date.now() - endedAt,
     );
     recovered.catch(() => {});

@@ -3,6 +3,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../lib/config/config.ts';
 import { PgMailbox } from '../../lib/mailbox/pg.ts';
+import { archiveProcState } from '../../lib/pipeline/procArchive.ts';
 import { buildContext, closeContext } from '../../lib/app/buildContext.ts';
 import { ConfigError } from '../../lib/shared/errors.ts';
 import { drainPoller, drainPump, makeContext } from '../helpers/pipeline.ts';
@@ -24,7 +25,9 @@ const msg = (seqn: number, dttm: string) =>
 
 /** Posts the texts into a fresh mailbox schema's CMINMSGS, runs the pipeline, returns PROC_STATUS/PROC_NOTE per row. */
 async function outcomes(env: Record<string, string>, texts: string[]) {
-  await pg.db.query(`DROP TABLE IF EXISTS "CMINMSGS", "COUTMSGS"; TRUNCATE proc_state, proc_attempt, backfill_todo, msgx_state, audit_log`);
+  await pg.db.query(
+    `DROP TABLE IF EXISTS "CMINMSGS", "COUTMSGS"; TRUNCATE proc_state, proc_state_hst, proc_attempt, backfill_todo, msgx_state, audit_log`,
+  );
   const mailbox = new PgMailbox(pg.db);
   await mailbox.ensureTables();
   await createEffectTables(pg.db);
@@ -48,6 +51,39 @@ describe('duplicate semantics', () => {
 
   it('on: the DTTM day is part of the identity — a new day is a new message, the same day still a duplicate', async () => {
     expect(await outcomes({ MSGX_IDENTITY_DAY_BOUNDARY: 'on' }, texts)).toEqual(['SUCCEEDED', 'SUCCEEDED', 'SKIPPED duplicate']);
+  });
+});
+
+describe('duplicates of an archived message, and what is not a duplicate', () => {
+  const typed = (sndr: string, styp: string, seqn: number) =>
+    `<MSG><META><SNDR>${sndr}</SNDR><SEQN>${seqn}</SEQN><DTTM>20261129080000</DTTM><TYPE>TEST</TYPE>${styp ? `<STYP>${styp}</STYP>` : ''}</META><TEST/></MSG>`;
+
+  it('the original archived to proc_state_hst, then sent again through the pump: SKIPPED duplicate, applied once', async () => {
+    const original = typed('FIMS', '', 41);
+    expect(await outcomes({}, [original])).toEqual(['SUCCEEDED']);
+    // Archived as the sweep would, long after it finished: proc_state no longer holds it.
+    expect(await archiveProcState(pg.db, { now: new Date(Date.now() + 30 * 86_400_000), retentionDays: 1 })).toBe(1);
+    const mailbox = new PgMailbox(pg.db);
+    const ctx = makeContext({ db: pg.db, mailbox, registry: testRegistry(), env: { MSGX_LOG_LEVEL: 'SILENT' } });
+    await mailbox.insertInbound(original);
+    await drainPoller(ctx);
+    await drainPump(ctx);
+    const r = await pg.db.query<{ PROC_STATUS: string; PROC_NOTE: string | null }>(
+      `SELECT "PROC_STATUS", "PROC_NOTE" FROM "CMINMSGS" ORDER BY "ID"`,
+    );
+    expect(r.rows.map((x) => [x.PROC_STATUS, x.PROC_NOTE?.replace(/\d+/g, 'N') ?? null])).toEqual([
+      ['SUCCEEDED', null],
+      ['SKIPPED', 'duplicate-of:N'],
+    ]);
+  });
+
+  it('the same SEQN from another SNDR or under another STYP is a message of its own', async () => {
+    expect(await outcomes({}, [typed('FIMS', '', 42), typed('AODB', '', 42), typed('FIMS', 'X', 42), typed('FIMS', 'X', 42)])).toEqual([
+      'SUCCEEDED',
+      'SUCCEEDED',
+      'SUCCEEDED',
+      'SKIPPED duplicate',
+    ]);
   });
 });
 

@@ -12,6 +12,8 @@ import { flight, refd, schd } from '../fixtures/messages/build.ts';
 import { flightPipeline } from '../fixtures/messages/pump.ts';
 import { freshMysql, freshPg, type TestPg } from '../helpers/services.ts';
 import { mailboxWith } from '../helpers/pipeline.ts';
+import { freePort } from '../helpers/freePort.ts';
+import { MysqlMailbox } from '../../lib/mailbox/mysql.ts';
 
 let pg: TestPg;
 let p: Awaited<ReturnType<typeof flightPipeline>>;
@@ -179,11 +181,12 @@ describe('RESP matching', () => {
 
   it('for another day, or older than the request: SKIPPED with the reason; the request stays open', async () => {
     const sentAt = p.clock.now();
-    await requestDay(p.ctx, '20261130');
+    const r = await requestDay(p.ctx, '20261130');
     const [a, b] = await p.post(resp('20261201', local(sentAt)), resp('20261130', local(new Date(sentAt.getTime() - 1000))));
     await p.drain();
-    expect((await p.status(a!))?.note).toMatch(/^request-scope-mismatch:/);
-    expect((await p.status(b!))?.note).toMatch(/^answer-older-than-request:/);
+    // The note names the open request it was compared with, and the scope that request is for.
+    expect(await p.status(a!)).toMatchObject({ status: 'SKIPPED', note: `request-scope-mismatch:${r.id}:20261130` });
+    expect(await p.status(b!)).toMatchObject({ status: 'SKIPPED', note: `answer-older-than-request:${r.id}` });
     expect((await reqRows())[0]!.status).toBe('SENT');
   });
 
@@ -384,6 +387,26 @@ describe('admin route and reference data', () => {
     expect(ok.body).toMatchObject({ status: 'SENT', scope: '20261130' });
     expect((await router.handle(req({ day: '20261130' }, false), p.ctx)).status).toBe(403);
     expect((await router.handle(req({ day: 'tomorrow' }), p.ctx)).status).toBe(400);
+  });
+
+  it('POST /admin/requests answers 503 naming the reason while the mailbox is unreachable, never 500', async () => {
+    const router = new Router(requestRoutes);
+    // A real refused connection, not a thrown stand-in: a MariaDB URL on a port nothing listens on.
+    const dead = new MysqlMailbox(`mysql://root@127.0.0.1:${await freePort()}/test`);
+    try {
+      const first = await router.handle(req({ day: '20261130' }), { ...p.ctx, mailbox: dead });
+      expect(first.status).toBe(503);
+      expect(first.body).toMatchObject({ error: 'unavailable', detail: expect.stringMatching(/not confirmed.*try again later/) });
+      // The request left unconfirmed is reconciled first on the next ask: that read fails too.
+      const again = await router.handle(req({ day: '20261130' }), { ...p.ctx, mailbox: dead });
+      expect(again.status).toBe(503);
+      expect(again.body).toMatchObject({
+        error: 'unavailable',
+        detail: expect.stringMatching(/unreachable \(ECONNREFUSED\); try again later/),
+      });
+    } finally {
+      await dead.close();
+    }
   });
 
   it('a REFD answers the open RQRF of its rtype, confirming one whose write was unconfirmed; the fallback is audited', async () => {

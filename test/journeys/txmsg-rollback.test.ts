@@ -1,0 +1,86 @@
+import { mkdtempSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { createTopics, randomTopic, readTopicToEnd } from '../helpers/kafka.ts';
+import { freshPg, serviceUrls, type TestPg, waitFor } from '../helpers/services.ts';
+import { killTwins, startTwin, type Twin } from '../helpers/twinChild.ts';
+
+/**
+ * Journey: a producer prepares a transactional message and never calls commit or rollback; asked
+ * back, it answers ROLLBACK. The model: that message is never delivered, and a commit after it is
+ * refused. A second message, checked back with COMMIT and prepared after the first was settled,
+ * is the control: once it is on the topic, the topic read to its end holds it and nothing else.
+ * Judged from outside only: the check-back server's log of calls, the HTTP API and a Kafka
+ * consumer reading every partition to its end.
+ */
+const topic = randomTopic('msgx.journey.rollback');
+
+let pg: TestPg;
+let twin: Twin;
+let checkServer: Server;
+let checkOrigin: string;
+const checkCalls: string[] = [];
+const brokers = serviceUrls().kafkaBrokers;
+
+beforeAll(async () => {
+  pg = await freshPg({ migrate: false });
+  await createTopics(brokers, [{ topic, numPartitions: 2 }]);
+  checkServer = createServer((req, res) => {
+    const url = new URL(req.url ?? '/', 'http://check');
+    checkCalls.push(`${url.pathname} ${url.searchParams.get('id')}`);
+    const status = url.pathname === '/check/rollback' ? 'ROLLBACK' : 'COMMIT';
+    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ status }));
+  });
+  await new Promise<void>((r) => checkServer.listen(0, '127.0.0.1', () => r()));
+  checkOrigin = `http://127.0.0.1:${(checkServer.address() as AddressInfo).port}`;
+  twin = await startTwin(
+    {
+      MSGX_PG_URL: pg.url,
+      MSGX_KAFKA_BROKERS: brokers.join(','),
+      MSGX_DELIVERY_POLL_INTERVAL: '200ms',
+      MSGX_TX_CHECK_ALLOWED_ORIGINS: checkOrigin,
+      MSGX_TX_CHECK_INTERVAL: '200ms',
+      MSGX_TX_CHECK_MAX: '3',
+    },
+    mkdtempSync(join(tmpdir(), 'msgx-journey-rollback-')),
+  );
+}, 120_000);
+afterAll(async () => {
+  await twin?.stop('SIGTERM');
+  killTwins();
+  checkServer?.close();
+  await pg?.drop();
+});
+
+async function call(method: string, path: string, body?: unknown): Promise<{ status: number; body: Record<string, unknown> }> {
+  const res = await fetch(`${twin.base}${path}`, {
+    method,
+    headers: body === undefined ? {} : { 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+}
+const statusOf = async (id: string) => (await call('GET', `/v1/tx-messages/${id}`)).body.status;
+const prepare = async (key: string, path: string) => {
+  const p = await call('POST', '/v1/tx-messages', { topic, key, payload: { key }, checkUrl: `${checkOrigin}${path}`, checkAfterMs: 1 });
+  expect(p).toMatchObject({ status: 201, body: { status: 'PREPARED' } });
+  return String(p.body.id);
+};
+
+it('a check-back answered ROLLBACK: the message is never delivered, a later commit is refused', { timeout: 120_000 }, async () => {
+  const rolledBack = await prepare('order-rolled-back', '/check/rollback');
+  // Waits for the producer to have been asked, not for msgx's status: the topic is the judge.
+  await waitFor(() => checkCalls.includes(`/check/rollback ${rolledBack}`), { timeoutMs: 30_000, what: 'the check-back call' });
+  const control = await prepare('order-committed', '/check/commit');
+  await waitFor(async () => (await statusOf(control)) === 'DELIVERED', { timeoutMs: 30_000, what: 'the control message delivered' });
+  // The control was asked after the rolled-back one was answered, so anything that one would have
+  // sent is on the topic by now too.
+  const records = await readTopicToEnd(brokers, topic, { timeoutMs: 30_000 });
+  expect(records.map((r) => [r.key, r.headers['msgx-txmsg-id']])).toEqual([['order-committed', control]]);
+  expect(checkCalls.filter((c) => c.startsWith('/check/rollback'))).toEqual([`/check/rollback ${rolledBack}`]);
+  expect(await statusOf(rolledBack)).toBe('ROLLED_BACK');
+  expect(await call('POST', `/v1/tx-messages/${rolledBack}/commit`)).toMatchObject({ status: 409 });
+});
