@@ -15,6 +15,12 @@ BEGIN
 END $$;
 
 --
+-- Name: FUNCTION msgx_event_delivery_cascade(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.msgx_event_delivery_cascade() IS 'Trigger (statement level, AFTER DELETE ON msg_event): deletes the event_delivery outcomes of the deleted events, which event_delivery keeps without a foreign key so the mark writes no key checks.';
+
+--
 -- Name: msgx_outbox_claim(text, integer, timestamp with time zone, timestamp with time zone, text, bigint); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -53,6 +59,12 @@ BEGIN
 END $$;
 
 --
+-- Name: FUNCTION msgx_outbox_claim(p_target text, p_limit integer, p_now timestamp with time zone, p_lock_until timestamp with time zone, p_me text, p_after bigint); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.msgx_outbox_claim(p_target text, p_limit integer, p_now timestamp with time zone, p_lock_until timestamp with time zone, p_me text, p_after bigint) IS 'The relay''s claim of a target''s head run: under the target''s advisory lock (held elsewhere: one row with locked = true), the open events after p_after in event_id order, up to p_limit and cut before the first one leased elsewhere or not yet due (a head that failed before goes alone), are leased to p_me until p_lock_until (DELIVERING) and returned with the publishers that already have them. lib/outbox/claim.ts.';
+
+--
 -- Name: msgx_outbox_mark(bigint[], text[], integer[], timestamp with time zone[], text[], bigint[], timestamp with time zone, text, bigint[], text[], text[], integer[], bigint[], text[], boolean[]); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -89,6 +101,37 @@ BEGIN
   WHERE e.event_id = u.id AND e.status = 'DELIVERING' AND e.locked_by = p_me
   RETURNING e.event_id, e.status, e.source_kind, e.source_id;
 END $$;
+
+--
+-- Name: FUNCTION msgx_outbox_mark(p_ids bigint[], p_status text[], p_attempts integer[], p_next timestamp with time zone[], p_error text[], p_sent_as bigint[], p_now timestamp with time zone, p_me text, o_ids bigint[], o_publisher text[], o_outcome text[], o_partition integer[], o_offset bigint[], o_error text[], p_stalled boolean[]); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.msgx_outbox_mark(p_ids bigint[], p_status text[], p_attempts integer[], p_next timestamp with time zone[], p_error text[], p_sent_as bigint[], p_now timestamp with time zone, p_me text, o_ids bigint[], o_publisher text[], o_outcome text[], o_partition integer[], o_offset bigint[], o_error text[], p_stalled boolean[]) IS 'Records a whole batch in one call: per event (p_ids, in step with p_status, p_attempts, p_next, p_error, p_sent_as, p_stalled) its new state, and per publisher outcome (o_ids, in step with o_publisher, o_outcome, o_partition, o_offset, o_error) a row in event_delivery; only rows still leased to p_me change. Returns the events whose state changed. lib/outbox/mark.ts.';
+
+--
+-- Name: msgx_outbox_state(text, bigint, xid8, timestamp with time zone); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.msgx_outbox_state(p_target text, p_event_id bigint, p_writer xid8, p_now timestamp with time zone) RETURNS text
+    LANGUAGE sql STABLE
+    AS $$
+  SELECT CASE
+    WHEN x.dead THEN 'DEAD'
+    WHEN t.snap_lo IS NULL OR p_writer IS NULL THEN 'PENDING'
+    WHEN pg_visible_in_snapshot(p_writer, t.snap_lo) THEN 'SENT'
+    WHEN t.snap_hi IS NOT NULL AND pg_visible_in_snapshot(p_writer, t.snap_hi) AND p_event_id <= t.after_id THEN 'SENT'
+    WHEN t.snap_hi IS NOT NULL AND pg_visible_in_snapshot(p_writer, t.snap_hi) AND t.lease_until > p_now THEN 'DELIVERING'
+    ELSE 'PENDING' END
+  FROM (SELECT 1) one
+  LEFT JOIN outbox_target t ON t.target = p_target
+  LEFT JOIN outbox_exception x ON x.target = p_target AND x.event_id = p_event_id
+$$;
+
+--
+-- Name: FUNCTION msgx_outbox_state(p_target text, p_event_id bigint, p_writer xid8, p_now timestamp with time zone); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.msgx_outbox_state(p_target text, p_event_id bigint, p_writer xid8, p_now timestamp with time zone) IS 'An event''s state for one target, derived from the log: DEAD from its exception, SENT once the target''s cursor passed it, DELIVERING inside the open batch while the target is leased, PENDING otherwise. lib/outbox/commitLog.ts.';
 
 --
 -- Name: audit_log; Type: TABLE; Schema: public; Owner: -
@@ -400,19 +443,20 @@ CREATE TABLE public.msg_event (
     headers jsonb DEFAULT '{}'::jsonb NOT NULL,
     flid text,
     state_version integer,
-    source_kind text,
+    source_kind text DEFAULT 'external'::text,
     source_id text,
     status text DEFAULT 'PENDING'::text NOT NULL,
     attempts integer DEFAULT 0 NOT NULL,
-    next_attempt_at timestamp with time zone NOT NULL,
+    next_attempt_at timestamp with time zone DEFAULT now() NOT NULL,
     lock_until timestamp with time zone,
     locked_by text,
     last_error text,
-    created_at timestamp with time zone NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
     sent_at timestamp with time zone,
     sent_as bigint,
     dead_at timestamp with time zone,
     stalled_since timestamp with time zone,
+    writer_xid xid8 DEFAULT pg_current_xact_id(),
     CONSTRAINT msg_event_dead_at_set CHECK (((status <> 'DEAD'::text) OR (dead_at IS NOT NULL))),
     CONSTRAINT msg_event_open_unsettled CHECK (((status <> ALL (ARRAY['PENDING'::text, 'DELIVERING'::text])) OR ((sent_at IS NULL) AND (dead_at IS NULL)))),
     CONSTRAINT msg_event_status_check CHECK ((status = ANY (ARRAY['PENDING'::text, 'DELIVERING'::text, 'SENT'::text, 'DEAD'::text])))
@@ -457,12 +501,32 @@ CREATE TABLE public.msgx_state (
 );
 
 --
+-- Name: outbox_exception; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.outbox_exception (
+    target text NOT NULL,
+    event_id bigint NOT NULL,
+    attempts integer DEFAULT 0 NOT NULL,
+    next_attempt_at timestamp with time zone,
+    last_error text,
+    dead boolean DEFAULT false NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+--
 -- Name: outbox_target; Type: TABLE; Schema: public; Owner: -
 --
 
 CREATE TABLE public.outbox_target (
     target text NOT NULL,
-    last_flush_at timestamp with time zone
+    last_flush_at timestamp with time zone,
+    snap_lo pg_snapshot,
+    snap_hi pg_snapshot,
+    after_id bigint DEFAULT 0 NOT NULL,
+    lease_owner text,
+    lease_until timestamp with time zone,
+    updated_at timestamp with time zone
 );
 
 --
@@ -934,6 +998,13 @@ ALTER TABLE ONLY public.msgx_state
     ADD CONSTRAINT msgx_state_pkey PRIMARY KEY (key);
 
 --
+-- Name: outbox_exception outbox_exception_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.outbox_exception
+    ADD CONSTRAINT outbox_exception_pkey PRIMARY KEY (target, event_id);
+
+--
 -- Name: outbox_target outbox_target_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -1058,6 +1129,18 @@ CREATE INDEX msg_event_open ON public.msg_event USING btree (target, event_id) W
 --
 
 CREATE INDEX msg_event_source ON public.msg_event USING btree (source_kind, source_id);
+
+--
+-- Name: msg_event_writer; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX msg_event_writer ON public.msg_event USING btree (writer_xid, target);
+
+--
+-- Name: outbox_exception_dead; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX outbox_exception_dead ON public.outbox_exception USING btree (target, event_id) WHERE dead;
 
 --
 -- Name: proc_attempt_msg; Type: INDEX; Schema: public; Owner: -

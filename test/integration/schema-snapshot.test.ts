@@ -39,4 +39,13 @@ describe('the current schema (docs/schema.sql)', () => {
     expect(actual.length).toBeGreaterThan(1000);
     expect(actual, 'docs/schema.sql is stale: refresh it (see this file)').toBe(readFileSync(SNAPSHOT, 'utf8'));
   });
+
+  it('documents every SQL function msgx defines (COMMENT ON FUNCTION)', async () => {
+    const r = await pg.db.query<{ fn: string; doc: string | null }>(
+      `SELECT p.oid::regprocedure::text AS fn, obj_description(p.oid, 'pg_proc') AS doc
+       FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = 'public' ORDER BY 1`,
+    );
+    expect(r.rows.length).toBeGreaterThan(0);
+    expect(r.rows.filter((x) => !x.doc).map((x) => x.fn)).toEqual([]);
+  });
 });
