@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import mysql from 'mysql2/promise';
 import { inject } from 'vitest';
+import type { ScheduledRole } from '../../lib/app/catalogue.ts';
 import { loadConfig } from '../../lib/config/config.ts';
 import { flightJson } from '../../lib/flights/json.ts';
 import { readFlightsOfDay } from '../../lib/flights/store.ts';
@@ -33,7 +34,8 @@ import { kafkaStart, kafkaStop, mariadbStart, mariadbStop } from './privateServi
 export { note } from './evidence.ts';
 
 export const DAY = '20261129';
-export type RoleName = 'pump' | 'poller' | 'dispatcher' | 'sweep';
+/** A role the harness can run and kill: any scheduled role of the catalogue. */
+export type RoleName = ScheduledRole;
 
 /** Settings every fault run uses: short leases and periods so a 5-minute budget covers 50+ kills. */
 export const FAULT_ENV: Record<string, string> = {
