@@ -36,7 +36,7 @@ export interface RoleSpec {
   disabled?: boolean;
   /**
    * Emits what the role measured and the gauges it knows. The Lambda handler calls it at the
-   * start and before the end of every invocation (issue 13: metrics arrive in the minute they
+   * start and before the end of every invocation (metrics arrive in the minute they
    * describe, and an idle or stuck role still reports); the twin has no use for it.
    */
   flush?: () => Promise<void>;

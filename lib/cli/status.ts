@@ -1,7 +1,7 @@
 import type { OrderingStats } from '../pipeline/frontier.ts';
 import { keyValues, table } from './table.ts';
 
-/** `msgx status`: the /admin/stats answer as text (issue 13: stalled, stale and topic-less targets said plainly). */
+/** `msgx status`: the /admin/stats answer as text (stalled, stale and topic-less targets said plainly). */
 export interface StatsView {
   at: string;
   paused: boolean;

@@ -1,6 +1,6 @@
 /**
  * Bytes → text for the wire format, which is UTF-8: strictly. A byte sequence that is not UTF-8 is
- * refused with the offset of the first bad byte, never turned into U+FFFD (issue #11: not
+ * refused with the offset of the first bad byte, never turned into U+FFFD (not
  * well-formed input is refused wherever it enters). A leading BOM is kept, as the ingress keeps it.
  */
 const STRICT = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });

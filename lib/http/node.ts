@@ -145,7 +145,7 @@ function readBody(req: IncomingMessage, limit: number, timeoutMs: number): Promi
         req.pause(); // read no further; the caller answers and closes the connection
         reject(err);
       } else {
-        // Invalid UTF-8 is refused, not silently turned into U+FFFD (issue #11: not well-formed input).
+        // Invalid UTF-8 is refused, not silently turned into U+FFFD (not well-formed input).
         try {
           resolve(UTF8.decode(Buffer.concat(chunks)));
         } catch {

@@ -1,5 +1,5 @@
 /*
- * Which delivery failures spend an attempt (issue 13; table in docs/outbox.md). Pure: the
+ * Which delivery failures spend an attempt (table in docs/outbox.md). Pure: the
  * publishers call these on what kafkajs or fetch threw, and the unit tests call them directly.
  *
  * - outage:  the destination as a whole is away (no broker reachable, connection refused, DNS

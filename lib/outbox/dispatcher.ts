@@ -16,7 +16,7 @@ export type { DispatchReport } from './report.ts';
 export type { DispatchContext, DispatchOptions, SentEvent } from './types.ts';
 
 /*
- * The outbox relay (issue 4, docs/outbox.md "Delivery semantics"). One round = for every target with open
+ * The outbox relay (docs/outbox.md "Delivery semantics"). One round = for every target with open
  * events: claim the head run as a lease, publish it outside any transaction, record the outcome.
  *
  * Ordering argument, per target:

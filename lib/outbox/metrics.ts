@@ -13,7 +13,7 @@ export interface OutboxMetrics {
   recordGauges(g: OutboxGauges): void;
   /**
    * Emits what was measured since the last flush. The dispatcher's Lambda handler calls it at the
-   * start and before the end of every invocation (issue 13), so counts arrive in the minute they
+   * start and before the end of every invocation, so counts arrive in the minute they
    * happened and an idle or stuck dispatcher still reports its gauges.
    */
   flush(): void;

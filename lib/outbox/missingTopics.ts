@@ -12,7 +12,7 @@ export interface MissingTopic {
 }
 
 /**
- * The topics msgx must write that the cluster does not have (issue 13): the topic of every
+ * The topics msgx must write that the cluster does not have: the topic of every
  * target with open events, and every topic listed in MSGX_TX_TOPICS. Reported by /health
  * and logged at start, so a missing topic is seen before anyone wonders why nothing arrives.
  * Rejects when Kafka cannot be asked (then the kafka check fails anyway). None with the file sink.

@@ -25,7 +25,7 @@ export interface DeliveryProblems {
 
 /**
  * What /admin/stats, the console and `msgx status` show about delivery that is not progressing
- * (issue 13): targets whose head is older than the threshold (whatever the reason), and topics
+ *: targets whose head is older than the threshold (whatever the reason), and topics
  * the cluster does not have.
  */
 export async function deliveryProblems(ctx: Pick<AppContext, 'config' | 'db'>, backlog: TargetBacklog[]): Promise<DeliveryProblems> {

@@ -4,7 +4,7 @@ import type { Log } from '../observability/logger.ts';
 import { createKafka } from './kafkaClient.ts';
 
 /**
- * The topics the Kafka cluster has, cached per process (issue 13): a prepare to a topic that does
+ * The topics the Kafka cluster has, cached per process: a prepare to a topic that does
  * not exist is refused up front, /health names outbox targets whose topic is missing, and the
  * publisher fails such a send at once instead of letting kafkajs retry a metadata miss.
  * A miss refreshes the list once (a topic created a moment ago is found); hits are served from

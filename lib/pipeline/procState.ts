@@ -193,7 +193,7 @@ export async function writeAttempts(q: Queryable, recs: AttemptRecord[], todos: 
        UPDATE proc_state p SET
          status = v.status, attempts = v.attempt, error_class = v.error_class, error_detail = v.error_detail,
          note = v.note, first_attempt_at = COALESCE(p.first_attempt_at, v.first_at), next_attempt_at = v.next_at,
-         -- A DEAD message holds no business identity (issue #11): a corrected message with the same
+         -- A DEAD message holds no business identity: a corrected message with the same
          -- SNDR|TYPE|STYP|SEQN is processed, and a replay binds the identity again (or is a duplicate).
          identity_key = CASE WHEN v.status = 'DEAD' THEN NULL ELSE COALESCE(p.identity_key, v.identity) END,
          raw_text = COALESCE(p.raw_text, v.raw_text),

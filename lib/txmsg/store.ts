@@ -127,7 +127,7 @@ export async function updateMessage(q: Queryable, id: string, patch: TxPatch): P
 
 /**
  * The relay failed a delivery it will retry: its error becomes the message's lastError at once
- * (issue 13), so a producer polling GET sees why its message is not arriving. Only the delivery
+ *, so a producer polling GET sees why its message is not arriving. Only the delivery
  * in flight counts; an older one's error says nothing about the current state.
  */
 export async function recordDeliveryError(q: Queryable, id: string, eventId: number, error: string): Promise<void> {

@@ -4,7 +4,7 @@ import { topicCatalogFor } from '../outbox/topicCatalog.ts';
 import { TxTopicCheckUnavailableError, TxTopicNotAllowedError, TxTopicReservedError, TxUnknownTopicError } from './errors.ts';
 
 /**
- * A producer may only name a topic msgx can deliver to (issue 13): one listed in MSGX_TX_TOPICS
+ * A producer may only name a topic msgx can deliver to: one listed in MSGX_TX_TOPICS
  * when that is set, not one of msgx's own, and one the cluster has (cached metadata, refreshed on a
  * miss). Checked before anything is stored, so a refused prepare leaves nothing behind. With the
  * file sink every other topic exists.

@@ -66,6 +66,17 @@ describe('comments cite the repository', () => {
     expect(broken).toEqual([]);
   });
 
+  it("the product's comments say why without issue numbers (the tracker is not in the repository either)", () => {
+    const product = code.filter((f) => /^(lib|functions|infra-cdk|scripts|migrations)\//.test(rel(f)));
+    expect(product.length).toBeGreaterThan(100);
+    const hits = product.flatMap((f) =>
+      readFileSync(f, 'utf8')
+        .split('\n')
+        .flatMap((line, i) => (/\bissue ?#?\d+/i.test(line) ? [`${rel(f)}:${i + 1}: ${line.trim()}`] : [])),
+    );
+    expect(hits).toEqual([]);
+  });
+
   it('nothing cites the seeds or DESIGN.md, which are not in the repository', () => {
     const outside = /\bseed (?:0\d\d|points?\b)|\bDESIGN\.md\b|§\s?\d/i;
     const hits = [...code, ...docs].flatMap((f) =>
