@@ -88,6 +88,7 @@ const SURFACES = {
     'routes.ts',
     'states.ts',
     'stats.ts',
+    'topics.ts',
     'view.ts',
   ],
 };

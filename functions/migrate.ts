@@ -5,8 +5,8 @@ import { pauseAtStart } from '../lib/pipeline/pause.ts';
 import { appUserFromSecret } from '../lib/config/secrets.ts';
 import { LAMBDA_STATEMENT_TIMEOUT_MS, lambdaConfig } from '../lib/jobs/coldStart.ts';
 import { createLogger } from '../lib/observability/logger.ts';
-import { topicForTarget } from '../lib/outbox/publish.ts';
 import { ensureTopics } from '../lib/outbox/topics.ts';
+import { listedTxTopics } from '../lib/txmsg/topics.ts';
 
 /** Kept back from the invocation's time: a migration statement is cancelled before Lambda kills the run. */
 const STOP_MARGIN_MS = 20_000;
@@ -32,7 +32,7 @@ export async function handler(
     const appUser = await appUserFromSecret(process.env);
     if (appUser) log.info('functions user ready', { user: appUser.username, ...(await ensureAppUser(db, appUser)) });
     // The topics producers may name (MSGX_TX_TOPICS) are created with the configured partitions too.
-    const listed = config.txmsg.topics.map((t) => topicForTarget(config, `tx:${t}`)!);
+    const listed = listedTxTopics(config);
     const topics = await ensureTopics(config, listed, { log });
     log.info('deploy-time setup done', { ...result, topics });
     return { ...result, topicsCreated: topics.created };

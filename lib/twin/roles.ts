@@ -1,7 +1,7 @@
 import type { HealthCheck } from '../http/health.ts';
 import { kafkaHealth } from '../outbox/health.ts';
 import { describeMissing, missingTopics } from '../outbox/missingTopics.ts';
-import { topicForTarget } from '../outbox/publish.ts';
+import { listedTxTopics } from '../txmsg/topics.ts';
 import { ensureTopics } from '../outbox/topics.ts';
 import type { AppContext } from '../app/context.ts';
 import { SCHEDULED_ROLES } from '../app/catalogue.ts';
@@ -16,7 +16,7 @@ export async function startRoles(
   ctx: AppContext,
   signal: AbortSignal,
 ): Promise<{ done: Promise<unknown>; close: () => Promise<void>; healthChecks: Record<string, HealthCheck> }> {
-  const listed = ctx.config.txmsg.topics.map((t) => topicForTarget(ctx.config, `tx:${t}`)!);
+  const listed = listedTxTopics(ctx.config);
   const brokers = ctx.config.kafka.brokers.join(',');
   const topics = await reaching('MSGX_KAFKA_BROKERS', brokers, () => ensureTopics(ctx.config, listed, { log: ctx.log }));
   if (topics.created.length) ctx.log.info('topics created', { topics: topics.created });

@@ -3,6 +3,11 @@ import { topicForTarget } from '../outbox/publish.ts';
 import { topicCatalogFor } from '../outbox/topicCatalog.ts';
 import { TxTopicCheckUnavailableError, TxTopicNotAllowedError, TxTopicReservedError, TxUnknownTopicError } from './errors.ts';
 
+/** The Kafka topics of the producers' topics MSGX_TX_TOPICS lists: created at deploy and at the twin's start. */
+export function listedTxTopics(config: Pick<Config, 'kafka' | 'outbox' | 'shadow' | 'txmsg'>): string[] {
+  return config.txmsg.topics.map((t) => topicForTarget(config, `tx:${t}`)!);
+}
+
 /**
  * A producer may only name a topic msgx can deliver to: one listed in MSGX_TX_TOPICS
  * when that is set, not one of msgx's own, and one the cluster has (cached metadata, refreshed on a
