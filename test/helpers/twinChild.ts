@@ -108,3 +108,18 @@ async function healthy(run: Twin & { exited: Promise<number | null> }): Promise<
   ]);
   return run;
 }
+
+/** A JSON call to a running twin: its status and parsed body (the journeys' view of the HTTP API). */
+export async function callTwin(
+  twin: Pick<Twin, 'base'>,
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<{ status: number; body: Record<string, unknown> }> {
+  const res = await fetch(`${twin.base}${path}`, {
+    method,
+    headers: body === undefined ? {} : { 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+}

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { freshPg, type TestPg, waitFor } from '../helpers/services.ts';
 import { twinCli } from '../helpers/twinCli.ts';
-import { killTwins, startTwin, type Twin } from '../helpers/twinChild.ts';
+import { callTwin, killTwins, startTwin, type Twin } from '../helpers/twinChild.ts';
 
 /**
  * Journey: an operator finds the dead transactional messages with the CLI and resends them with
@@ -56,14 +56,7 @@ afterAll(async () => {
   await pg?.drop();
 });
 
-async function call(method: string, path: string, body?: unknown): Promise<{ status: number; body: Record<string, unknown> }> {
-  const res = await fetch(`${twin.base}${path}`, {
-    method,
-    headers: body === undefined ? {} : { 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
-}
+const call = (method: string, path: string, body?: unknown) => callTwin(twin, method, path, body);
 const statusOf = async (id: string) => (await call('GET', `/v1/tx-messages/${id}`)).body.status;
 const until = (what: string, fn: () => Promise<boolean> | boolean) => waitFor(fn, { what, timeoutMs: 60_000, intervalMs: 200 });
 

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { freshPg, type TestPg, waitFor } from '../helpers/services.ts';
-import { killTwins, startTwin, type Twin } from '../helpers/twinChild.ts';
+import { callTwin, killTwins, startTwin, type Twin } from '../helpers/twinChild.ts';
 
 /**
  * Journey: the log lines an operator relies on. Every write command on a transactional message
@@ -47,14 +47,7 @@ afterAll(async () => {
   await pg?.drop();
 });
 
-async function call(method: string, path: string, body?: unknown): Promise<{ status: number; body: Record<string, unknown> }> {
-  const res = await fetch(`${twin.base}${path}`, {
-    method,
-    headers: body === undefined ? {} : { 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
-}
+const call = (method: string, path: string, body?: unknown) => callTwin(twin, method, path, body);
 
 const prepare = async (checkAfterMs: number) =>
   (await call('POST', '/v1/tx-messages', { topic: TOPIC, payload: { n: 1 }, checkUrl: `${origin}/check`, checkAfterMs })).body.id as string;

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createTopics, randomTopic, readTopicToEnd } from '../helpers/kafka.ts';
 import { freshPg, serviceUrls, type TestPg, waitFor } from '../helpers/services.ts';
-import { killTwins, startTwin, type Twin } from '../helpers/twinChild.ts';
+import { callTwin, killTwins, startTwin, type Twin } from '../helpers/twinChild.ts';
 
 /**
  * Journey: a producer prepares a transactional message and never calls commit or rollback; asked
@@ -55,14 +55,7 @@ afterAll(async () => {
   await pg?.drop();
 });
 
-async function call(method: string, path: string, body?: unknown): Promise<{ status: number; body: Record<string, unknown> }> {
-  const res = await fetch(`${twin.base}${path}`, {
-    method,
-    headers: body === undefined ? {} : { 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
-}
+const call = (method: string, path: string, body?: unknown) => callTwin(twin, method, path, body);
 const statusOf = async (id: string) => (await call('GET', `/v1/tx-messages/${id}`)).body.status;
 const prepare = async (key: string, path: string) => {
   const p = await call('POST', '/v1/tx-messages', { topic, key, payload: { key }, checkUrl: `${checkOrigin}${path}`, checkAfterMs: 1 });
