@@ -71,6 +71,8 @@ export interface MsgxFunctionProps {
   memoryMb: number;
   timeout: Duration;
   logRetentionDays: number;
+  /** What a stack deletion does to the log group (prod keeps it). Default DESTROY. */
+  logRemovalPolicy?: RemovalPolicy;
   reservedConcurrency?: number;
   /** Async invokes (schedules, the ingress kick): drop rather than queue a stale run. */
   asyncMaxEventAge?: Duration;
@@ -98,6 +100,11 @@ export interface KafkaBinding {
   bootstrapBrokers: string;
   /** Topics written to, exact names (ARN bound to this cluster's UUID): msgx's and MSGX_TX_TOPICS. */
   writeTopics?: string[];
+  /**
+   * The stage's transactional ids (`msgx.<stage>.<target>`, lib/outbox/publishers/kafkaTransactional.ts),
+   * as a prefix: a writer may fence only its own stage's producers on a shared cluster.
+   */
+  transactionalIdPrefix?: string;
   /** Topics created and configured (the migrate function). */
   adminTopics?: string[];
 }
@@ -125,7 +132,7 @@ export class MsgxFunction extends Construct {
     const entry = functionEntry(props.repoRoot, props.role).file;
     this.logGroup = new logs.LogGroup(this, 'Logs', {
       retention: props.logRetentionDays,
-      removalPolicy: RemovalPolicy.DESTROY,
+      removalPolicy: props.logRemovalPolicy ?? RemovalPolicy.DESTROY,
     });
     const common: Omit<lambda.FunctionProps, 'code' | 'handler'> = {
       runtime: RUNTIMES[props.runtime],
@@ -289,11 +296,13 @@ export class MsgxFunction extends Construct {
           resources: k.writeTopics.map((t) => topicArnOf(stack, k.clusterArn, t)),
         }),
       );
+    }
+    if (k.transactionalIdPrefix) {
       // Exactly-once delivery: a transactional producer per target, its id msgx.<stage>.<target>.
       this.fn.addToRolePolicy(
         new iam.PolicyStatement({
           actions: ['kafka-cluster:DescribeTransactionalId', 'kafka-cluster:AlterTransactionalId'],
-          resources: [transactionalIdArnOf(stack, k.clusterArn, 'msgx.*')],
+          resources: [transactionalIdArnOf(stack, k.clusterArn, `${k.transactionalIdPrefix}*`)],
         }),
       );
     }
