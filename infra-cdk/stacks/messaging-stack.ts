@@ -149,9 +149,3 @@ export function topicArnOf(scope: Stack, clusterArn: string, topic: string): str
   const parts = Fn.split('/', clusterArn, 3);
   return `arn:${scope.partition}:kafka:${scope.region}:${scope.account}:topic/${Fn.select(1, parts)}/${Fn.select(2, parts)}/${topic}`;
 }
-
-/** arn:…:cluster/<name>/<uuid> → arn:…:transactional-id/<name>/<uuid>/<id> (a pattern may end in *). */
-export function transactionalIdArnOf(scope: Stack, clusterArn: string, id: string): string {
-  const parts = Fn.split('/', clusterArn, 3);
-  return `arn:${scope.partition}:kafka:${scope.region}:${scope.account}:transactional-id/${Fn.select(1, parts)}/${Fn.select(2, parts)}/${id}`;
-}

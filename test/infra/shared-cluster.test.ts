@@ -20,7 +20,7 @@ function kafkaStatements(s: MsgxStacks): Statement[] {
 /** The last part of a topic / group / transactional-id ARN built with Fn::Join. */
 function resourceTail(r: unknown): { kind: string; name: string } | undefined {
   const j = JSON.stringify(r);
-  const m = /:(topic|group|transactional-id)\/.*"\/([^"]*)"\]\]\}$/.exec(j);
+  const m = /:(topic|group|transactional-id)\/.*\/([^"/]*)"\]\]\}$/.exec(j);
   return m ? { kind: m[1]!, name: m[2]! } : undefined;
 }
 

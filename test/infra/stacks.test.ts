@@ -255,7 +255,8 @@ describe('msgx stacks (dev)', () => {
         for (const r of resources(st)) {
           const j = JSON.stringify(r);
           expect(j, role).not.toBe('"*"');
-          expect(j.includes('ClusterArn') || j.includes(':topic/msgx-dev/'), `${role}: ${j}`).toBe(true);
+          const bound = j.includes('ClusterArn') || j.includes(':topic/msgx-dev/') || j.includes(':transactional-id/msgx-dev/');
+          expect(bound, `${role}: ${j}`).toBe(true);
         }
       }
     }
