@@ -1,6 +1,6 @@
 import { cpSync, existsSync, rmSync } from 'node:fs';
 import { join, relative } from 'node:path';
-import { Annotations, Duration, RemovalPolicy, Stack, Stage, Validations } from 'aws-cdk-lib';
+import { Annotations, Duration, RemovalPolicy, Stack, Stage, Token, Validations } from 'aws-cdk-lib';
 import type * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
@@ -8,7 +8,7 @@ import * as logs from 'aws-cdk-lib/aws-logs';
 import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import { Construct, type IConstruct } from 'constructs';
 import type { BundlingMode, FunctionRole, LambdaRuntime } from '../config.ts';
-import { topicArnOf, transactionalIdArnOf } from '../stacks/messaging-stack.ts';
+import { topicArnOf } from '../stacks/messaging-stack.ts';
 import { acknowledge } from '../nag.ts';
 import { bundleConsoleSync, bundleFunctionSync, functionEntry } from '../bundle.ts';
 
@@ -71,6 +71,8 @@ export interface MsgxFunctionProps {
   memoryMb: number;
   timeout: Duration;
   logRetentionDays: number;
+  /** What a stack deletion does to the log group (prod keeps it). Default DESTROY. */
+  logRemovalPolicy?: RemovalPolicy;
   reservedConcurrency?: number;
   /** Async invokes (schedules, the ingress kick): drop rather than queue a stale run. */
   asyncMaxEventAge?: Duration;
@@ -98,6 +100,11 @@ export interface KafkaBinding {
   bootstrapBrokers: string;
   /** Topics written to, exact names (ARN bound to this cluster's UUID): msgx's and MSGX_TX_TOPICS. */
   writeTopics?: string[];
+  /**
+   * The stage's transactional ids (`msgx.<stage>.<target>`, lib/outbox/publishers/kafkaTransactional.ts),
+   * as a prefix: a writer may fence only its own stage's producers on a shared cluster.
+   */
+  transactionalIdPrefix?: string;
   /** Topics created and configured (the migrate function). */
   adminTopics?: string[];
 }
@@ -125,7 +132,7 @@ export class MsgxFunction extends Construct {
     const entry = functionEntry(props.repoRoot, props.role).file;
     this.logGroup = new logs.LogGroup(this, 'Logs', {
       retention: props.logRetentionDays,
-      removalPolicy: RemovalPolicy.DESTROY,
+      removalPolicy: props.logRemovalPolicy ?? RemovalPolicy.DESTROY,
     });
     const common: Omit<lambda.FunctionProps, 'code' | 'handler'> = {
       runtime: RUNTIMES[props.runtime],
@@ -289,13 +296,28 @@ export class MsgxFunction extends Construct {
           resources: k.writeTopics.map((t) => topicArnOf(stack, k.clusterArn, t)),
         }),
       );
+    }
+    if (k.transactionalIdPrefix) {
       // Exactly-once delivery: a transactional producer per target, its id msgx.<stage>.<target>.
+      // Named by the cluster's name (the UUID a wildcard): a literal ARN that cdk-nag can be told
+      // about, and only one cluster of a name exists in a region at a time.
+      const ids = `transactional-id/${k.clusterName}/*/${k.transactionalIdPrefix}*`;
       this.fn.addToRolePolicy(
         new iam.PolicyStatement({
           actions: ['kafka-cluster:DescribeTransactionalId', 'kafka-cluster:AlterTransactionalId'],
-          resources: [transactionalIdArnOf(stack, k.clusterArn, 'msgx.*')],
+          resources: [`arn:${stack.partition}:kafka:${stack.region}:${stack.account}:${ids}`],
         }),
       );
+      const shown = (v: string, pseudo: string) => (Token.isUnresolved(v) ? `<AWS::${pseudo}>` : v);
+      acknowledge(this.fn, [
+        {
+          id: 'AwsSolutions-IAM5',
+          reason: "Transactional ids are named per target at run time; the grant is the stage's prefix on this cluster only.",
+          appliesTo: [
+            `Resource::arn:${shown(stack.partition, 'Partition')}:kafka:${shown(stack.region, 'Region')}:${shown(stack.account, 'AccountId')}:${ids}`,
+          ],
+        },
+      ]);
     }
     if (k.adminTopics?.length) {
       this.fn.addToRolePolicy(

@@ -1,4 +1,4 @@
-import { Duration, RemovalPolicy, Stack, type StackProps } from 'aws-cdk-lib';
+import { Duration, Names, RemovalPolicy, Stack, type StackProps } from 'aws-cdk-lib';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import * as rds from 'aws-cdk-lib/aws-rds';
@@ -7,6 +7,7 @@ import type { Construct } from 'constructs';
 import type { MsgxSettings } from '../config.ts';
 import type { NetworkStack } from './network-stack.ts';
 import { acknowledge, type NagAcknowledgment } from '../nag.ts';
+import { dataRemovalPolicy } from '../retention.ts';
 
 export interface DataStackProps extends StackProps {
   msgx: MsgxSettings;
@@ -44,6 +45,8 @@ export class DataStack extends Stack {
   readonly db?: rds.DatabaseInstance;
   readonly postgres: PostgresEndpoint;
   readonly signingSecret: secretsmanager.Secret;
+  /** The rotation functions' names (created databases only), for the rotation-failure alarms. */
+  readonly rotationFunctionNames: string[] = [];
 
   constructor(scope: Construct, id: string, props: DataStackProps) {
     super(scope, id, props);
@@ -74,6 +77,7 @@ export class DataStack extends Stack {
       secretName: `msgx/${stage}/signing`,
       description: 'HMAC-SHA256 key for the msgx-signature header on check-back and webhook calls',
       generateSecretString: { passwordLength: 64, excludePunctuation: true, includeSpace: false },
+      removalPolicy: dataRemovalPolicy(stage),
     });
     acknowledge(this.signingSecret, [
       {
@@ -119,7 +123,7 @@ export class DataStack extends Stack {
     const pgLogs = new logs.LogGroup(this, 'PostgresLogs', {
       logGroupName: `/aws/rds/instance/${instanceIdentifier}/postgresql`,
       retention: settings.functions.logRetentionDays,
-      removalPolicy: RemovalPolicy.DESTROY,
+      removalPolicy: dataRemovalPolicy(stage),
     });
     const db = new rds.DatabaseInstance(this, 'Postgres', {
       engine,
@@ -150,8 +154,11 @@ export class DataStack extends Stack {
     });
     db.node.addDependency(pgLogs);
     if (!db.secret) throw new Error('generated database secret missing');
+    // Prod keeps the credentials of a database it keeps (its snapshot or the retained instance);
+    // the generated admin secret is a child of the instance, not db.secret (its attachment).
+    for (const c of db.node.findAll()) if (c instanceof secretsmanager.CfnSecret) c.applyRemovalPolicy(dataRemovalPolicy(stage));
     const rotationSubnets = props.network.appSubnets;
-    db.addRotationSingleUser({ automaticallyAfter: Duration.days(s.rotationDays), vpcSubnets: rotationSubnets });
+    const adminRotation = db.addRotationSingleUser({ automaticallyAfter: Duration.days(s.rotationDays), vpcSubnets: rotationSubnets });
 
     // The functions connect as msgx_app, rotated with the alternating-users strategy: the rotation
     // clones msgx_app into msgx_app_clone (and back) and only then moves the secret, so the
@@ -163,12 +170,15 @@ export class DataStack extends Stack {
       masterSecret: db.secret,
       excludeCharacters: ' %+~`#$&*()|[]{}:;<>?!\'/@"\\',
     });
+    appSecret.applyRemovalPolicy(dataRemovalPolicy(stage));
     const appAttached = appSecret.attach(db);
-    db.addRotationMultiUser('AppRotation', {
+    const appRotation = db.addRotationMultiUser('AppRotation', {
       secret: appAttached,
       automaticallyAfter: Duration.days(s.rotationDays),
       vpcSubnets: rotationSubnets,
     });
+    // The hosted rotation names its function as SecretRotation does: the construct's unique id, at most 64 characters.
+    for (const r of [adminRotation, appRotation]) this.rotationFunctionNames.push(Names.uniqueId(r).slice(-64));
 
     const reasons: NagAcknowledgment[] = [
       {

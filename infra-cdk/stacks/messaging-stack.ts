@@ -1,4 +1,4 @@
-import { Duration, Fn, RemovalPolicy, Stack, type StackProps } from 'aws-cdk-lib';
+import { Duration, Fn, Stack, type StackProps } from 'aws-cdk-lib';
 import * as appscaling from 'aws-cdk-lib/aws-applicationautoscaling';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as logs from 'aws-cdk-lib/aws-logs';
@@ -8,6 +8,7 @@ import type { Construct } from 'constructs';
 import { clusterNameOf, type MsgxSettings } from '../config.ts';
 import type { NetworkStack } from './network-stack.ts';
 import { acknowledge } from '../nag.ts';
+import { dataRemovalPolicy } from '../retention.ts';
 
 export interface MessagingStackProps extends StackProps {
   msgx: MsgxSettings;
@@ -58,9 +59,10 @@ export class MessagingStack extends Stack {
     const k = settings.kafka;
     this.brokerCount = k.brokers;
 
+    const removalPolicy = dataRemovalPolicy(stage);
     const brokerLogs = new logs.LogGroup(this, 'BrokerLogs', {
       retention: settings.functions.logRetentionDays,
-      removalPolicy: RemovalPolicy.DESTROY,
+      removalPolicy,
     });
     // Topics the migrate function creates take the broker defaults: no per-topic factor in code.
     const configuration = new msk.CfnConfiguration(this, 'Config', {
@@ -84,12 +86,15 @@ export class MessagingStack extends Stack {
         securityGroups: [kafkaSg.securityGroupId],
         storageInfo: { ebsStorageInfo: { volumeSize: k.volumeGb } },
       },
-      configurationInfo: { arn: configuration.attrArn, revision: 1 },
+      // The latest revision: an edit of serverProperties makes a new one, and the brokers take it.
+      configurationInfo: { arn: configuration.attrArn, revision: configuration.attrLatestRevisionRevision },
       clientAuthentication: { sasl: { iam: { enabled: true } }, unauthenticated: { enabled: false } },
       encryptionInfo: { encryptionInTransit: { clientBroker: 'TLS', inCluster: true } },
       loggingInfo: { brokerLogs: { cloudWatchLogs: { enabled: true, logGroup: brokerLogs.logGroupName } } },
       enhancedMonitoring: 'PER_TOPIC_PER_BROKER',
     });
+    configuration.applyRemovalPolicy(removalPolicy);
+    cluster.applyRemovalPolicy(removalPolicy);
     this.cluster = cluster;
     this.clusterArn = cluster.attrArn;
 
@@ -143,10 +148,4 @@ export class MessagingStack extends Stack {
 export function topicArnOf(scope: Stack, clusterArn: string, topic: string): string {
   const parts = Fn.split('/', clusterArn, 3);
   return `arn:${scope.partition}:kafka:${scope.region}:${scope.account}:topic/${Fn.select(1, parts)}/${Fn.select(2, parts)}/${topic}`;
-}
-
-/** arn:…:cluster/<name>/<uuid> → arn:…:transactional-id/<name>/<uuid>/<id> (a pattern may end in *). */
-export function transactionalIdArnOf(scope: Stack, clusterArn: string, id: string): string {
-  const parts = Fn.split('/', clusterArn, 3);
-  return `arn:${scope.partition}:kafka:${scope.region}:${scope.account}:transactional-id/${Fn.select(1, parts)}/${Fn.select(2, parts)}/${id}`;
 }

@@ -217,7 +217,54 @@ export class MonitoringStack extends Stack {
         period,
       });
       alarm(`Msk-Disk-${broker}`, disk, a.mskDiskPercent, `MSK broker ${broker}: data volume above ${a.mskDiskPercent}% used`);
+      const underMinIsr = new cloudwatch.Metric({
+        namespace: 'AWS/Kafka',
+        metricName: 'UnderMinIsrPartitionCount',
+        dimensionsMap: { 'Cluster Name': messaging.clusterName, 'Broker ID': String(broker) },
+        statistic: cloudwatch.Stats.MAXIMUM,
+        period,
+      });
+      alarm(
+        `Msk-UnderMinIsr-${broker}`,
+        underMinIsr,
+        0,
+        `MSK broker ${broker}: partitions below min.insync.replicas (acks=all writes to them fail)`,
+      );
     }
+    const mskCluster = (metricName: string, statistic: string) =>
+      new cloudwatch.Metric({
+        namespace: 'AWS/Kafka',
+        metricName,
+        dimensionsMap: { 'Cluster Name': messaging.clusterName },
+        statistic,
+        period,
+      });
+    alarm(
+      'Msk-OfflinePartitions',
+      mskCluster('OfflinePartitionsCount', cloudwatch.Stats.MAXIMUM),
+      0,
+      'MSK: partitions without a leader (unavailable to read and write)',
+    );
+    // One broker is the controller; none (summed over the brokers) means the cluster cannot elect leaders.
+    alarm('Msk-ActiveController', mskCluster('ActiveControllerCount', cloudwatch.Stats.SUM), 1, 'MSK: no active controller', {
+      comparison: cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
+      missing: cloudwatch.TreatMissingData.BREACHING,
+    });
+    // A rotation function that fails leaves the secret's pending version unpromoted: the next login may break.
+    for (const [i, functionName] of data.rotationFunctionNames.entries())
+      alarm(
+        `SecretRotation-${i === 0 ? 'admin' : 'app'}`,
+        new cloudwatch.Metric({
+          namespace: 'AWS/Lambda',
+          metricName: 'Errors',
+          dimensionsMap: { FunctionName: functionName },
+          statistic: cloudwatch.Stats.SUM,
+          period: window,
+        }),
+        1,
+        `Secret rotation failed (${functionName}): see its log group and the secret's AWSPENDING version`,
+        atLeast,
+      );
     alarm(
       'Api-5xx',
       service.api.metricServerError({ period: window, statistic: cloudwatch.Stats.SUM }),

@@ -1,8 +1,9 @@
-import { CfnOutput, Fn, RemovalPolicy, Stack, type StackProps } from 'aws-cdk-lib';
+import { CfnOutput, Fn, Stack, type StackProps } from 'aws-cdk-lib';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
 import type { MsgxSettings } from '../config.ts';
+import { dataRemovalPolicy } from '../retention.ts';
 
 export interface NetworkStackProps extends StackProps {
   msgx: MsgxSettings;
@@ -60,7 +61,7 @@ export class NetworkStack extends Stack {
       });
       const flowLogGroup = new logs.LogGroup(this, 'FlowLogs', {
         retention: settings.functions.logRetentionDays,
-        removalPolicy: RemovalPolicy.DESTROY,
+        removalPolicy: dataRemovalPolicy(props.msgx.stage),
       });
       vpc.addFlowLog('FlowLog', {
         destination: ec2.FlowLogDestination.toCloudWatchLogs(flowLogGroup),

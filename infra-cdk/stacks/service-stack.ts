@@ -16,6 +16,7 @@ import type { DataStack } from './data-stack.ts';
 import type { MessagingStack } from './messaging-stack.ts';
 import type { NetworkStack } from './network-stack.ts';
 import { acknowledge } from '../nag.ts';
+import { dataRemovalPolicy } from '../retention.ts';
 import { SEND_PATH } from '../../lib/constants.ts';
 import { ROLE_CATALOGUE } from '../../lib/app/catalogue.ts';
 
@@ -85,6 +86,7 @@ export class ServiceStack extends Stack {
         memoryMb: settings.functions.memoryMb[role],
         timeout: Duration.seconds(settings.functions.timeoutSeconds[role]),
         logRetentionDays: settings.functions.logRetentionDays,
+        logRemovalPolicy: dataRemovalPolicy(stage),
         // Off unless configured: the advisory lock and row locks are the guard, and a reservation
         // can be refused outright in an account with a small concurrency quota.
         reservedConcurrency: settings.functions.reservedConcurrency[role],
@@ -123,7 +125,8 @@ export class ServiceStack extends Stack {
     for (const role of SCHEDULED_ROLES) {
       const uses: readonly string[] = ROLE_CATALOGUE[role].uses;
       if (uses.includes('mailbox')) fns[role].bindMailbox(mailbox);
-      if (uses.includes('kafka')) fns[role].bindKafka({ ...kafka, writeTopics: [...ownTopics, ...txTopics] });
+      if (uses.includes('kafka'))
+        fns[role].bindKafka({ ...kafka, writeTopics: [...ownTopics, ...txTopics], transactionalIdPrefix: `msgx.${stage}.` });
       if (uses.includes('signingSecret')) fns[role].bindSigningSecret(data.signingSecret);
     }
 
@@ -191,7 +194,7 @@ export class ServiceStack extends Stack {
     // ---- HTTP API -------------------------------------------------------------------------
     const accessLogs = new logs.LogGroup(this, 'ApiAccessLogs', {
       retention: settings.api.accessLogRetentionDays,
-      removalPolicy: RemovalPolicy.DESTROY,
+      removalPolicy: dataRemovalPolicy(stage),
     });
     this.api = new apigwv2.HttpApi(this, 'Api', {
       apiName: `msgx-${stage}`,

@@ -255,7 +255,8 @@ describe('msgx stacks (dev)', () => {
         for (const r of resources(st)) {
           const j = JSON.stringify(r);
           expect(j, role).not.toBe('"*"');
-          expect(j.includes('ClusterArn') || j.includes(':topic/msgx-dev/'), `${role}: ${j}`).toBe(true);
+          const bound = j.includes('ClusterArn') || j.includes(':topic/msgx-dev/') || j.includes(':transactional-id/msgx-dev/');
+          expect(bound, `${role}: ${j}`).toBe(true);
         }
       }
     }
@@ -347,15 +348,20 @@ describe('msgx stacks (dev)', () => {
       expect(a.EvaluationPeriods).toBe(3);
     }
     const lambda = alarms.filter((a) => a.Namespace === 'AWS/Lambda');
-    expect(lambda.filter((a) => a.MetricName === 'Errors')).toHaveLength(FUNCTION_COUNT);
+    // The functions' and the two rotation functions' (admin, app) errors.
+    expect(lambda.filter((a) => a.MetricName === 'Errors')).toHaveLength(FUNCTION_COUNT + 2);
     expect(lambda.filter((a) => a.MetricName === 'Throttles')).toHaveLength(FUNCTION_COUNT);
     const rds = alarms.filter((a) => a.Namespace === 'AWS/RDS');
     expect(rds.map((a) => a.MetricName).sort()).toEqual(['CPUUtilization', 'DatabaseConnections', 'FreeStorageSpace']);
     for (const a of rds) expect(dim(a, 'DBInstanceIdentifier')).toBe('msgx-dev');
     const msk = alarms.filter((a) => a.Namespace === 'AWS/Kafka');
     expect(msk.map((a) => `${a.MetricName}/${dim(a, 'Cluster Name')}/${dim(a, 'Broker ID')}`).sort()).toEqual([
+      'ActiveControllerCount/msgx-dev/undefined',
       'KafkaDataLogsDiskUsed/msgx-dev/1',
       'KafkaDataLogsDiskUsed/msgx-dev/2',
+      'OfflinePartitionsCount/msgx-dev/undefined',
+      'UnderMinIsrPartitionCount/msgx-dev/1',
+      'UnderMinIsrPartitionCount/msgx-dev/2',
     ]);
     expect(alarms.filter((a) => a.Namespace === 'AWS/ApiGateway' && a.MetricName === '5xx')).toHaveLength(1);
     for (const a of alarms) expect(a.AlarmActions).toHaveLength(1);
