@@ -88,6 +88,13 @@ function assertKeyOrder(records: ReadRecord[]): void {
   }
 }
 
+/** Key → the sequence numbers in the order given, keys sorted (so two maps compare whole). */
+function byKey(items: { key: string; i: number }[]): Record<string, number[]> {
+  const out: Record<string, number[]> = {};
+  for (const { key, i } of items) (out[key] ??= []).push(i);
+  return Object.fromEntries(Object.entries(out).sort(([a], [b]) => a.localeCompare(b)));
+}
+
 describe('topics', () => {
   test('ensureTopics creates msg and a compacted schd with the configured partitions, idempotently', async () => {
     const { config, topicMsg, topicSchd } = setup();
@@ -250,6 +257,15 @@ describe('delivery to Kafka', () => {
       const tx = await readTopicToEnd(kafkaBrokers, txTopic);
       assertKeyOrder(msg);
       assertKeyOrder(tx);
+      // Judged against the test's own model too, not msgx's event ids: per key, the topic carries the
+      // events' own numbers (value.i) exactly as they were enqueued, each once.
+      for (const [target, records] of [
+        ['msg', msg],
+        [`tx:${txTopic}`, tx],
+      ] as const)
+        expect(byKey(records.map((r) => ({ key: r.key!, i: (JSON.parse(r.value!) as { i: number }).i }))), `${target} per key`).toEqual(
+          byKey(events.filter((e) => e.target === target).map((e) => ({ key: e.key!, i: (e.value as { i: number }).i }))),
+        );
       // Nothing was delivered twice: a claim never overlapped another one.
       expect(msg).toHaveLength(1000);
       expect(tx).toHaveLength(1000);

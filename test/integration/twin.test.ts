@@ -42,6 +42,9 @@ const gateChange = flop(
   flight({ FLID: '1001', GATE: [{ CODE: 'B14', BEG: '20261129093000', END: '20261129101500' }] }),
 );
 
+/** A last message of the same flight: once its record is on a topic, everything before it is too. */
+const control = flop('UPDT', { seqn: 3, dttm: '20261129091000' }, flight({ FLID: '1001', XREM: 'control' }));
+
 describe('the twin (npm start)', () => {
   it('on embedded defaults: answers /health and processes a posted FLOP end to end to the file sink', { timeout: 300_000 }, async () => {
     const dir = mkdtempSync(join(tmpdir(), 'msgx-twin-'));
@@ -242,14 +245,25 @@ describe('the twin (npm start)', () => {
       const planId = Number(await planRes.text());
       const id = Number(await (await post(twin.base, gateChange)).text());
 
-      // The model: flight 1001 made by the plan (v1), then changed by the gate message (v2). Each
-      // topic is read to its end once the outcome showed, then judged whole.
+      // The model: flight 1001 made by the plan (v1), then changed by the gate message (v2). Once
+      // both show, a control message of the same flight (v3) goes in; records of one key keep their
+      // order, so once the control is on a topic every record of v1 and v2 (a repeat too) is
+      // before it. Each topic is then read to its end and judged whole, repeats not dropped.
+      const sourceOf = (value: string | null) => (JSON.parse(value!) as { source: { msgId: number } }).source.msgId;
+      await waitFor(async () => (await readTopicToEnd(kafkaBrokers, topicMsg)).length >= 2, {
+        timeoutMs: 30_000,
+        intervalMs: 500,
+        what: 'two msgx.msg records',
+      });
+      const controlRes = await post(twin.base, control);
+      expect(controlRes.status).toBe(200);
+      const controlId = Number(await controlRes.text());
       const records = await waitFor(
         async () => {
           const r = await readTopicToEnd(kafkaBrokers, topicMsg);
-          return r.length >= 2 ? r : undefined;
+          return r.some((x) => sourceOf(x.value) === controlId) ? r : undefined;
         },
-        { timeoutMs: 30_000, intervalMs: 500, what: 'two msgx.msg records' },
+        { timeoutMs: 30_000, intervalMs: 500, what: 'the control record on msgx.msg' },
       );
       expect(
         records.map((r) => {
@@ -259,19 +273,25 @@ describe('the twin (npm start)', () => {
       ).toEqual([
         ['1001', 1, planId],
         ['1001', 2, id],
+        ['1001', 3, controlId],
       ]);
       const schdRecords = await waitFor(
         async () => {
           const r = await readTopicToEnd(kafkaBrokers, topicSchd);
-          return r.some((x) => (JSON.parse(x.value!) as { stateVersion: number }).stateVersion === 2) ? r : undefined;
+          return r.some((x) => (JSON.parse(x.value!) as { stateVersion: number }).stateVersion === 3) ? r : undefined;
         },
-        { timeoutMs: 30_000, intervalMs: 500, what: 'the msgx.schd record of v2' },
+        { timeoutMs: 30_000, intervalMs: 500, what: 'the msgx.schd record of the control (v3)' },
       );
+      // A state record may be superseded by a newer one of its flight, never repeated or reordered.
       expect(schdRecords.map((r) => r.key)).toEqual(schdRecords.map(() => '1001'));
+      const schdVersions = schdRecords.map((r) => (JSON.parse(r.value!) as { stateVersion: number }).stateVersion);
+      expect(schdVersions, 'msgx.schd versions rise').toEqual([...new Set(schdVersions)].sort((x, y) => x - y));
+      expect(schdVersions.at(-1)).toBe(3);
       expect(JSON.parse(schdRecords.at(-1)!.value!)).toMatchObject({
         FLID: '1001',
-        stateVersion: 2,
+        stateVersion: 3,
         GATE: [{ CODE: 'B14', BEG: '20261129093000', END: '20261129101500' }],
+        XREM: 'control',
       });
       // The mailbox row is back-filled in MariaDB.
       await waitFor(

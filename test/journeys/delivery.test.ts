@@ -147,7 +147,7 @@ const planned = (flid: string): Fields => ({ FLID: flid, OPDY: DAY, AWCD: 'MU', 
 const pad = (n: number) => String(n).padStart(2, '0');
 
 /** Every FLOP carries a value never sent before, so each one changes its flight exactly once. */
-function nextFlop(i: number, flid: string): { text: string; apply: () => void } {
+function nextFlop(i: number, flid: string): { text: string; apply: (msgId: number) => void } {
   const t = `${DAY}${pad(6 + (i % 12))}${pad(i % 60)}00`;
   const kind = i % 3;
   const fields: Fields =
@@ -155,22 +155,28 @@ function nextFlop(i: number, flid: string): { text: string; apply: () => void } 
   const styp = kind === 0 ? 'ETOT' : kind === 1 ? 'UPDT' : 'STND';
   return {
     text: flop(styp, { seqn: `d${i}`, dttm: t }, flight({ FLID: flid, ...fields })),
-    apply: () => model.apply(flid, fields),
+    apply: (msgId) => model.apply(flid, fields, msgId),
   };
 }
 
-async function insertIntoMailbox(texts: string[]): Promise<void> {
+/** Inserts one row per text, in order; returns their mailbox IDs (the model's order). */
+async function insertIntoMailbox(texts: string[]): Promise<number[]> {
   const c = await mysql.createConnection({ uri: my.url });
   try {
-    for (const t of texts) await c.query('INSERT INTO CMINMSGS (MSG_TEXT) VALUES (?)', [t]);
+    const ids: number[] = [];
+    for (const t of texts) ids.push((await c.query<mysql.ResultSetHeader>('INSERT INTO CMINMSGS (MSG_TEXT) VALUES (?)', [t]))[0].insertId);
+    return ids;
   } finally {
     await c.end();
   }
 }
 
-async function postToIngress(text: string): Promise<void> {
+/** Posts one message to the ingress; returns the mailbox ID it answered with. */
+async function postToIngress(text: string): Promise<number> {
   const res = await fetch(`${twin.base}/cminmsgs/send`, { method: 'POST', headers: { 'content-type': 'application/xml' }, body: text });
-  expect(res.status, await res.clone().text()).toBe(200);
+  const body = await res.text();
+  expect(res.status, body).toBe(200);
+  return Number(body);
 }
 
 const settled = (flids: string[]) => model.settled(twin.base, flids);
@@ -205,20 +211,27 @@ function fileSinkOnce(topic: string): Delivered[] {
 
 /**
  * One destination against the model: per flight, the change records carry versions 1..n in
- * order (none lost, none reordered), and the last state record is the modelled flight.
+ * order (none lost) and name the messages that made them (`source.msgId`) in mailbox-ID order —
+ * versions alone would pass two messages of a flight applied swapped — and the last state record
+ * is the modelled flight.
  */
 function judge(where: string, changes: Delivered[], states: Delivered[], flids: string[]): void {
   const versions = new Map<string, number[]>();
+  const sources = new Map<string, number[]>();
   for (const r of changes) {
-    const v = JSON.parse(r.value!) as { flid: string; stateVersion: number };
+    const v = JSON.parse(r.value!) as { flid: string; stateVersion: number; source: { msgId: number } };
     expect(v.flid, `${where}: key and flid agree`).toBe(r.key);
     versions.set(r.key!, [...(versions.get(r.key!) ?? []), v.stateVersion]);
+    sources.set(r.key!, [...(sources.get(r.key!) ?? []), v.source.msgId]);
   }
   const last = new Map<string, Record<string, unknown>>();
   for (const r of states) if (r.value !== null) last.set(r.key!, JSON.parse(r.value) as Record<string, unknown>);
   for (const flid of flids) {
     const want = model.get(flid)!;
     expect(versions.get(flid), `${where}: change records of ${flid}`).toEqual(Array.from({ length: want.version }, (_, i) => i + 1));
+    const order = model.expectedSources(flid);
+    expect(order, `the model knows every mailbox ID of ${flid}`).toBeDefined();
+    expect(sources.get(flid), `${where}: source.msgId of ${flid} in mailbox-ID order`).toEqual(order);
     expect(last.get(flid), `${where}: last state of ${flid}`).toMatchObject({ ...want.fields, stateVersion: want.version });
   }
 }
@@ -277,15 +290,14 @@ describe('delivery journeys: webhook and file sink, outage, dead event and repla
 
   it('webhook and file sink: a day plan and FLOPs from the mailbox and HTTP arrive signed, per flight in order, at both', async () => {
     const plan = schd('DNLD', { seqn: 'dplan', dttm: `${DAY}040000`, opdy: DAY, flights: flids.map((f) => flight(planned(f))) });
-    for (const f of flids) model.set(f, { fields: planned(f), version: 1 });
     // Several changes per flight in quick succession: batches carry more than one event per flight.
     const fromMailbox = Array.from({ length: 9 }, (_, i) => nextFlop(i, flids[i % flids.length]!));
-    await insertIntoMailbox([plan, ...fromMailbox.map((f) => f.text)]);
-    for (const f of fromMailbox) f.apply();
+    const [planId, ...ids] = await insertIntoMailbox([plan, ...fromMailbox.map((f) => f.text)]);
+    for (const f of flids) model.set(f, { fields: planned(f), version: 1, msgIds: [planId!] });
+    fromMailbox.forEach((f, i) => f.apply(ids[i]!));
     for (let i = 20; i < 24; i++) {
       const f = nextFlop(i, flids[i % flids.length]!);
-      await postToIngress(f.text);
-      f.apply();
+      f.apply(await postToIngress(f.text));
     }
     await settled(flids);
     await judgeWhenDelivered(flids);
@@ -297,9 +309,9 @@ describe('delivery journeys: webhook and file sink, outage, dead event and repla
     const before = posts.length;
     outageLeft = 4;
     const changes = Array.from({ length: 6 }, (_, i) => nextFlop(40 + i, flids[i % flids.length]!));
-    await insertIntoMailbox(changes.slice(0, 3).map((f) => f.text));
-    for (const f of changes.slice(3)) await postToIngress(f.text);
-    for (const f of changes) f.apply();
+    const ids = await insertIntoMailbox(changes.slice(0, 3).map((f) => f.text));
+    for (const f of changes.slice(3)) ids.push(await postToIngress(f.text));
+    changes.forEach((f, i) => f.apply(ids[i]!));
     await settled(flids);
     await judgeWhenDelivered(flids);
     const during = posts.slice(before);
@@ -335,10 +347,10 @@ describe('delivery journeys: webhook and file sink, outage, dead event and repla
     const poison = 'JW9';
     refusedKeys.add(poison);
     const adft = schd('ADFT', { seqn: 'dadft', dttm: `${DAY}050000`, opdy: DAY, flights: [flight(planned(poison))] });
-    model.set(poison, { fields: planned(poison), version: 1 });
     const behind = nextFlop(60, 'JW1');
-    await insertIntoMailbox([adft, behind.text]);
-    behind.apply();
+    const [adftId, behindId] = await insertIntoMailbox([adft, behind.text]);
+    model.set(poison, { fields: planned(poison), version: 1, msgIds: [adftId!] });
+    behind.apply(behindId!);
     await settled([poison, 'JW1']);
 
     // The operator sees the dead letters: the flight's change event and its state event.
