@@ -208,25 +208,24 @@ export class MonitoringStack extends Stack {
       a.rdsConnections,
       `More than ${a.rdsConnections} PostgreSQL connections: check max_connections and the function concurrency`,
     );
+    const mskBroker = (metricName: string, broker: number) =>
+      new cloudwatch.Metric({
+        namespace: 'AWS/Kafka',
+        metricName,
+        dimensionsMap: { 'Cluster Name': messaging.clusterName, 'Broker ID': String(broker) },
+        statistic: cloudwatch.Stats.MAXIMUM,
+        period,
+      });
     for (let broker = 1; broker <= messaging.brokerCount; broker++) {
-      const disk = new cloudwatch.Metric({
-        namespace: 'AWS/Kafka',
-        metricName: 'KafkaDataLogsDiskUsed',
-        dimensionsMap: { 'Cluster Name': messaging.clusterName, 'Broker ID': String(broker) },
-        statistic: cloudwatch.Stats.MAXIMUM,
-        period,
-      });
-      alarm(`Msk-Disk-${broker}`, disk, a.mskDiskPercent, `MSK broker ${broker}: data volume above ${a.mskDiskPercent}% used`);
-      const underMinIsr = new cloudwatch.Metric({
-        namespace: 'AWS/Kafka',
-        metricName: 'UnderMinIsrPartitionCount',
-        dimensionsMap: { 'Cluster Name': messaging.clusterName, 'Broker ID': String(broker) },
-        statistic: cloudwatch.Stats.MAXIMUM,
-        period,
-      });
+      alarm(
+        `Msk-Disk-${broker}`,
+        mskBroker('KafkaDataLogsDiskUsed', broker),
+        a.mskDiskPercent,
+        `MSK broker ${broker}: data volume above ${a.mskDiskPercent}% used`,
+      );
       alarm(
         `Msk-UnderMinIsr-${broker}`,
-        underMinIsr,
+        mskBroker('UnderMinIsrPartitionCount', broker),
         0,
         `MSK broker ${broker}: partitions below min.insync.replicas (acks=all writes to them fail)`,
       );
