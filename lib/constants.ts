@@ -36,3 +36,6 @@ export const OPERATOR_ROLE_ARN = /^arn:(aws|aws-cn|aws-us-gov|aws-iso|aws-iso-b)
 
 /** The one path upstream systems post CMINMSGS messages to (HTTP route, API Gateway, twin). */
 export const SEND_PATH = '/cminmsgs/send';
+
+/** Largest message body accepted, in UTF-8 bytes: the XML gate's limit and MSGX_MAX_BODY_BYTES's default. */
+export const MAX_MESSAGE_BYTES = 1024 * 1024;

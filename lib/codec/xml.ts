@@ -1,4 +1,5 @@
 import { XMLParser, XMLValidator } from 'fast-xml-parser';
+import { MAX_MESSAGE_BYTES } from '../constants.ts';
 import { MalformedError } from '../shared/errors.ts';
 import { decodeAttribute, decodeText } from './references.ts';
 import { scanDocument } from './scan.ts';
@@ -28,7 +29,7 @@ export interface XmlLimits {
   maxAttributes: number;
 }
 
-export const DEFAULT_LIMITS: XmlLimits = { maxBytes: 1024 * 1024, maxDepth: 32, maxElements: 200_000, maxAttributes: 1000 };
+export const DEFAULT_LIMITS: XmlLimits = { maxBytes: MAX_MESSAGE_BYTES, maxDepth: 32, maxElements: 200_000, maxAttributes: 1000 };
 
 const parser = new XMLParser({
   preserveOrder: true, // unknown elements round-trip in their received order

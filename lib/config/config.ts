@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { ConfigError } from '../shared/errors.ts';
 import { commaList, duration, durationList, flag, positiveInt, wireCode } from './parse.ts';
 import { topicNameProblem } from '../shared/topicName.ts';
-import { OPERATOR_ROLE_ARN } from '../constants.ts';
+import { MAX_MESSAGE_BYTES, OPERATOR_ROLE_ARN } from '../constants.ts';
 import { checkTargetOverrides, type DeliverySettings, targetOverridesField, type TargetOverride } from './delivery.ts';
 
 /**
@@ -90,7 +90,7 @@ const schema = z
     MSGX_HEAD_DEADLINE: duration('10m'),
     MSGX_BACKFILL_INITIAL: duration('30s'),
     MSGX_BACKFILL_MAX: duration('15m'),
-    MSGX_MAX_BODY_BYTES: positiveInt(1024 * 1024),
+    MSGX_MAX_BODY_BYTES: positiveInt(MAX_MESSAGE_BYTES),
     // MSGX_IDENTITY_DAY_BOUNDARY (docs/glossary.md "day boundary"): changes duplicate semantics, so it is fixed
     // once messages exist (lib/pipeline/identityMode.ts; change it with `npx msgx identity`).
     MSGX_IDENTITY_DAY_BOUNDARY: flag(false),

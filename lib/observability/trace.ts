@@ -6,7 +6,7 @@ import { eventsBySource, type TraceEventView } from '../outbox/sourceEvents.ts';
 import { noteFor, todoOf } from '../pipeline/backfill.ts';
 import { isTerminalStatus } from '../pipeline/states.ts';
 import { getProc, listAttempts } from '../pipeline/procState.ts';
-import { replaysOf } from '../pipeline/replay.ts';
+import { REPLAY_ACTION, replaysOf } from '../pipeline/replay.ts';
 
 /**
  * The trace of one inbound message (`GET /admin/trace/{msgId}`, `npx msgx trace`), read from what
@@ -249,7 +249,7 @@ export function buildTimeline(t: MessageTrace): TimelineEntry[] {
       detail: { attempt: a.attempt, ...(a.errorClass ? { errorClass: a.errorClass, error: a.errorDetail } : {}) },
     });
   for (const r of t.replays)
-    if (r.action === 'replay.proc') out.push({ at: r.at, kind: 'replay', status: 'PENDING', detail: { actor: r.actor } });
+    if (r.action === REPLAY_ACTION) out.push({ at: r.at, kind: 'replay', status: 'PENDING', detail: { actor: r.actor } });
   for (const s of t.snapshot)
     out.push({
       at: String(s.received_at),

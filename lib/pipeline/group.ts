@@ -44,16 +44,7 @@ export async function applyGroup(
     group.flatMap((g) => (g.decoded ? [g.decoded.identity] : [])),
   );
   const boundHere = new Map<string, number>();
-  // Deferred writes are the fast path; without them every write happens inside its message's
-  // savepoint, which the pump falls back to when a deferred write fails at the end of a group.
-  const scope =
-    options.deferWrites === false
-      ? undefined
-      : new GroupScope(
-          tx,
-          group.flatMap((g) => (g.decoded ? [g.decoded] : [])),
-          ctx.db,
-        );
+  const scope = options.deferWrites === false ? undefined : deferredScope(ctx, tx, group);
   const records: AttemptRecord[] = [];
   let stopped = false;
   // An attempt's real start: the first message's is the step's start (its mailbox read and decode
@@ -76,7 +67,14 @@ export async function applyGroup(
         const holder = boundHere.get(msg.identity) ?? holders.get(msg.identity);
         if (holder !== undefined && holder !== row.msg_id) {
           cursor = ctx.clock.now();
-          records.push(record(row, { status: 'SKIPPED', note: `duplicate-of:${holder}` }, null, item, startedAt, cursor, config));
+          records.push(
+            record(
+              row,
+              { status: 'SKIPPED', note: `duplicate-of:${holder}` },
+              { item, identity: null, startedAt, finishedAt: cursor },
+              config.pipeline,
+            ),
+          );
           continue;
         }
         identity = msg.identity;
@@ -86,7 +84,7 @@ export async function applyGroup(
     }
 
     cursor = ctx.clock.now();
-    const rec = record(row, outcome, identity, item, startedAt, cursor, config);
+    const rec = record(row, outcome, { item, identity, startedAt, finishedAt: cursor }, config.pipeline);
     records.push(rec);
     // Its death releases the identity (writeAttempts clears it): a later copy in this group may bind it.
     if (rec.status === 'DEAD' && identity && boundHere.get(identity) === row.msg_id) boundHere.delete(identity);
@@ -98,19 +96,33 @@ export async function applyGroup(
 
   // Deferred domain writes (one statement per module) go in before the states that report them.
   await scope?.flush();
-  // Shadow mode never writes the shared mailbox, so it records no intent to.
-  const marks = config.shadow
-    ? []
-    : records
-        .filter((r) => r.status !== 'FAILED' && r.status !== 'PENDING')
-        .map((r) => ({
-          id: r.msgId,
-          status: r.status,
-          note: noteFor(r.status, r.errorClass, r.errorDetail, r.note),
-          processedAt: r.finishedAt,
-        }));
+  const marks = config.shadow ? [] : mailboxMarks(records);
   await writeAttempts(tx, records, marks);
   return { records, marks, stopped };
+}
+
+/**
+ * Deferred writes are the fast path; without them every write happens inside its message's
+ * savepoint, which the pump falls back to when a deferred write fails at the end of a group.
+ */
+function deferredScope(ctx: AppContext, tx: Queryable, group: Prepared[]): GroupScope {
+  return new GroupScope(
+    tx,
+    group.flatMap((g) => (g.decoded ? [g.decoded] : [])),
+    ctx.db,
+  );
+}
+
+/** The terminal outcomes the mailbox is told of after commit (shadow mode tells it nothing). */
+function mailboxMarks(records: AttemptRecord[]): BackfillMark[] {
+  return records
+    .filter((r) => r.status !== 'FAILED' && r.status !== 'PENDING')
+    .map((r) => ({
+      id: r.msgId,
+      status: r.status,
+      note: noteFor(r.status, r.errorClass, r.errorDetail, r.note),
+      processedAt: r.finishedAt,
+    }));
 }
 
 async function runProcessor(ctx: AppContext, tx: Queryable, item: Prepared, now: Date, scope: GroupScope | undefined): Promise<Outcome> {
@@ -166,64 +178,75 @@ function lazySavepoint(tx: Queryable) {
   };
 }
 
+/** One attempt of one message: what it ran on, the identity it binds, when it started and finished. */
+export interface AttemptRun {
+  item: Prepared;
+  identity: string | null;
+  startedAt: Date;
+  finishedAt: Date;
+}
+
+type RetryRule = Pick<AppContext['config']['pipeline'], 'maxAttempts' | 'headDeadlineMs' | 'backoffInitialMs' | 'backoffMaxMs'>;
+
 /**
  * Turns an outcome into the row update, applying the attempt limit and the head deadline.
- * `now` is when the attempt finished: the next attempt and the deadline count from it.
+ * The next attempt and the deadline count from when the attempt finished.
  */
-export function record(
-  row: OpenRow,
-  outcome: Outcome,
-  identity: string | null,
-  item: Prepared,
-  startedAt: Date,
-  now: Date,
-  config: AppContext['config'],
-): AttemptRecord {
+export function record(row: OpenRow, outcome: Outcome, run: AttemptRun, rule: RetryRule): AttemptRecord {
   const counted = !('counted' in outcome && outcome.counted === false);
   const attempt = counted ? row.attempts + 1 : row.attempts;
-  const firstAttemptAt = row.first_attempt_at ?? startedAt;
-  const p = config.pipeline;
-  let status: ProcStatus = outcome.status;
-  let errorClass: ErrorClass | null = 'errorClass' in outcome ? outcome.errorClass : null;
-  let errorDetail: string | null = 'detail' in outcome ? outcome.detail : null;
-  let nextAttemptAt = now;
-  if (outcome.status === 'FAILED' && !counted) {
-    // Not the message's fault: no attempt is spent and the attempt limit does not apply; the head
-    // deadline still does. The wait grows with the time waited so far (initial … max backoff).
-    errorDetail = `${outcome.detail} (no attempt counted)`;
-    const pastDeadline = now.getTime() - firstAttemptAt.getTime() >= p.headDeadlineMs;
-    if (pastDeadline) {
-      status = 'DEAD';
-      errorDetail = `${outcome.errorClass}: ${outcome.detail} (after ${attempt} attempt${attempt === 1 ? '' : 's'}, head deadline passed)`;
-      errorClass = 'EXHAUSTED';
-    } else {
-      const waited = now.getTime() - firstAttemptAt.getTime();
-      nextAttemptAt = new Date(now.getTime() + Math.min(p.backoffMaxMs, Math.max(p.backoffInitialMs, waited)));
-    }
-  } else if (outcome.status === 'FAILED') {
-    const pastDeadline = now.getTime() - firstAttemptAt.getTime() >= p.headDeadlineMs;
-    if (attempt >= p.maxAttempts || pastDeadline) {
-      status = 'DEAD';
-      errorDetail = `${outcome.errorClass}: ${outcome.detail} (after ${attempt} attempt${attempt > 1 ? 's' : ''}${pastDeadline ? ', head deadline passed' : ''})`;
-      errorClass = 'EXHAUSTED';
-    } else {
-      nextAttemptAt = new Date(now.getTime() + backoffMs(attempt, p.backoffInitialMs, p.backoffMaxMs));
-    }
-  }
+  const firstAttemptAt = row.first_attempt_at ?? run.startedAt;
+  const verdict =
+    outcome.status === 'FAILED'
+      ? retryVerdict(outcome, { attempt, counted, firstAttemptAt, now: run.finishedAt }, rule)
+      : {
+          status: outcome.status,
+          errorClass: 'errorClass' in outcome ? outcome.errorClass : null,
+          errorDetail: 'detail' in outcome ? outcome.detail : null,
+          nextAttemptAt: run.finishedAt,
+        };
   return {
     msgId: row.msg_id,
-    status,
+    ...verdict,
     attempt,
-    startedAt,
-    finishedAt: now,
+    startedAt: run.startedAt,
+    finishedAt: run.finishedAt,
     firstAttemptAt,
-    nextAttemptAt,
-    errorClass,
-    errorDetail,
     note: 'note' in outcome ? outcome.note : null,
-    identity,
-    rawText: item.rawText,
-    type: item.decoded?.type ?? null,
-    subtype: item.decoded?.subtype ?? null,
+    identity: run.identity,
+    rawText: run.item.rawText,
+    type: run.item.decoded?.type ?? null,
+    subtype: run.item.decoded?.subtype ?? null,
   };
+}
+
+/** A failed attempt: retried after its backoff, or DEAD once the attempts or the head deadline run out. */
+function retryVerdict(
+  outcome: Extract<Outcome, { status: 'FAILED' }>,
+  a: { attempt: number; counted: boolean; firstAttemptAt: Date; now: Date },
+  rule: RetryRule,
+): { status: ProcStatus; errorClass: ErrorClass; errorDetail: string; nextAttemptAt: Date } {
+  const waited = a.now.getTime() - a.firstAttemptAt.getTime();
+  const pastDeadline = waited >= rule.headDeadlineMs;
+  const attempts = `${a.attempt} attempt${a.attempt === 1 ? '' : 's'}`;
+  if (!a.counted) {
+    // Not the message's fault: no attempt is spent and the attempt limit does not apply; the head
+    // deadline still does. The wait grows with the time waited so far (initial … max backoff).
+    if (pastDeadline) return dead(`${outcome.errorClass}: ${outcome.detail} (after ${attempts}, head deadline passed)`, a.now);
+    const wait = Math.min(rule.backoffMaxMs, Math.max(rule.backoffInitialMs, waited));
+    return {
+      status: 'FAILED',
+      errorClass: outcome.errorClass,
+      errorDetail: `${outcome.detail} (no attempt counted)`,
+      nextAttemptAt: new Date(a.now.getTime() + wait),
+    };
+  }
+  if (a.attempt >= rule.maxAttempts || pastDeadline)
+    return dead(`${outcome.errorClass}: ${outcome.detail} (after ${attempts}${pastDeadline ? ', head deadline passed' : ''})`, a.now);
+  const wait = backoffMs(a.attempt, rule.backoffInitialMs, rule.backoffMaxMs);
+  return { status: 'FAILED', errorClass: outcome.errorClass, errorDetail: outcome.detail, nextAttemptAt: new Date(a.now.getTime() + wait) };
+}
+
+function dead(errorDetail: string, now: Date) {
+  return { status: 'DEAD' as const, errorClass: 'EXHAUSTED' as const, errorDetail, nextAttemptAt: now };
 }

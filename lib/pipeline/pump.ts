@@ -290,11 +290,8 @@ async function failHead(ctx: AppContext, head: OpenRow, reason: string, now: Dat
   const rec = record(
     head,
     { status: 'FAILED', errorClass: 'INFRA', detail: reason },
-    head.identity_key,
-    item,
-    now,
-    ctx.clock.now(),
-    ctx.config,
+    { item, identity: head.identity_key, startedAt: now, finishedAt: ctx.clock.now() },
+    ctx.config.pipeline,
   );
   const marks =
     rec.status === 'DEAD' && !ctx.config.shadow

@@ -25,7 +25,8 @@ const replayRequestSchema = lazy(() =>
 export type ReplayRequest = z.infer<ReturnType<typeof replayRequestSchema>>;
 
 /** The audit actions of a replay and of its dry run. */
-const REPLAY_ACTIONS = ['replay.proc', 'replay.proc.dry-run'] as const;
+export const REPLAY_ACTION = 'replay.proc';
+const REPLAY_ACTIONS = [REPLAY_ACTION, 'replay.proc.dry-run'] as const;
 
 export interface ReplayResult {
   dryRun: boolean;

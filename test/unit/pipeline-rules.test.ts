@@ -28,11 +28,8 @@ describe('processing backoff and exhaustion', () => {
     record(
       row({ attempts, first_attempt_at: new Date('2026-11-29T00:00:00Z') }),
       { status: 'FAILED', errorClass, detail },
-      'id',
-      item,
-      now,
-      now,
-      config,
+      { item, identity: 'id', startedAt: now, finishedAt: now },
+      config.pipeline,
     );
 
   it('backs off 1, 2, 4, 8, 16 s capped at 60 s', () => {
