@@ -96,29 +96,35 @@ export class DataStack extends Stack {
     const { stage, settings } = props.msgx;
     const dbSg = new ec2.SecurityGroup(this, 'DbSg', { vpc, description: 'msgx PostgreSQL', allowAllOutbound: false });
     dbSg.addIngressRule(functionSg, ec2.Port.tcp(5432), 'msgx functions to PostgreSQL');
+    const instanceIdentifier = `msgx-${stage}`;
+    const db = this.createInstance(props, dbSg, instanceIdentifier);
+    if (!db.secret) throw new Error('generated database secret missing');
+    // Prod keeps the credentials of a database it keeps (its snapshot or the retained instance);
+    // the generated admin secret is a child of the instance, not db.secret (its attachment).
+    for (const c of db.node.findAll()) if (c instanceof secretsmanager.CfnSecret) c.applyRemovalPolicy(dataRemovalPolicy(stage));
+    const appSecret = this.rotateSecrets(props, db);
+    acknowledge(db, instanceNagReasons(stage, settings.db));
+    return {
+      db,
+      endpoint: {
+        host: db.dbInstanceEndpointAddress,
+        port: db.dbInstanceEndpointPort,
+        database: DB_NAME,
+        secret: appSecret,
+        securityGroup: dbSg,
+        instanceIdentifier,
+        adminSecret: db.secret,
+      },
+    };
+  }
+
+  private createInstance(props: DataStackProps, dbSg: ec2.ISecurityGroup, instanceIdentifier: string): rds.DatabaseInstance {
+    const { stage, settings } = props.msgx;
     const s = settings.db;
     const major = s.engineVersion.split('.')[0]!;
     const engine = rds.DatabaseInstanceEngine.postgres({ version: rds.PostgresEngineVersion.of(s.engineVersion, major) });
-
-    const parameters = new rds.ParameterGroup(this, 'Params', {
-      engine,
-      description: "msgx: keepalives free a dead worker's advisory lock within seconds",
-      parameters: {
-        // A Lambda killed mid-loop leaves its session (and its advisory lock) behind; server-side
-        // keepalives notice the dead peer in ~25 s so the next scheduled worker can take over.
-        tcp_keepalives_idle: '10',
-        tcp_keepalives_interval: '5',
-        tcp_keepalives_count: '3',
-        idle_in_transaction_session_timeout: '60000',
-        'rds.force_ssl': '1',
-        log_min_duration_statement: '1000',
-      },
-    });
-
     const removalPolicy =
       s.removalPolicy === 'destroy' ? RemovalPolicy.DESTROY : s.removalPolicy === 'retain' ? RemovalPolicy.RETAIN : RemovalPolicy.SNAPSHOT;
-
-    const instanceIdentifier = `msgx-${stage}`;
     // Created up front (instead of `cloudwatchLogsRetention`, which deploys a log-retention Lambda).
     const pgLogs = new logs.LogGroup(this, 'PostgresLogs', {
       logGroupName: `/aws/rds/instance/${instanceIdentifier}/postgresql`,
@@ -129,13 +135,13 @@ export class DataStack extends Stack {
       engine,
       instanceIdentifier,
       instanceType: new ec2.InstanceType(s.instanceType),
-      vpc,
+      vpc: props.network.vpc,
       vpcSubnets: props.network.dataSubnets,
       securityGroups: [dbSg],
       port: 5432,
       databaseName: DB_NAME,
       credentials: rds.Credentials.fromGeneratedSecret('msgx_admin', { secretName: `msgx/${stage}/postgres` }),
-      parameterGroup: parameters,
+      parameterGroup: this.parameterGroup(engine),
       storageEncrypted: true,
       storageType: rds.StorageType.GP3,
       allocatedStorage: s.allocatedStorageGb,
@@ -153,17 +159,39 @@ export class DataStack extends Stack {
       publiclyAccessible: false,
     });
     db.node.addDependency(pgLogs);
-    if (!db.secret) throw new Error('generated database secret missing');
-    // Prod keeps the credentials of a database it keeps (its snapshot or the retained instance);
-    // the generated admin secret is a child of the instance, not db.secret (its attachment).
-    for (const c of db.node.findAll()) if (c instanceof secretsmanager.CfnSecret) c.applyRemovalPolicy(dataRemovalPolicy(stage));
-    const rotationSubnets = props.network.appSubnets;
-    const adminRotation = db.addRotationSingleUser({ automaticallyAfter: Duration.days(s.rotationDays), vpcSubnets: rotationSubnets });
+    return db;
+  }
 
-    // The functions connect as msgx_app, rotated with the alternating-users strategy: the rotation
-    // clones msgx_app into msgx_app_clone (and back) and only then moves the secret, so the
-    // password a warm function holds stays valid until the next rotation. The migrate function
-    // creates the role on first deploy (see docs/deploy.md).
+  private parameterGroup(engine: rds.IInstanceEngine): rds.ParameterGroup {
+    return new rds.ParameterGroup(this, 'Params', {
+      engine,
+      description: "msgx: keepalives free a dead worker's advisory lock within seconds",
+      parameters: {
+        // A Lambda killed mid-loop leaves its session (and its advisory lock) behind; server-side
+        // keepalives notice the dead peer in ~25 s so the next scheduled worker can take over.
+        tcp_keepalives_idle: '10',
+        tcp_keepalives_interval: '5',
+        tcp_keepalives_count: '3',
+        idle_in_transaction_session_timeout: '60000',
+        'rds.force_ssl': '1',
+        log_min_duration_statement: '1000',
+      },
+    });
+  }
+
+  /**
+   * The admin secret rotates alone. The functions connect as msgx_app, rotated with the
+   * alternating-users strategy: the rotation clones msgx_app into msgx_app_clone (and back) and
+   * only then moves the secret, so the password a warm function holds stays valid until the next
+   * rotation. The migrate function creates the role on first deploy (see docs/deploy.md).
+   */
+  private rotateSecrets(props: DataStackProps, db: rds.DatabaseInstance): secretsmanager.ISecret {
+    const { stage, settings } = props.msgx;
+    const rotationSubnets = props.network.appSubnets;
+    const adminRotation = db.addRotationSingleUser({
+      automaticallyAfter: Duration.days(settings.db.rotationDays),
+      vpcSubnets: rotationSubnets,
+    });
     const appSecret = new rds.DatabaseSecret(this, 'AppSecret', {
       username: APP_USER,
       secretName: `msgx/${stage}/postgres-app`,
@@ -174,46 +202,38 @@ export class DataStack extends Stack {
     const appAttached = appSecret.attach(db);
     const appRotation = db.addRotationMultiUser('AppRotation', {
       secret: appAttached,
-      automaticallyAfter: Duration.days(s.rotationDays),
+      automaticallyAfter: Duration.days(settings.db.rotationDays),
       vpcSubnets: rotationSubnets,
     });
     // The hosted rotation names its function as SecretRotation does: the construct's unique id, at most 64 characters.
     for (const r of [adminRotation, appRotation]) this.rotationFunctionNames.push(Names.uniqueId(r).slice(-64));
-
-    const reasons: NagAcknowledgment[] = [
-      {
-        id: 'AwsSolutions-IAM4',
-        reason: 'Enhanced monitoring needs the AWS-maintained AmazonRDSEnhancedMonitoringRole policy; it grants only log delivery.',
-        appliesTo: ['Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AmazonRDSEnhancedMonitoringRole'],
-      },
-      {
-        id: 'AwsSolutions-RDS11',
-        reason:
-          'The database is reachable only from the msgx function security group in isolated subnets; a non-default port adds no protection there.',
-      },
-    ];
-    if (!s.multiAz)
-      reasons.push({
-        id: 'AwsSolutions-RDS3',
-        reason: `Stage ${stage} runs single-AZ by choice (stages.${stage}.db.multiAz); prod enables Multi-AZ.`,
-      });
-    if (!s.deletionProtection)
-      reasons.push({
-        id: 'AwsSolutions-RDS10',
-        reason: `Stage ${stage} is disposable (stages.${stage}.db.deletionProtection=false); prod enables deletion protection.`,
-      });
-    acknowledge(db, reasons);
-    return {
-      db,
-      endpoint: {
-        host: db.dbInstanceEndpointAddress,
-        port: db.dbInstanceEndpointPort,
-        database: DB_NAME,
-        secret: appAttached,
-        securityGroup: dbSg,
-        instanceIdentifier,
-        adminSecret: db.secret,
-      },
-    };
+    return appAttached;
   }
+}
+
+/** What cdk-nag is told about the instance, and why; the single-AZ and unprotected stages by name. */
+function instanceNagReasons(stage: string, s: MsgxSettings['settings']['db']): NagAcknowledgment[] {
+  const reasons: NagAcknowledgment[] = [
+    {
+      id: 'AwsSolutions-IAM4',
+      reason: 'Enhanced monitoring needs the AWS-maintained AmazonRDSEnhancedMonitoringRole policy; it grants only log delivery.',
+      appliesTo: ['Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AmazonRDSEnhancedMonitoringRole'],
+    },
+    {
+      id: 'AwsSolutions-RDS11',
+      reason:
+        'The database is reachable only from the msgx function security group in isolated subnets; a non-default port adds no protection there.',
+    },
+  ];
+  if (!s.multiAz)
+    reasons.push({
+      id: 'AwsSolutions-RDS3',
+      reason: `Stage ${stage} runs single-AZ by choice (stages.${stage}.db.multiAz); prod enables Multi-AZ.`,
+    });
+  if (!s.deletionProtection)
+    reasons.push({
+      id: 'AwsSolutions-RDS10',
+      reason: `Stage ${stage} is disposable (stages.${stage}.db.deletionProtection=false); prod enables deletion protection.`,
+    });
+  return reasons;
 }

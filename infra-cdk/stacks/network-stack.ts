@@ -30,85 +30,95 @@ export class NetworkStack extends Stack {
     const { settings, mailbox } = props.msgx;
     const existing = settings.existing.vpc;
     this.azCount = settings.azs;
-    let cidr: string;
-    let createEndpoints: boolean;
+    const net = existing ? this.importVpc(existing) : this.createVpc(props.msgx);
+    ({ vpc: this.vpc, appSubnets: this.appSubnets, dataSubnets: this.dataSubnets } = net);
 
-    if (existing) {
-      // Attributes, not a lookup: synth stays offline and needs no account context.
-      this.vpc = ec2.Vpc.fromVpcAttributes(this, 'Vpc', {
-        vpcId: existing.id,
-        vpcCidrBlock: existing.cidr,
-        availabilityZones: existing.availabilityZones,
-        privateSubnetIds: existing.appSubnetIds,
-        isolatedSubnetIds: existing.dataSubnetIds,
-      });
-      this.appSubnets = { subnets: existing.appSubnetIds.map((s, i) => ec2.Subnet.fromSubnetId(this, `App${i}`, s)) };
-      const data = existing.dataSubnetIds ?? existing.appSubnetIds;
-      this.dataSubnets = { subnets: data.map((s, i) => ec2.Subnet.fromSubnetId(this, `Data${i}`, s)) };
-      cidr = existing.cidr;
-      createEndpoints = existing.createEndpoints ?? false;
-    } else {
-      const vpc = new ec2.Vpc(this, 'Vpc', {
-        ipAddresses: ec2.IpAddresses.cidr(settings.vpcCidr),
-        // AZs come from Fn::GetAZs (see availabilityZones below): no lookup, any region.
-        maxAzs: settings.azs,
-        natGateways: settings.natGateways,
-        subnetConfiguration: [
-          { name: 'public', subnetType: ec2.SubnetType.PUBLIC, cidrMask: 24 },
-          { name: 'app', subnetType: ec2.SubnetType.PRIVATE_WITH_EGRESS, cidrMask: 22 },
-          { name: 'data', subnetType: ec2.SubnetType.PRIVATE_ISOLATED, cidrMask: 24 },
-        ],
-      });
-      const flowLogGroup = new logs.LogGroup(this, 'FlowLogs', {
-        retention: settings.functions.logRetentionDays,
-        removalPolicy: dataRemovalPolicy(props.msgx.stage),
-      });
-      vpc.addFlowLog('FlowLog', {
-        destination: ec2.FlowLogDestination.toCloudWatchLogs(flowLogGroup),
-        trafficType: ec2.FlowLogTrafficType.REJECT,
-      });
-      this.vpc = vpc;
-      this.appSubnets = { subnetType: ec2.SubnetType.PRIVATE_WITH_EGRESS };
-      this.dataSubnets = { subnetType: ec2.SubnetType.PRIVATE_ISOLATED };
-      cidr = settings.vpcCidr;
-      createEndpoints = true;
-    }
-
-    const functionSg = new ec2.SecurityGroup(this, 'FunctionSg', {
+    this.functionSg = new ec2.SecurityGroup(this, 'FunctionSg', {
       vpc: this.vpc,
       description: 'msgx functions',
       // Outbound stays open: webhooks and tx check-back go to origins configured at run time.
       allowAllOutbound: true,
     });
-    this.functionSg = functionSg;
     new CfnOutput(this, 'FunctionSecurityGroupId', {
-      value: functionSg.securityGroupId,
+      value: this.functionSg.securityGroupId,
       description: 'Allow this group on the shared mailbox (if mailboxSecurityGroupId was not given)',
     });
-
     // The shared mailbox is not ours: open its group to us when we are told which one it is.
     if (mailbox.securityGroupId) {
       const mailboxSg = ec2.SecurityGroup.fromSecurityGroupId(this, 'MailboxSg', mailbox.securityGroupId, { mutable: true });
-      mailboxSg.addIngressRule(functionSg, ec2.Port.tcp(mailbox.port), 'msgx functions to the shared mailbox');
+      mailboxSg.addIngressRule(this.functionSg, ec2.Port.tcp(mailbox.port), 'msgx functions to the shared mailbox');
     }
+    if (net.createEndpoints) this.addEndpoints(net.cidr, { gateway: !existing });
+  }
 
-    if (!createEndpoints) return;
+  /** An existing VPC from attributes, not a lookup: synth stays offline and needs no account context. */
+  private importVpc(existing: NonNullable<MsgxSettings['settings']['existing']['vpc']>) {
+    const vpc = ec2.Vpc.fromVpcAttributes(this, 'Vpc', {
+      vpcId: existing.id,
+      vpcCidrBlock: existing.cidr,
+      availabilityZones: existing.availabilityZones,
+      privateSubnetIds: existing.appSubnetIds,
+      isolatedSubnetIds: existing.dataSubnetIds,
+    });
+    const data = existing.dataSubnetIds ?? existing.appSubnetIds;
+    return {
+      vpc,
+      appSubnets: { subnets: existing.appSubnetIds.map((s, i) => ec2.Subnet.fromSubnetId(this, `App${i}`, s)) },
+      dataSubnets: { subnets: data.map((s, i) => ec2.Subnet.fromSubnetId(this, `Data${i}`, s)) },
+      cidr: existing.cidr,
+      createEndpoints: existing.createEndpoints ?? false,
+    };
+  }
+
+  private createVpc(msgx: MsgxSettings) {
+    const { settings } = msgx;
+    const vpc = new ec2.Vpc(this, 'Vpc', {
+      ipAddresses: ec2.IpAddresses.cidr(settings.vpcCidr),
+      // AZs come from Fn::GetAZs (see availabilityZones below): no lookup, any region.
+      maxAzs: settings.azs,
+      natGateways: settings.natGateways,
+      subnetConfiguration: [
+        { name: 'public', subnetType: ec2.SubnetType.PUBLIC, cidrMask: 24 },
+        { name: 'app', subnetType: ec2.SubnetType.PRIVATE_WITH_EGRESS, cidrMask: 22 },
+        { name: 'data', subnetType: ec2.SubnetType.PRIVATE_ISOLATED, cidrMask: 24 },
+      ],
+    });
+    const flowLogGroup = new logs.LogGroup(this, 'FlowLogs', {
+      retention: settings.functions.logRetentionDays,
+      removalPolicy: dataRemovalPolicy(msgx.stage),
+    });
+    vpc.addFlowLog('FlowLog', {
+      destination: ec2.FlowLogDestination.toCloudWatchLogs(flowLogGroup),
+      trafficType: ec2.FlowLogTrafficType.REJECT,
+    });
+    return {
+      vpc,
+      appSubnets: { subnetType: ec2.SubnetType.PRIVATE_WITH_EGRESS },
+      dataSubnets: { subnetType: ec2.SubnetType.PRIVATE_ISOLATED },
+      cidr: settings.vpcCidr,
+      createEndpoints: true,
+    };
+  }
+
+  /**
+   * The AWS calls functions make stay inside the VPC: secrets at cold start and after a refused
+   * login (and the rotation functions'), the ingress's kick of the pump and the poller, logs.
+   * No function calls Scheduler (an operator's `msgx pause` does, from outside) or STS (the
+   * functions use their role's credentials from the environment; the MSK signer only signs).
+   * Everything else (X-Ray, the Kafka control plane, webhooks) leaves through the NAT gateway.
+   */
+  private addEndpoints(cidr: string, o: { gateway: boolean }): void {
     const endpointSg = new ec2.SecurityGroup(this, 'EndpointSg', {
       vpc: this.vpc,
       description: 'msgx interface endpoints',
       allowAllOutbound: false,
     });
     endpointSg.addIngressRule(ec2.Peer.ipv4(cidr), ec2.Port.tcp(443), 'HTTPS from inside the VPC');
-    // The AWS calls functions make stay inside the VPC: secrets at cold start and after a refused
-    // login (and the rotation functions'), the ingress's kick of the pump and the poller, logs.
-    // No function calls Scheduler (an operator's `msgx pause` does, from outside) or STS (the
-    // functions use their role's credentials from the environment; the MSK signer only signs).
     const interfaces: Record<string, ec2.InterfaceVpcEndpointAwsService> = {
       SecretsManager: ec2.InterfaceVpcEndpointAwsService.SECRETS_MANAGER,
       Lambda: ec2.InterfaceVpcEndpointAwsService.LAMBDA,
       Logs: ec2.InterfaceVpcEndpointAwsService.CLOUDWATCH_LOGS,
     };
-    // Everything else (X-Ray, the Kafka control plane, webhooks) leaves through the NAT gateway.
     for (const [name, service] of Object.entries(interfaces)) {
       this.vpc.addInterfaceEndpoint(name, {
         service,
@@ -119,7 +129,7 @@ export class NetworkStack extends Stack {
       });
     }
     // A gateway endpoint needs the route tables, which an imported VPC does not expose.
-    if (!existing) this.vpc.addGatewayEndpoint('S3', { service: ec2.GatewayVpcEndpointAwsService.S3 });
+    if (o.gateway) this.vpc.addGatewayEndpoint('S3', { service: ec2.GatewayVpcEndpointAwsService.S3 });
   }
 
   /**
