@@ -62,16 +62,38 @@ export class ServiceStack extends Stack {
 
   constructor(scope: Construct, id: string, props: ServiceStackProps) {
     super(scope, id, props);
-    const { msgx, network, data, messaging } = props;
-    const { settings, stage } = msgx;
+    this.functions = this.createFunctions(props);
+    this.bindResources(props);
+    const migration = this.migrationTrigger(props.msgx);
+    ({ group: this.scheduleGroup, role: this.schedulerRole, schedules: this.schedules } = this.createSchedules(props.msgx));
+    // Explicit as well as implied by the alias the schedules invoke.
+    for (const role of SCHEDULED_ROLES) migration.executeBefore(this.schedules[role]);
+    this.api = this.createApi(props.msgx);
 
+    new CfnOutput(this, 'ApiUrl', { value: this.api.apiEndpoint, description: 'msgx HTTP API endpoint' });
+    new CfnOutput(this, 'ScheduleGroupName', { value: `msgx-${props.msgx.stage}` });
+    new CfnOutput(this, 'ScheduleNames', { value: SCHEDULED_ROLES.map((r) => scheduleName(props.msgx.stage, r)).join(',') });
+    new CfnOutput(this, 'PumpFunctionName', { value: this.functions.pump.functionName });
+
+    acknowledge(this, [
+      {
+        id: 'AwsSolutions-IAM4',
+        reason: 'The CDK trigger provider uses AWSLambdaBasicExecutionRole for its own logs only.',
+        appliesTo: ['Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole'],
+      },
+    ]);
+  }
+
+  /** One function per role, every msgx setting of the stage in its environment (validated at synth by the functions' own schema). */
+  private createFunctions(props: ServiceStackProps): Record<FunctionRole, MsgxFunction> {
+    const { msgx, network } = props;
+    const { settings, stage } = msgx;
     // The scheduled roles and their settings come from the role catalogue (lib/app/catalogue.ts).
     const descriptions: Record<FunctionRole, string> = {
       ingress: 'msgx HTTP API: mailbox ingress, transactional messages, flights, admin',
       ...(Object.fromEntries(SCHEDULED_ROLES.map((r) => [r, ROLE_CATALOGUE[r].description])) as Record<ScheduledRole, string>),
       migrate: 'msgx migrate: schema migrations and Kafka topics (deploy-time trigger)',
     };
-    // Every msgx setting of the stage (validated at synth by the functions' own schema).
     const common = { TZ: 'UTC', ...msgx.functionEnv };
     const make = (role: FunctionRole): MsgxFunction =>
       new MsgxFunction(this, cap(role), {
@@ -94,10 +116,13 @@ export class ServiceStack extends Stack {
         environment: common,
         description: descriptions[role],
       });
-    const fns = Object.fromEntries(FUNCTION_ROLES.map((r) => [r, make(r)])) as Record<FunctionRole, MsgxFunction>;
-    this.functions = fns;
+    return Object.fromEntries(FUNCTION_ROLES.map((r) => [r, make(r)])) as Record<FunctionRole, MsgxFunction>;
+  }
 
-    // ---- bindings: each grant travels with its environment variable -------------------------
+  /** Bindings: each grant travels with its environment variable. */
+  private bindResources(props: ServiceStackProps): void {
+    const { msgx, data, messaging } = props;
+    const fns = this.functions;
     const pg = data.postgres;
     const mailboxSecret = secretsmanager.Secret.fromSecretCompleteArn(this, 'MailboxSecret', msgx.mailbox.secretArn);
     const mailbox = { secret: mailboxSecret, ...msgx.mailbox };
@@ -126,23 +151,27 @@ export class ServiceStack extends Stack {
       const uses: readonly string[] = ROLE_CATALOGUE[role].uses;
       if (uses.includes('mailbox')) fns[role].bindMailbox(mailbox);
       if (uses.includes('kafka'))
-        fns[role].bindKafka({ ...kafka, writeTopics: [...ownTopics, ...txTopics], transactionalIdPrefix: `msgx.${stage}.` });
+        fns[role].bindKafka({ ...kafka, writeTopics: [...ownTopics, ...txTopics], transactionalIdPrefix: `msgx.${msgx.stage}.` });
       if (uses.includes('signingSecret')) fns[role].bindSigningSecret(data.signingSecret);
     }
+  }
 
-    // ---- migrations at deploy time, then the new code --------------------------------------
-    // Runs after the database and the cluster exist (they are in stacks this one depends on) and
-    // again whenever the migrate bundle (code or migrations/) changes. A failure fails the deploy.
+  /**
+   * Migrations at deploy time, then the new code. Runs after the database and the cluster exist
+   * (they are in stacks this one depends on) and again whenever the migrate bundle (code or
+   * migrations/) changes. A failure fails the deploy.
+   */
+  private migrationTrigger(msgx: MsgxSettings): triggers.Trigger {
+    const fns = this.functions;
     const migration = new triggers.Trigger(this, 'MigrateTrigger', {
       handler: fns.migrate.fn,
-      timeout: Duration.seconds(settings.functions.timeoutSeconds.migrate),
+      timeout: Duration.seconds(msgx.settings.functions.timeoutSeconds.migrate),
       invocationType: triggers.InvocationType.REQUEST_RESPONSE,
       executeOnHandlerChange: true,
     });
     // Every other function's new version goes live (its `live` alias, what every caller invokes)
     // only after the migration succeeded: nothing runs new code against an unmigrated schema.
     for (const role of FUNCTION_ROLES) if (role !== 'migrate') fns[role].publishLive(migration);
-    const live = (role: FunctionRole) => fns[role].live!;
 
     fns.ingress.bindInvoke(fns.pump, 'MSGX_PUMP_FUNCTION_NAME');
     fns.ingress.bindInvoke(fns.poller, 'MSGX_POLLER_FUNCTION_NAME');
@@ -150,58 +179,66 @@ export class ServiceStack extends Stack {
     // Each looping role starts its successor before its budget ends (lib/jobs/handover.ts).
     for (const role of SCHEDULED_ROLES) fns[role].allowSelfInvoke();
     // Who is an operator on the admin routes (lib/http/operators.ts); an empty list: nobody.
-    fns.ingress.fn.addEnvironment('MSGX_OPERATOR_PRINCIPALS', settings.operatorPrincipals.join(','));
+    fns.ingress.fn.addEnvironment('MSGX_OPERATOR_PRINCIPALS', msgx.settings.operatorPrincipals.join(','));
+    return migration;
+  }
 
-    // ---- schedules ------------------------------------------------------------------------
-    const groupName = `msgx-${stage}`;
-    this.scheduleGroup = new scheduler.ScheduleGroup(this, 'ScheduleGroup', {
-      scheduleGroupName: groupName,
+  private live(role: FunctionRole): lambda.Alias {
+    return this.functions[role].live!;
+  }
+
+  /**
+   * The background roles' schedules. No function calls Scheduler: `msgx pause|resume` run by an
+   * operator disables/enables these schedules with the operator's own credentials (the names are
+   * this stack's outputs).
+   */
+  private createSchedules(msgx: MsgxSettings) {
+    const { stage } = msgx;
+    const group = new scheduler.ScheduleGroup(this, 'ScheduleGroup', {
+      scheduleGroupName: `msgx-${stage}`,
       removalPolicy: RemovalPolicy.DESTROY,
     });
-    this.schedulerRole = new iam.Role(this, 'SchedulerRole', {
+    const role = new iam.Role(this, 'SchedulerRole', {
       assumedBy: new iam.ServicePrincipal('scheduler.amazonaws.com', {
         conditions: { StringEquals: { 'aws:SourceAccount': this.account } },
       }),
       description: 'EventBridge Scheduler: invoke the scheduled msgx functions, nothing else',
     });
-    this.schedulerRole.addToPolicy(
+    role.addToPolicy(
       new iam.PolicyStatement({
         actions: ['lambda:InvokeFunction'],
-        resources: SCHEDULED_ROLES.map((r) => live(r).functionArn),
+        resources: SCHEDULED_ROLES.map((r) => this.live(r).functionArn),
       }),
     );
-    const scheduleNames = SCHEDULED_ROLES.map((r) => `msgx-${stage}-${r}`);
     const schedules = {} as Record<ScheduledRole, scheduler.Schedule>;
-    for (const role of SCHEDULED_ROLES) {
-      const every = ROLE_CATALOGUE[role].everyMinutes;
-      schedules[role] = new scheduler.Schedule(this, `Schedule${cap(role)}`, {
-        scheduleName: `msgx-${stage}-${role}`,
-        scheduleGroup: this.scheduleGroup,
-        description: `msgx ${role}: one worker loop ${every === 1 ? 'a minute' : `every ${every} minutes`} (runs until its budget is spent)`,
+    for (const r of SCHEDULED_ROLES) {
+      const every = ROLE_CATALOGUE[r].everyMinutes;
+      schedules[r] = new scheduler.Schedule(this, `Schedule${cap(r)}`, {
+        scheduleName: scheduleName(stage, r),
+        scheduleGroup: group,
+        description: `msgx ${r}: one worker loop ${every === 1 ? 'a minute' : `every ${every} minutes`} (runs until its budget is spent)`,
         schedule: scheduler.ScheduleExpression.rate(Duration.minutes(every)),
-        target: new LambdaTarget(live(role), this.schedulerRole),
+        target: new LambdaTarget(this.live(r), role),
         // A role switched off (MSGX_DISABLED_ROLES) is never scheduled; its function exits if invoked anyway.
-        enabled: !disabledRoles(msgx.functionEnv).includes(role),
+        enabled: !disabledRoles(msgx.functionEnv).includes(r),
       });
     }
-    this.schedules = schedules;
-    // No function calls Scheduler: `msgx pause|resume` run by an operator disables/enables these
-    // schedules with the operator's own credentials (the names are this stack's outputs).
+    return { group, role, schedules };
+  }
 
-    // Explicit as well as implied by the alias the schedules invoke.
-    for (const role of SCHEDULED_ROLES) migration.executeBefore(schedules[role]);
-
-    // ---- HTTP API -------------------------------------------------------------------------
+  /** The HTTP API in front of the ingress: upstream routes with their authorizer, admin routes always IAM. */
+  private createApi(msgx: MsgxSettings): apigwv2.HttpApi {
+    const { settings, stage } = msgx;
     const accessLogs = new logs.LogGroup(this, 'ApiAccessLogs', {
       retention: settings.api.accessLogRetentionDays,
       removalPolicy: dataRemovalPolicy(stage),
     });
-    this.api = new apigwv2.HttpApi(this, 'Api', {
+    const api = new apigwv2.HttpApi(this, 'Api', {
       apiName: `msgx-${stage}`,
       description: 'msgx: upstream ingress, transactional messages, flights, admin',
       createDefaultStage: false,
     });
-    this.api.addStage('DefaultStage', {
+    api.addStage('DefaultStage', {
       stageName: '$default',
       autoDeploy: true,
       throttle: { rateLimit: settings.api.throttleRatePerSecond, burstLimit: settings.api.throttleBurst },
@@ -221,27 +258,19 @@ export class ServiceStack extends Stack {
       },
     });
     // Payload 1.0 (httpMethod, path, requestContext.identity.userArn): what lib/http/apigw.ts reads.
-    const integration = new HttpLambdaIntegration('Ingress', live('ingress'), {
+    const integration = new HttpLambdaIntegration('Ingress', this.live('ingress'), {
       payloadFormatVersion: apigwv2.PayloadFormatVersion.VERSION_1_0,
     });
     const iamAuth = new authorizers.HttpIamAuthorizer();
     const upstreamAuth = upstreamAuthorizer(this, msgx) ?? iamAuth;
-    for (const [method, path] of UPSTREAM_ROUTES) this.api.addRoutes({ path, methods: [method], integration, authorizer: upstreamAuth });
-    for (const [method, path] of ADMIN_ROUTES) this.api.addRoutes({ path, methods: [method], integration, authorizer: iamAuth });
-
-    new CfnOutput(this, 'ApiUrl', { value: this.api.apiEndpoint, description: 'msgx HTTP API endpoint' });
-    new CfnOutput(this, 'ScheduleGroupName', { value: groupName });
-    new CfnOutput(this, 'ScheduleNames', { value: scheduleNames.join(',') });
-    new CfnOutput(this, 'PumpFunctionName', { value: fns.pump.functionName });
-
-    acknowledge(this, [
-      {
-        id: 'AwsSolutions-IAM4',
-        reason: 'The CDK trigger provider uses AWSLambdaBasicExecutionRole for its own logs only.',
-        appliesTo: ['Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole'],
-      },
-    ]);
+    for (const [method, path] of UPSTREAM_ROUTES) api.addRoutes({ path, methods: [method], integration, authorizer: upstreamAuth });
+    for (const [method, path] of ADMIN_ROUTES) api.addRoutes({ path, methods: [method], integration, authorizer: iamAuth });
+    return api;
   }
+}
+
+function scheduleName(stage: string, role: ScheduledRole): string {
+  return `msgx-${stage}-${role}`;
 }
 
 /** Scheduler target with our shared role: no per-target role, no retries (the next minute comes anyway). */
