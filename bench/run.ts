@@ -20,6 +20,7 @@ import { e2eScenario } from './scenarios/e2e.ts';
 import { footprintScenario } from './scenarios/footprint.ts';
 import { gateScenario } from './scenarios/gate.ts';
 import { httpScenario } from './scenarios/http.ts';
+import { latencyScenario } from './scenarios/latency.ts';
 import { peersScenario } from './scenarios/peers.ts';
 import { pumpScenario } from './scenarios/pump.ts';
 import { relayScenario } from './scenarios/relay.ts';
@@ -27,6 +28,7 @@ import { wakeupScenario } from './scenarios/wakeup.ts';
 
 const SCENARIOS: Record<string, (o: RunOptions) => Promise<ScenarioResult>> = {
   e2e: e2eScenario,
+  latency: latencyScenario,
   pump: pumpScenario,
   peers: peersScenario,
   wakeup: wakeupScenario,
