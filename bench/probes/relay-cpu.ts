@@ -8,7 +8,7 @@
  *   npx tsx bench/probes/relay-cpu.ts [events=20000]
  */
 import { readFileSync } from 'node:fs';
-import { dispatcherRole } from '../../lib/jobs/roles.ts';
+import { dispatcherRole } from '../../lib/jobs/dispatcherRole.ts';
 import { PgMailbox } from '../../lib/mailbox/pg.ts';
 import { enqueueEvents } from '../../lib/outbox/enqueue.ts';
 import { eventOf } from '../scenarios/relay.ts';

@@ -7,7 +7,7 @@
  *
  *   npx tsx bench/probes/relay-rounds.ts
  */
-import { dispatcherRole } from '../../lib/jobs/roles.ts';
+import { dispatcherRole } from '../../lib/jobs/dispatcherRole.ts';
 import { PgMailbox } from '../../lib/mailbox/pg.ts';
 import { enqueueEvents } from '../../lib/outbox/enqueue.ts';
 import { KafkaPublisher } from '../../lib/outbox/publishers/kafka.ts';

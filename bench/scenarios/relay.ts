@@ -1,6 +1,6 @@
 import kafkajs from 'kafkajs';
 import { PgMailbox } from '../../lib/mailbox/pg.ts';
-import { dispatcherRole } from '../../lib/jobs/roles.ts';
+import { dispatcherRole } from '../../lib/jobs/dispatcherRole.ts';
 import { runWorker } from '../../lib/jobs/worker.ts';
 import { enqueueEvents, type NewEvent } from '../../lib/outbox/enqueue.ts';
 import { KafkaPublisher } from '../../lib/outbox/publishers/kafka.ts';

@@ -5,7 +5,7 @@
  *
  * Dependency-free on purpose (the linter enforces it): infra-cdk reads it for the functions, their
  * schedules, grants and alarms without loading any runtime code. The runtime turns an entry into a
- * running role in lib/app/roles.ts: the twin and the fault child load `step` by path
+ * running role in lib/app/role.ts `catalogueRole`: the twin and the fault child load `step` by path
  * (lib/app/localRoles.ts), a Lambda bundle imports it statically (functions/<role>.ts, which calls
  * lib/jobs/coldStart.ts `roleHandler`).
  */

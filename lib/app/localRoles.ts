@@ -1,11 +1,10 @@
 import { resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import type { RoleFactory, RolePorts, RoleSpec } from './role.ts';
+import { catalogueRole, type RoleFactory, type RolePorts, type RoleSpec } from './role.ts';
 import { runWorker, type WorkerSummary } from '../jobs/worker.ts';
 import { ROLE_CATALOGUE, type ScheduledRole } from './catalogue.ts';
 import type { AppContext } from './context.ts';
 import { localMetricsSink } from './metrics.ts';
-import { catalogueRole } from './roles.ts';
 
 /*
  * Roles in a long-lived process: the twin runs every catalogue role, a fault child one. Never part

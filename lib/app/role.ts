@@ -1,11 +1,13 @@
 import type { PipelineGauges } from '../observability/metrics.ts';
 import type { OutboxMetrics } from '../outbox/metrics.ts';
 import type { AppContext } from './context.ts';
+import { ROLE_CATALOGUE, type ScheduledRole } from './catalogue.ts';
 
 /*
  * The contract between a role and what runs it (lib/jobs/worker.ts runWorker, under the role's
- * lock): types only. A domain may import it, as it imports AppContext, so a role can be defined
- * beside its step (docs/architecture.md, "Adding a scheduled role").
+ * lock), and the one way every runner builds a catalogue role from it. A domain may import it, as
+ * it imports AppContext, so a role can be defined beside its step (docs/architecture.md, "Adding a
+ * scheduled role").
  */
 
 /** What one step of a role reports: work done (loop again at once) or how long it may rest. */
@@ -79,3 +81,19 @@ export interface RolePorts {
  * a Lambda cold start, the twin's start, a fault child — from the context and the process's ports.
  */
 export type RoleFactory = (ctx: AppContext, ports: RolePorts) => RoleSpec;
+
+/**
+ * A catalogue role built for this process, the one way every runner builds it (the Lambda handler,
+ * the twin, the fault child): the factory named by the catalogue entry, given the context and the
+ * process's ports, under the entry's lock setting.
+ */
+export function catalogueRole(ctx: AppContext, name: ScheduledRole, factory: RoleFactory, ports: RolePorts): RoleSpec {
+  const spec = factory(ctx, ports);
+  // The name is the lock key, the metric dimension and the schedule: a factory filed under the
+  // wrong name would take another role's lock.
+  if (spec.role !== name) throw new Error(`catalogue role ${name}: its factory built role ${JSON.stringify(spec.role)}`);
+  const locked = ROLE_CATALOGUE[name].lock ? spec : { ...spec, unlocked: true };
+  // Switched off for this deployment: whoever invokes it (a stray schedule, a kick) gets a run
+  // that ends at once.
+  return (ctx.config.roles.disabled as readonly string[]).includes(name) ? { ...locked, disabled: true } : locked;
+}

@@ -1,6 +1,12 @@
 import { buildPublishers, closePublishers } from '../outbox/publishers/build.ts';
-import type { RoleFactory } from '../app/role.ts';
-import { dispatcherRole } from './roles.ts';
+import { dispatchOnce, type DispatchOptions } from '../outbox/dispatcher.ts';
+import { OUTBOX_CHANNEL } from '../outbox/enqueue.ts';
+import { readOutboxGauges } from '../outbox/metrics.ts';
+import type { Publisher } from '../outbox/types.ts';
+import { txmsgDeadHook, txmsgRetryHook, txmsgSentHook } from '../txmsg/hooks.ts';
+import type { AppContext } from '../app/context.ts';
+import type { ScheduledRole } from '../app/catalogue.ts';
+import type { RoleFactory, RoleSpec } from '../app/role.ts';
 
 // A module of its own: the publishers bring the Kafka client, which only the dispatcher's bundle
 // should carry (kafkajs's module has side effects, so esbuild keeps whatever imports it).
@@ -14,3 +20,43 @@ export const scheduledDispatcherRole: RoleFactory = (ctx, ports) => {
   ports.onClose(() => closePublishers(publishers));
   return dispatcherRole(ctx, publishers, { metrics: ports.metrics.outbox() });
 };
+
+/** The relay: delivery rounds over every target; txmsg hears about its events in the same tx. */
+export function dispatcherRole(
+  ctx: Pick<AppContext, 'db' | 'config' | 'clock' | 'log'>,
+  publishers: Publisher[] | ((target: string) => Publisher[]),
+  options: DispatchOptions = {},
+): RoleSpec {
+  return {
+    role: 'dispatcher' satisfies ScheduledRole,
+    wakeOn: [OUTBOX_CHANNEL],
+    async step() {
+      // Up to 40 batches per target per round: later claims skip discovery and overlap the
+      // previous batch's publish, as a loop should (a single batch per round halves throughput).
+      // Each round also pays a discovery, a first claim and a last mark outside that overlap:
+      // 40 batches instead of 10 deliver a backlog 14-22 % faster (bench/probes), and a target
+      // that appears meanwhile waits at most one such round (~0.25 s under a full backlog).
+      const r = await dispatchOnce(ctx, publishers, {
+        onSent: txmsgSentHook,
+        onDead: txmsgDeadHook,
+        onRetry: txmsgRetryHook,
+        hookSources: ['txmsg'],
+        maxBatches: 40,
+        ...options,
+      });
+      // schd flushes on its own period: come back for it even when nothing else is pending.
+      return { busy: r.more, restMs: Math.min(ctx.config.outbox.pollIntervalMs, ctx.config.outbox.schdFlushPeriodMs) };
+    },
+    flush: options.metrics
+      ? async () => {
+          const metrics = options.metrics!;
+          try {
+            metrics.recordGauges(await readOutboxGauges(ctx.db, ctx.clock.now()));
+          } finally {
+            // The counts go out even when the gauges could not be read.
+            metrics.flush();
+          }
+        }
+      : undefined,
+  };
+}

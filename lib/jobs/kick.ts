@@ -7,7 +7,7 @@ import { isRoleLive } from './roleLock.ts';
  * one now instead of waiting up to a minute for the schedule. The invoke is asynchronous; the
  * started pump takes the lock or, if another beat it, exits at once.
  */
-export async function kickPumpIfIdle(db: Db, invoke: () => Promise<void>, role: KickedRole = 'pump'): Promise<boolean> {
+export async function kickIfIdle(db: Db, invoke: () => Promise<void>, role: KickedRole = 'pump'): Promise<boolean> {
   if (await isPaused(db)) return false;
   if (await isRoleLive(db, role)) return false;
   await invoke();
@@ -67,6 +67,6 @@ export function debouncedKicks(o: {
       last.set(role, now());
       return true;
     });
-    await Promise.all(due.map(([role, fn]) => kickPumpIfIdle(db, () => o.invoke(fn), role).catch((err: unknown) => onError(role, err))));
+    await Promise.all(due.map(([role, fn]) => kickIfIdle(db, () => o.invoke(fn), role).catch((err: unknown) => onError(role, err))));
   };
 }

@@ -1,9 +1,6 @@
 // Direct imports, not the barrels: a Lambda bundle then carries only what its role uses.
 import { archiveProcState } from '../pipeline/procArchive.ts';
 import { historySweepIfDue } from '../flights/history.ts';
-import { dispatchOnce, type DispatchOptions } from '../outbox/dispatcher.ts';
-import { OUTBOX_CHANNEL } from '../outbox/enqueue.ts';
-import type { Publisher } from '../outbox/types.ts';
 import { backfillSweep, reconcileBackfill } from '../pipeline/backfill.ts';
 import { MAILBOX_CHANNEL, pollOnce } from '../pipeline/poller.ts';
 import { INBOX_CHANNEL } from '../pipeline/procState.ts';
@@ -12,17 +9,13 @@ import { rescanOnce } from '../pipeline/rescan.ts';
 import { expireRequests } from '../requests/send.ts';
 import { reconcileRequests } from '../requests/reconcile.ts';
 import { type PipelineGauges, readGauges } from '../observability/metrics.ts';
-import { readOutboxGauges } from '../outbox/metrics.ts';
 import type { AppContext } from '../app/context.ts';
 import { archiveConsumed } from '../txmsg/archive.ts';
 import { checkBackRunner } from '../txmsg/checkBack.ts';
 import { emitDeadLetter, reportDeadLetters } from '../txmsg/dead.ts';
-import { txmsgDeadHook, txmsgRetryHook, txmsgSentHook } from '../txmsg/hooks.ts';
 import { redeliverOnce } from '../txmsg/redeliver.ts';
 import type { ScheduledRole } from '../app/catalogue.ts';
 import type { RoleFactory, RoleSpec } from '../app/role.ts';
-
-// RoleSpec is defined with the rest of the role contract (lib/app/role.ts); still importable here.
 
 export function pumpRole(ctx: AppContext): RoleSpec {
   return {
@@ -49,46 +42,6 @@ export function pollerRole(ctx: AppContext): RoleSpec {
       if (r.more) return { busy: true };
       return { busy: false, restMs: r.waiting > 0 ? Math.min(100, ctx.config.pipeline.gapGraceMs) : undefined };
     },
-  };
-}
-
-/** The relay: delivery rounds over every target; txmsg hears about its events in the same tx. */
-export function dispatcherRole(
-  ctx: Pick<AppContext, 'db' | 'config' | 'clock' | 'log'>,
-  publishers: Publisher[] | ((target: string) => Publisher[]),
-  options: DispatchOptions = {},
-): RoleSpec {
-  return {
-    role: 'dispatcher' satisfies ScheduledRole,
-    wakeOn: [OUTBOX_CHANNEL],
-    async step() {
-      // Up to 40 batches per target per round: later claims skip discovery and overlap the
-      // previous batch's publish, as a loop should (a single batch per round halves throughput).
-      // Each round also pays a discovery, a first claim and a last mark outside that overlap:
-      // 40 batches instead of 10 deliver a backlog 14-22 % faster (bench/probes), and a target
-      // that appears meanwhile waits at most one such round (~0.25 s under a full backlog).
-      const r = await dispatchOnce(ctx, publishers, {
-        onSent: txmsgSentHook,
-        onDead: txmsgDeadHook,
-        onRetry: txmsgRetryHook,
-        hookSources: ['txmsg'],
-        maxBatches: 40,
-        ...options,
-      });
-      // schd flushes on its own period: come back for it even when nothing else is pending.
-      return { busy: r.more, restMs: Math.min(ctx.config.outbox.pollIntervalMs, ctx.config.outbox.schdFlushPeriodMs) };
-    },
-    flush: options.metrics
-      ? async () => {
-          const metrics = options.metrics!;
-          try {
-            metrics.recordGauges(await readOutboxGauges(ctx.db, ctx.clock.now()));
-          } finally {
-            // The counts go out even when the gauges could not be read.
-            metrics.flush();
-          }
-        }
-      : undefined,
   };
 }
 

@@ -10,7 +10,7 @@ import { logRound } from './roundLog.ts';
 import { deliverySettingsFor, type DeliverySettings } from './settings.ts';
 import type { DispatchContext, DispatchOptions, Publisher } from './types.ts';
 
-// Importers reach the relay through this file (lib/jobs/roles.ts, the tests).
+// Importers reach the relay through this file (lib/jobs/dispatcherRole.ts, the tests).
 export { topicForTarget } from './publish.ts';
 export type { DispatchReport } from './report.ts';
 export type { DispatchContext, DispatchOptions, SentEvent } from './types.ts';

@@ -5,7 +5,7 @@ import { startHttpServer } from '../http/node.ts';
 import { createLogger } from '../observability/logger.ts';
 import { ConfigError } from '../shared/errors.ts';
 import { buildContext, closeContext } from '../app/buildContext.ts';
-import { startRoles } from './roles.ts';
+import { startRoles } from './startRoles.ts';
 import { SEND_PATH } from '../constants.ts';
 import { pauseAtStart } from '../pipeline/pause.ts';
 

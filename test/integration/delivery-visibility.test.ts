@@ -5,13 +5,13 @@ import { renderStatus } from '../../lib/cli/status.ts';
 import { loadConfig } from '../../lib/config/config.ts';
 import { buildRouter } from '../../lib/http/app.ts';
 import { startHttpServer } from '../../lib/http/node.ts';
-import { dispatcherRole } from '../../lib/jobs/roles.ts';
+import { dispatcherRole } from '../../lib/jobs/dispatcherRole.ts';
 import { kafkaHealth } from '../../lib/outbox/health.ts';
 import { KafkaPublisher } from '../../lib/outbox/publishers/kafka.ts';
 import { enqueueEvents } from '../../lib/outbox/enqueue.ts';
 import { buildContext, closeContext } from '../../lib/app/buildContext.ts';
 import type { AppContext } from '../../lib/app/context.ts';
-import { startRoles } from '../../lib/twin/roles.ts';
+import { startRoles } from '../../lib/twin/startRoles.ts';
 import { createTopics, memoryLog, randomTopic } from '../helpers/kafka.ts';
 import { freshPg, serviceUrls, type TestPg } from '../helpers/services.ts';
 

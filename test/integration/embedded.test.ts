@@ -11,7 +11,7 @@ import { silentLog } from '../../lib/observability/logger.ts';
 import { acceptInbound } from '../../lib/pipeline/ingress.ts';
 import { buildContext, closeContext } from '../../lib/app/buildContext.ts';
 import type { AppContext } from '../../lib/app/context.ts';
-import { startRoles } from '../../lib/twin/roles.ts';
+import { startRoles } from '../../lib/twin/startRoles.ts';
 import { flight, flop, schd } from '../fixtures/messages/build.ts';
 import { fileSink } from '../helpers/fileSink.ts';
 import { mailboxWith } from '../helpers/pipeline.ts';

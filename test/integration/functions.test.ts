@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BUDGET_MARGIN_MS, configureLambda } from '../../lib/jobs/coldStart.ts';
 import type { RoleRunValues } from '../../lib/app/role.ts';
 import { tryRoleLock } from '../../lib/jobs/roleLock.ts';
-import { kickPumpIfIdle } from '../../lib/jobs/kick.ts';
+import { kickIfIdle } from '../../lib/jobs/kick.ts';
 import { isPaused, setPaused } from '../../lib/pipeline/pause.ts';
 import { wire } from '../helpers/pipeline.ts';
 import { apiGatewayEvent as event, apiGatewayEventV2 } from '../helpers/apiGatewayEvent.ts';
@@ -129,12 +129,12 @@ describe('Lambda handlers', () => {
   it('the ingress starts a pump only when none is live and the pipeline is not paused', async () => {
     let invoked = 0;
     const invoke = async () => void invoked++;
-    expect(await kickPumpIfIdle(pg.db, invoke)).toBe(true);
+    expect(await kickIfIdle(pg.db, invoke)).toBe(true);
     const lock = await tryRoleLock(pg.db, 'pump');
-    expect(await kickPumpIfIdle(pg.db, invoke)).toBe(false);
+    expect(await kickIfIdle(pg.db, invoke)).toBe(false);
     await lock!.release();
     await setPaused(pg.db, true, 'test', new Date());
-    expect(await kickPumpIfIdle(pg.db, invoke)).toBe(false);
+    expect(await kickIfIdle(pg.db, invoke)).toBe(false);
     await setPaused(pg.db, false, 'test', new Date());
     expect(invoked).toBe(1);
   });

@@ -1,7 +1,7 @@
 import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { loadConfig, type Config } from '../../lib/config/config.ts';
-import { dispatcherRole } from '../../lib/jobs/roles.ts';
+import { dispatcherRole } from '../../lib/jobs/dispatcherRole.ts';
 import { runWorker } from '../../lib/jobs/worker.ts';
 import type { DispatchContext } from '../../lib/outbox/dispatcher.ts';
 import { enqueueEvents } from '../../lib/outbox/enqueue.ts';

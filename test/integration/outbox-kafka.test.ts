@@ -4,7 +4,7 @@ import { createServer as createHttpServer } from 'node:http';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import kafkajs from 'kafkajs';
 import { loadConfig, type Config } from '../../lib/config/config.ts';
-import { dispatcherRole } from '../../lib/jobs/roles.ts';
+import { dispatcherRole } from '../../lib/jobs/dispatcherRole.ts';
 import { runWorker } from '../../lib/jobs/worker.ts';
 import { dispatchOnce, type DispatchContext } from '../../lib/outbox/dispatcher.ts';
 import { enqueueEvents, type NewEvent } from '../../lib/outbox/enqueue.ts';

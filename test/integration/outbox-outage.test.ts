@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { startKafka, stopKafka, type KafkaInstance } from '../../scripts/services.mjs';
 import { renderStatus } from '../../lib/cli/status.ts';
 import { loadConfig } from '../../lib/config/config.ts';
-import { dispatcherRole } from '../../lib/jobs/roles.ts';
+import { dispatcherRole } from '../../lib/jobs/dispatcherRole.ts';
 import { runWorker } from '../../lib/jobs/worker.ts';
 import type { DispatchContext } from '../../lib/outbox/dispatcher.ts';
 import { enqueueEvents } from '../../lib/outbox/enqueue.ts';

@@ -8,7 +8,7 @@ import { functionEntry } from '../../infra-cdk/bundle.ts';
 import { FUNCTION_ROLES, isScheduledRole, ROLE_CATALOGUE, SCHEDULED_ROLES } from '../../lib/app/catalogue.ts';
 import { loadRoleFactory, localPorts, localRole } from '../../lib/app/localRoles.ts';
 import { emfMetricsSink, localMetricsSink } from '../../lib/app/metrics.ts';
-import { catalogueRole } from '../../lib/app/roles.ts';
+import { catalogueRole } from '../../lib/app/role.ts';
 import type { Db } from '../../lib/db/db.ts';
 import type { Mailbox } from '../../lib/mailbox/mailbox.ts';
 import { makeContext } from '../helpers/pipeline.ts';
