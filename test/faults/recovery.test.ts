@@ -8,6 +8,7 @@ import {
   FlightWorkload,
   kafkaKill,
   kafkaRestart,
+  keepEvidenceOnFailure,
   localPortsOf,
   mailboxUnmarked,
   mariadbKill,
@@ -61,12 +62,11 @@ beforeAll(async () => {
   roles = new RoleProcesses(run);
   w = new FlightWorkload(100, 7, 'R');
   await w.insertPlan(run.my);
+  run.check = () => checkInvariants(run, w);
   const all: RoleName[] = ['pump', 'poller', 'dispatcher', 'sweep'];
   await Promise.all(all.map((r) => roles.start(r)));
 });
-afterEach(async ({ task }) => {
-  if (task.result?.state === 'fail') await run?.keepEvidence(task.name, roles?.allFailures() ?? []);
-});
+afterEach(({ task }) => keepEvidenceOnFailure(task, run, roles));
 afterAll(async () => {
   console.log(`[faults:recovery] recovered after the fault ended (ms): ${JSON.stringify(measured)}`);
   await roles?.stopAll();
