@@ -76,6 +76,8 @@ export interface FaultRun {
    * logs, service logs, table dumps; afterwards drop() keeps both databases. Returns its directory.
    */
   keepEvidence(test: string, failures: unknown[], errors?: string[]): Promise<string>;
+  /** Whether the evidence of a failure was kept (then drop() keeps both databases). */
+  readonly kept: boolean;
   /** Removes both databases, unless the evidence of a failure was kept. */
   drop(): Promise<void>;
 }
@@ -124,6 +126,9 @@ export async function setupRun(name: string, extraEnv: Record<string, string> = 
     logDir,
     mailboxQuery,
     reports,
+    get kept() {
+      return kept;
+    },
     async keepEvidence(test, failures, errors = []) {
       kept = true;
       const check = self.check;
@@ -172,6 +177,29 @@ export async function keepEvidenceOnFailure(
   const errors = (task.result.errors ?? []).map((e) => e.message ?? String(e));
   const dir = await run.keepEvidence(task.name, roles?.allFailures() ?? [], errors);
   throw new Error(`evidence of this failure kept in ${dir} (README.txt there names the kept databases and service directories)`);
+}
+
+interface TaskLike {
+  name: string;
+  result?: { state?: string; errors?: { message?: string }[] };
+  tasks?: TaskLike[];
+}
+const failedIn = (t: TaskLike): boolean => t.result?.state === 'fail' || (t.tasks ?? []).some(failedIn);
+
+/**
+ * afterAll of every fault test file: stops the roles, and when anything in the file failed — a
+ * test, or the file's own setup (then no afterEach ran) — keeps the evidence if no test did, and
+ * leaves both databases in place; otherwise drops them.
+ */
+export async function finishRun(suite: TaskLike, run: FaultRun | undefined, roles: RoleProcesses | undefined): Promise<void> {
+  await roles?.stopAll();
+  let dir: string | undefined;
+  if (run && !run.kept && failedIn(suite)) {
+    const errors = (suite.result?.errors ?? []).map((e) => e.message ?? String(e));
+    dir = await run.keepEvidence(`${suite.name} (setup of the file)`, roles?.allFailures() ?? [], errors);
+  }
+  await run?.drop();
+  if (dir) throw new Error(`evidence of this failure kept in ${dir} (README.txt there names the kept databases and service directories)`);
 }
 
 // ---- Roles in child processes ---------------------------------------------------------------

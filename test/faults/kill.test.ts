@@ -6,6 +6,7 @@ import {
   checkInvariants,
   drained,
   type FaultRun,
+  finishRun,
   FlightWorkload,
   type HeldInsert,
   idleInTransaction,
@@ -93,10 +94,10 @@ beforeAll(async () => {
   admin = await adminApi(run);
 });
 afterEach(({ task }) => keepEvidenceOnFailure(task, run, roles));
-afterAll(async () => {
+// vitest reads a hook's first parameter as a fixture pattern and wants it destructured.
+afterAll(async ({}, suite) => {
   await admin?.close();
-  await roles?.stopAll();
-  await run?.drop();
+  await finishRun(suite, run, roles);
 });
 
 /** Polls `check` every 100 ms (each poll is a GET /admin/stats or a progress read). */

@@ -5,6 +5,7 @@ import {
   drained,
   untilDoneWhileProgressing,
   type FaultRun,
+  finishRun,
   FlightWorkload,
   kafkaKill,
   kafkaRestart,
@@ -67,10 +68,10 @@ beforeAll(async () => {
   await Promise.all(all.map((r) => roles.start(r)));
 });
 afterEach(({ task }) => keepEvidenceOnFailure(task, run, roles));
-afterAll(async () => {
+// vitest reads a hook's first parameter as a fixture pattern and wants it destructured.
+afterAll(async ({}, suite) => {
   console.log(`[faults:recovery] recovered after the fault ended (ms): ${JSON.stringify(measured)}`);
-  await roles?.stopAll();
-  await run?.drop();
+  await finishRun(suite, run, roles);
 });
 
 interface Feed {
