@@ -7,9 +7,13 @@
  * databases are kept too (named in README.txt), and globalSetup.ts keeps the private services'
  * directories when a KEEP file marks them.
  */
+import { execFile } from 'node:child_process';
 import { cpSync, mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { promisify } from 'node:util';
 import { inject } from 'vitest';
+
+const run = promisify(execFile);
 
 /** One moment of a fault run, in the order it happened. */
 export interface TimelineEntry {
@@ -26,9 +30,6 @@ export function note(what: string): void {
 
 export const ARTIFACTS = resolve('test/artifacts');
 
-/** The tables of msgx a reader of a failure needs, dumped whole (a fault run's database is small). */
-const PG_TABLES = ['proc_state', 'msg_event', 'backfill_todo', 'flight_schd', 'proc_state_hst'];
-
 export interface EvidenceSource {
   name: string;
   pgUrl: string;
@@ -36,9 +37,20 @@ export interface EvidenceSource {
   mailboxUrl: string;
   mailboxQuery(sql: string): Promise<Record<string, unknown>[]>;
   logDir: string;
+  /** Every violation the run's invariant checks found, uncapped. */
   violations: string[];
+  /**
+   * The invariant check, run at evidence time when the test failed before it got to check (a
+   * drain that timed out, a bound missed): what the state violates then is the best account.
+   */
+  check?: () => Promise<string[]>;
   failures: unknown[];
+  /** The failed test's errors, as its report shows them. */
+  errors: string[];
 }
+
+/** How long the evidence may spend on the late invariant check (topic reads; hookTimeout is 120 s). */
+const LATE_CHECK_MS = 45_000;
 
 const iso = (at: number) => new Date(at).toISOString();
 
@@ -58,8 +70,24 @@ export async function keepEvidence(s: EvidenceSource, test: string): Promise<str
       problems.push(`${what}: ${(err as Error).message}`);
     }
   };
+  note(`test failed: ${test}; evidence kept in ${dir}`);
   writeFileSync(join(dir, 'timeline.txt'), timeline.map((e) => `${iso(e.at)} ${e.what}\n`).join(''));
   writeFileSync(join(dir, 'violations.json'), JSON.stringify(s.violations, null, 2));
+  if (s.violations.length === 0 && s.check) {
+    const check = s.check;
+    await attempt('invariants at evidence time', async () => {
+      let timer: NodeJS.Timeout | undefined;
+      const limit = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`not done within ${LATE_CHECK_MS} ms`)), LATE_CHECK_MS);
+      });
+      try {
+        const found = await Promise.race([check(), limit]);
+        writeFileSync(join(dir, 'violations-at-failure.json'), JSON.stringify(found, null, 2));
+      } finally {
+        clearTimeout(timer);
+      }
+    });
+  }
   writeFileSync(join(dir, 'role-failures.json'), JSON.stringify(s.failures, null, 2));
   await attempt('role logs', () => cpSync(s.logDir, join(dir, 'roles'), { recursive: true }));
   const services = inject('faultServices');
@@ -75,19 +103,42 @@ export async function keepEvidence(s: EvidenceSource, test: string): Promise<str
     // The service directories (data included) stay where they are: globalSetup.ts does not remove them.
     writeFileSync(join(services.root, 'KEEP'), `${dir}\n`);
   });
-  for (const t of PG_TABLES)
-    await attempt(`dump of ${t}`, async () => {
-      const rows = await s.pgQuery(`SELECT * FROM ${t}`);
-      writeFileSync(join(dir, 'tables', `${t}.jsonl`), rows.map((r) => JSON.stringify(r)).join('\n'));
-    });
-  await attempt('dump of the mailbox', async () => {
-    const rows = await s.mailboxQuery(`SELECT * FROM CMINMSGS ORDER BY ID`);
-    writeFileSync(join(dir, 'tables', 'CMINMSGS.jsonl'), rows.map((r) => JSON.stringify(r)).join('\n'));
+  // Whole dumps a reader can load again (schema and data), and every table as JSON lines to read.
+  await attempt('pg_dump', () =>
+    run('pg_dump', ['--no-owner', '--file', join(dir, 'postgres.sql'), s.pgUrl], { timeout: 60_000 }).then(() => {}),
+  );
+  const my = new URL(s.mailboxUrl);
+  await attempt('mysqldump', async () => {
+    const { stdout } = await run(
+      'mysqldump',
+      ['-h', my.hostname, '-P', my.port, '-u', decodeURIComponent(my.username) || 'root', '--single-transaction', my.pathname.slice(1)],
+      { timeout: 60_000, maxBuffer: 512 * 1024 * 1024 },
+    );
+    writeFileSync(join(dir, 'mailbox.sql'), stdout);
+  });
+  await attempt('list of msgx tables', async () => {
+    const tables = await s.pgQuery(
+      `SELECT table_name AS t FROM information_schema.tables WHERE table_schema = current_schema() AND table_type = 'BASE TABLE' ORDER BY 1`,
+    );
+    for (const { t } of tables)
+      await attempt(`dump of ${String(t)}`, async () => {
+        const rows = await s.pgQuery(`SELECT * FROM "${String(t)}"`);
+        writeFileSync(join(dir, 'tables', `${String(t)}.jsonl`), rows.map((r) => JSON.stringify(r)).join('\n'));
+      });
+  });
+  await attempt('list of mailbox tables', async () => {
+    const tables = await s.mailboxQuery(`SELECT TABLE_NAME AS t FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() ORDER BY 1`);
+    for (const { t } of tables)
+      await attempt(`dump of mailbox ${String(t)}`, async () => {
+        const rows = await s.mailboxQuery(`SELECT * FROM \`${String(t)}\``);
+        writeFileSync(join(dir, 'tables', `mailbox.${String(t)}.jsonl`), rows.map((r) => JSON.stringify(r)).join('\n'));
+      });
   });
   writeFileSync(
     join(dir, 'README.txt'),
     [
       `fault run ${s.name}, failed test: ${test}`,
+      ...s.errors.map((e) => `error: ${e}`),
       `PostgreSQL database kept: ${s.pgUrl}`,
       `mailbox database kept: ${s.mailboxUrl} (on the run's private MariaDB, directory ${services.mariadb.dir})`,
       `private services kept in ${services.root}`,

@@ -2,7 +2,7 @@
  * Once per fault run: a private MariaDB and a private Kafka broker (privateServices.ts) that the
  * scenarios may SIGKILL, handed to every test file through `inject('faultServices')`
  * (privateEnv.ts points MSGX_MAILBOX_URL / MSGX_KAFKA_BROKERS at them). Stopped at the end, and
- * their directories removed unless a failed test kept its evidence (evidence.ts writes KEEP).
+ * their directories removed only when the run passed.
  */
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -39,8 +39,13 @@ export default async function setup(project: TestProject): Promise<() => Promise
     // their data on a later start, should someone start them on a kept directory).
     await kafkaStop(kafka, true).catch(() => {});
     await mariadbStop(mariadb, true).catch(() => {});
+    // A failed run keeps both directories (data and logs): a test file that failed wrote KEEP with
+    // its evidence directory; a run that failed anywhere else (a file that did not even start its
+    // run) is caught by the run's own results.
     const keep = join(root, 'KEEP');
+    const failed = project.vitest.state.getFailedFilepaths().length > 0 || project.vitest.state.getCountOfFailedTests() > 0;
     if (existsSync(keep)) process.stderr.write(`[faults] kept ${root} for the evidence in ${readFileSync(keep, 'utf8').trim()}\n`);
+    else if (failed) process.stderr.write(`[faults] the run failed: kept the private services' directories in ${root}\n`);
     else rmSync(root, { recursive: true, force: true });
   };
 }

@@ -67,10 +67,17 @@ export interface FaultRun {
   /** Every invariant report checkInvariants made on this run (the evidence of a failure keeps them). */
   reports: InvariantReport[];
   /**
-   * Keeps the evidence of a failed test (evidence.ts): timeline, violations, role failures and
-   * logs, service logs, table dumps; afterwards drop() keeps both databases.
+   * The run's invariant check as its test would make it (set by the test once its workload
+   * exists): a test that failed before checking gets it run when its evidence is kept.
    */
-  keepEvidence(test: string, failures: unknown[]): Promise<string>;
+  check?: () => Promise<InvariantReport>;
+  /**
+   * Keeps the evidence of a failed test (evidence.ts): timeline, violations, role failures and
+   * logs, service logs, table dumps; afterwards drop() keeps both databases. Returns its directory.
+   */
+  keepEvidence(test: string, failures: unknown[], errors?: string[]): Promise<string>;
+  /** Whether the evidence of a failure was kept (then drop() keeps both databases). */
+  readonly kept: boolean;
   /** Removes both databases, unless the evidence of a failure was kept. */
   drop(): Promise<void>;
 }
@@ -109,7 +116,7 @@ export async function setupRun(name: string, extraEnv: Record<string, string> = 
     onFreshConnection(my.url, async (c) => (await c.query(sql, params))[0] as T);
   const reports: InvariantReport[] = [];
   note(`run ${name}: PostgreSQL ${pg.url}, mailbox ${my.url}, topics ${topicMsg} ${topicSchd}, role logs ${logDir}`);
-  return {
+  const self: FaultRun = {
     pg,
     my,
     brokers: kafkaBrokers,
@@ -119,8 +126,12 @@ export async function setupRun(name: string, extraEnv: Record<string, string> = 
     logDir,
     mailboxQuery,
     reports,
-    async keepEvidence(test, failures) {
+    get kept() {
+      return kept;
+    },
+    async keepEvidence(test, failures, errors = []) {
       kept = true;
+      const check = self.check;
       return keepEvidence(
         {
           name,
@@ -129,8 +140,10 @@ export async function setupRun(name: string, extraEnv: Record<string, string> = 
           mailboxUrl: my.url,
           mailboxQuery: (sql) => mailboxQuery<Record<string, unknown>[]>(sql),
           logDir,
-          violations: reports.flatMap((r) => r.violations),
+          violations: reports.flatMap((r) => r.all),
+          check: reports.length === 0 && check ? async () => (await check()).all : undefined,
           failures,
+          errors,
         },
         test,
       );
@@ -147,6 +160,46 @@ export async function setupRun(name: string, extraEnv: Record<string, string> = 
       await pg.drop().catch(() => {});
     },
   };
+  return self;
+}
+
+/**
+ * afterEach of every fault test file: a failed test keeps its evidence, and the directory is named
+ * in the test's own failure report (this hook's error is added to the test's errors), not only in
+ * the run's stderr.
+ */
+export async function keepEvidenceOnFailure(
+  task: { name: string; result?: { state?: string; errors?: { message?: string }[] } },
+  run: FaultRun | undefined,
+  roles: RoleProcesses | undefined,
+): Promise<void> {
+  if (task.result?.state !== 'fail' || !run) return;
+  const errors = (task.result.errors ?? []).map((e) => e.message ?? String(e));
+  const dir = await run.keepEvidence(task.name, roles?.allFailures() ?? [], errors);
+  throw new Error(`evidence of this failure kept in ${dir} (README.txt there names the kept databases and service directories)`);
+}
+
+interface TaskLike {
+  name: string;
+  result?: { state?: string; errors?: { message?: string }[] };
+  tasks?: TaskLike[];
+}
+const failedIn = (t: TaskLike): boolean => t.result?.state === 'fail' || (t.tasks ?? []).some(failedIn);
+
+/**
+ * afterAll of every fault test file: stops the roles, and when anything in the file failed — a
+ * test, or the file's own setup (then no afterEach ran) — keeps the evidence if no test did, and
+ * leaves both databases in place; otherwise drops them.
+ */
+export async function finishRun(suite: TaskLike, run: FaultRun | undefined, roles: RoleProcesses | undefined): Promise<void> {
+  await roles?.stopAll();
+  let dir: string | undefined;
+  if (run && !run.kept && failedIn(suite)) {
+    const errors = (suite.result?.errors ?? []).map((e) => e.message ?? String(e));
+    dir = await run.keepEvidence(`${suite.name} (setup of the file)`, roles?.allFailures() ?? [], errors);
+  }
+  await run?.drop();
+  if (dir) throw new Error(`evidence of this failure kept in ${dir} (README.txt there names the kept databases and service directories)`);
 }
 
 // ---- Roles in child processes ---------------------------------------------------------------
@@ -578,7 +631,10 @@ export async function readWholeTopic(brokers: string[], topic: string, timeoutMs
 }
 
 export interface InvariantReport {
+  /** The first 40 violations (what an assertion prints). */
   violations: string[];
+  /** Every violation found (what the evidence of a failure keeps). */
+  all: string[];
   stats: Record<string, number>;
 }
 
@@ -620,12 +676,12 @@ export function fifoBreak(got: number[], want: number[], late: ReadonlySet<numbe
  * none, and then the order must be exactly the ID order).
  */
 export async function checkInvariants(run: FaultRun, w: FlightWorkload, o: { late?: ReadonlySet<number> } = {}): Promise<InvariantReport> {
-  const v: string[] = [];
+  const all: string[] = [];
   const stats: Record<string, number> = {};
   const db = run.pg.db;
   const late = o.late ?? new Set<number>();
   const push = (msg: string) => {
-    if (v.length < 40) v.push(msg);
+    all.push(msg);
   };
 
   // Processing: one terminal SUCCEEDED row per committed message, nothing else.
@@ -744,22 +800,29 @@ export async function checkInvariants(run: FaultRun, w: FlightWorkload, o: { lat
     }
   }
 
-  // msgx.schd on Kafka: versions only rise per FLID; the last record is the model's final state.
+  // msgx.schd on Kafka: versions only rise per FLID (repeats of an event dropped); the last record
+  // of every key in its partition — repeats kept, it is what compaction leaves a reader — is the
+  // model's final state, not the stored flight's.
   const schdRecs = await readWholeTopic(run.brokers, run.topicSchd);
   stats.schdRecords = schdRecs.length;
   const seenSchd = new Set<string>();
+  const rising = new Map<string, number>();
   const lastSchd = new Map<string, { version: number; value: Record<string, unknown> }>();
   for (const r of schdRecs) {
+    if (r.value !== null) {
+      const val = JSON.parse(r.value) as Record<string, unknown> & { stateVersion: number };
+      lastSchd.set(r.key!, { version: val.stateVersion, value: val });
+    } else lastSchd.delete(r.key!);
     if (seenSchd.has(r.eventId)) continue;
     seenSchd.add(r.eventId);
     if (r.value === null) {
       push(`unexpected tombstone for ${r.key}`);
       continue;
     }
-    const val = JSON.parse(r.value) as Record<string, unknown> & { stateVersion: number };
-    const prev = lastSchd.get(r.key!);
-    if (prev && prev.version >= val.stateVersion) push(`msgx.schd ${r.key}: v${val.stateVersion} after v${prev.version}`);
-    lastSchd.set(r.key!, { version: val.stateVersion, value: val });
+    const val = JSON.parse(r.value) as { stateVersion: number };
+    const prev = rising.get(r.key!);
+    if (prev !== undefined && prev >= val.stateVersion) push(`msgx.schd ${r.key}: v${val.stateVersion} after v${prev}`);
+    rising.set(r.key!, val.stateVersion);
   }
   stats.schdUnique = seenSchd.size;
   for (const [flid, ids] of w.versions) {
@@ -790,8 +853,9 @@ export async function checkInvariants(run: FaultRun, w: FlightWorkload, o: { lat
 
   const idle = await idleInTransaction(run);
   if (idle.length) push(`idle in transaction for more than ${LINGERING_MS} ms: ${JSON.stringify(idle)}`);
-  run.reports.push({ violations: v, stats });
-  return { violations: v, stats };
+  const report = { violations: all.slice(0, 40), all, stats };
+  run.reports.push(report);
+  return report;
 }
 
 const short = (xs: unknown[]) => (xs.length > 12 ? `${xs.slice(0, 12).join(',')},…(${xs.length})` : xs.join(','));

@@ -5,9 +5,11 @@ import {
   drained,
   untilDoneWhileProgressing,
   type FaultRun,
+  finishRun,
   FlightWorkload,
   kafkaKill,
   kafkaRestart,
+  keepEvidenceOnFailure,
   localPortsOf,
   mailboxUnmarked,
   mariadbKill,
@@ -61,16 +63,15 @@ beforeAll(async () => {
   roles = new RoleProcesses(run);
   w = new FlightWorkload(100, 7, 'R');
   await w.insertPlan(run.my);
+  run.check = () => checkInvariants(run, w);
   const all: RoleName[] = ['pump', 'poller', 'dispatcher', 'sweep'];
   await Promise.all(all.map((r) => roles.start(r)));
 });
-afterEach(async ({ task }) => {
-  if (task.result?.state === 'fail') await run?.keepEvidence(task.name, roles?.allFailures() ?? []);
-});
-afterAll(async () => {
+afterEach(({ task }) => keepEvidenceOnFailure(task, run, roles));
+// vitest reads a hook's first parameter as a fixture pattern and wants it destructured.
+afterAll(async ({}, suite) => {
   console.log(`[faults:recovery] recovered after the fault ended (ms): ${JSON.stringify(measured)}`);
-  await roles?.stopAll();
-  await run?.drop();
+  await finishRun(suite, run, roles);
 });
 
 interface Feed {
