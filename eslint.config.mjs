@@ -40,7 +40,7 @@ const SURFACES = {
   config: ['config.ts', 'credentials.ts', 'delivery.ts', 'secrets.ts'],
   // pg.ts and pglite.ts are loaded on demand by open.ts: the cloud never loads PGlite.
   db: ['appUser.ts', 'db.ts', 'migrate.ts', 'open.ts', 'pgliteDir.ts', 'prepared.ts'],
-  flights: ['history.ts', 'processors.ts', 'routes.ts', 'snapLog.ts'],
+  flights: ['events.ts', 'history.ts', 'processors.ts', 'routes.ts', 'snapLog.ts'],
   // mysql.ts is loaded on demand by open.ts.
   mailbox: ['mailbox.ts', 'open.ts', 'pg.ts'],
   outbox: [

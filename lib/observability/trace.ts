@@ -2,6 +2,7 @@ import { lateOf } from '../pipeline/frontier.ts';
 import type { Queryable } from '../db/db.ts';
 import type { Mailbox } from '../mailbox/mailbox.ts';
 import { snapLogOf } from '../flights/snapLog.ts';
+import { MSG_EVENT } from '../flights/events.ts';
 import { eventsBySource, type TraceEventView } from '../outbox/sourceEvents.ts';
 import { noteFor, todoOf } from '../pipeline/backfill.ts';
 import { isTerminalStatus } from '../pipeline/states.ts';
@@ -129,47 +130,34 @@ export async function readMessageTrace(
     lateOf(db, msgId),
   ]);
 
-  const terminal = isTerminalStatus(proc.status);
-  const backfill: MessageTrace['backfill'] = todo
-    ? {
-        state: 'pending',
-        procStatus: todo.proc_status,
-        procNote: todo.proc_note,
-        processedAt: iso(todo.processed_at),
-        attempts: todo.attempts,
-        nextAttemptAt: iso(todo.next_attempt_at),
-        lastError: todo.last_error,
-      }
-    : {
-        // The todo is written with the terminal state and deleted only after the mailbox write.
-        state: !terminal ? 'open' : mailbox.processed === false ? 'unknown' : 'done',
-        procStatus: terminal ? proc.status : null,
-        procNote: terminal ? noteFor(proc.status, proc.error_class, proc.error_detail, proc.note) : null,
-        processedAt: terminal ? iso(proc.finished_at) : null,
-        attempts: 0,
-        nextAttemptAt: null,
-        lastError: null,
-      };
+  const trace: MessageTrace = {
+    kind: 'proc',
+    msgId,
+    message: messageView(proc, late),
+    mailbox: { id: msgId, receivedAt: iso(proc.received_at), rawText: proc.raw_text, ...mailbox },
+    attempts: attempts.map((a) => ({
+      attempt: a.attempt,
+      startedAt: iso(a.started_at)!,
+      finishedAt: iso(a.finished_at)!,
+      outcome: a.outcome,
+      errorClass: a.error_class,
+      errorDetail: a.error_detail,
+    })),
+    flightChanges: flightChangesOf(events),
+    events: events.map(({ value: _v, ...e }) => e),
+    snapshot,
+    backfill: backfillView(proc, todo, mailbox),
+    replays: replays.map((r) => ({ at: iso(r.at)!, actor: r.actor, action: r.action })),
+    timeline: [],
+  };
+  trace.timeline = buildTimeline(trace);
+  return trace;
+}
 
-  const flightChanges: FlightChangeView[] = events
-    .filter((e) => e.target === 'msg' && e.flid && e.stateVersion !== null)
-    .map((e) => {
-      const v = e.value ?? {};
-      const change: FlightChangeView['change'] =
-        e.type === 'FLIGHT_CREATED' ? 'created' : e.type === 'FLIGHT_DELETED' ? 'deleted' : 'updated';
-      return {
-        flid: e.flid!,
-        opdy: typeof v.opdy === 'string' ? v.opdy : null,
-        change,
-        fromVersion: e.stateVersion! > 1 ? e.stateVersion! - 1 : null,
-        toVersion: e.stateVersion!,
-        fields: Array.isArray(v.changed) ? (v.changed as string[]) : [],
-        at: e.createdAt,
-        eventId: e.eventId,
-      };
-    });
+type ProcRead = NonNullable<Awaited<ReturnType<typeof getProc>>>;
 
-  const message: MessageTrace['message'] = {
+function messageView(proc: ProcRead, late: Awaited<ReturnType<typeof lateOf>>): MessageTrace['message'] {
+  return {
     msgId: Number(proc.msg_id),
     status: proc.status,
     identity: proc.identity_key,
@@ -188,29 +176,56 @@ export async function readMessageTrace(
     latencyMs: proc.finished_at ? new Date(proc.finished_at).getTime() - new Date(proc.enqueued_at).getTime() : null,
     late: late ? { foundAt: iso(late.foundAt)!, via: late.via } : null,
   };
+}
 
-  const trace: MessageTrace = {
-    kind: 'proc',
-    msgId,
-    message,
-    mailbox: { id: msgId, receivedAt: iso(proc.received_at), rawText: proc.raw_text, ...mailbox },
-    attempts: attempts.map((a) => ({
-      attempt: a.attempt,
-      startedAt: iso(a.started_at)!,
-      finishedAt: iso(a.finished_at)!,
-      outcome: a.outcome,
-      errorClass: a.error_class,
-      errorDetail: a.error_detail,
-    })),
-    flightChanges,
-    events: events.map(({ value: _v, ...e }) => e),
-    snapshot,
-    backfill,
-    replays: replays.map((r) => ({ at: iso(r.at)!, actor: r.actor, action: r.action })),
-    timeline: [],
+/** The mailbox write of the outcome: still owed (its todo), not yet due (open), done, or unknown to an unreachable mailbox. */
+function backfillView(
+  proc: ProcRead,
+  todo: Awaited<ReturnType<typeof todoOf>>,
+  mailbox: Awaited<ReturnType<typeof askMailbox>>,
+): MessageTrace['backfill'] {
+  if (todo)
+    return {
+      state: 'pending',
+      procStatus: todo.proc_status,
+      procNote: todo.proc_note,
+      processedAt: iso(todo.processed_at),
+      attempts: todo.attempts,
+      nextAttemptAt: iso(todo.next_attempt_at),
+      lastError: todo.last_error,
+    };
+  const terminal = isTerminalStatus(proc.status);
+  return {
+    // The todo is written with the terminal state and deleted only after the mailbox write.
+    state: !terminal ? 'open' : mailbox.processed === false ? 'unknown' : 'done',
+    procStatus: terminal ? proc.status : null,
+    procNote: terminal ? noteFor(proc.status, proc.error_class, proc.error_detail, proc.note) : null,
+    processedAt: terminal ? iso(proc.finished_at) : null,
+    attempts: 0,
+    nextAttemptAt: null,
+    lastError: null,
   };
-  trace.timeline = buildTimeline(trace);
-  return trace;
+}
+
+const CHANGE_OF: Record<string, FlightChangeView['change']> = { [MSG_EVENT.created]: 'created', [MSG_EVENT.deleted]: 'deleted' };
+
+/** The flight versions a message made, from its msgx.msg events. */
+function flightChangesOf(events: Awaited<ReturnType<typeof eventsBySource>>): FlightChangeView[] {
+  return events
+    .filter((e) => e.target === 'msg' && e.flid && e.stateVersion !== null)
+    .map((e) => {
+      const v = e.value ?? {};
+      return {
+        flid: e.flid!,
+        opdy: typeof v.opdy === 'string' ? v.opdy : null,
+        change: CHANGE_OF[e.type] ?? 'updated',
+        fromVersion: e.stateVersion! > 1 ? e.stateVersion! - 1 : null,
+        toVersion: e.stateVersion!,
+        fields: Array.isArray(v.changed) ? (v.changed as string[]) : [],
+        at: e.createdAt,
+        eventId: e.eventId,
+      };
+    });
 }
 
 async function askMailbox(
