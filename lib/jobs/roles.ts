@@ -31,6 +31,9 @@ export function pumpRole(ctx: AppContext): RoleSpec {
   };
 }
 
+/** How soon the poller looks again at a gap it is still waiting for (capped by the grace itself). */
+const GAP_RECHECK_MS = 100;
+
 export function pollerRole(ctx: AppContext): RoleSpec {
   return {
     role: 'poller' satisfies ScheduledRole,
@@ -40,7 +43,7 @@ export function pollerRole(ctx: AppContext): RoleSpec {
       // A full read means more may be waiting: poll again at once. A gap still waited for is
       // re-checked often, so a late commit is picked up soon after it lands.
       if (r.more) return { busy: true };
-      return { busy: false, restMs: r.waiting > 0 ? Math.min(100, ctx.config.pipeline.gapGraceMs) : undefined };
+      return { busy: false, restMs: r.waiting > 0 ? Math.min(GAP_RECHECK_MS, ctx.config.pipeline.gapGraceMs) : undefined };
     },
   };
 }
@@ -64,6 +67,10 @@ export interface SweepShare {
 /** The time one sweep step shares among its due tasks: short enough that each task comes round every few seconds. */
 export const SWEEP_STEP_MS = 5_000;
 
+const SECOND = 1000;
+const MINUTE = 60 * SECOND;
+const HOUR = 60 * MINUTE;
+
 /**
  * Maintenance tasks: never on the message path, each at its own cadence, each bounded per run
  * (by count, and the check-back by its share of the step's time).
@@ -73,31 +80,31 @@ export function defaultSweepTasks(ctx: AppContext, gauges?: (g: PipelineGauges) 
   const { lifecycle } = ctx.config;
   const checkBack = checkBackRunner(ctx);
   return [
-    { name: 'backfill', everyMs: 1000, run: (c) => backfillSweep(c) },
-    { name: 'backfill-reconcile', everyMs: 30_000, run: (c) => reconcileBackfill(c) },
-    { name: 'mailbox-rescan', everyMs: 10_000, run: (c) => rescanOnce(c) },
-    { name: 'tx-redelivery', everyMs: 1000, run: (c) => redeliverOnce(c) },
-    { name: 'tx-check-back', everyMs: 1000, run: (_c, share) => checkBack.run(share), drain: () => checkBack.drain() },
+    { name: 'backfill', everyMs: SECOND, run: (c) => backfillSweep(c) },
+    { name: 'backfill-reconcile', everyMs: 30 * SECOND, run: (c) => reconcileBackfill(c) },
+    { name: 'mailbox-rescan', everyMs: 10 * SECOND, run: (c) => rescanOnce(c) },
+    { name: 'tx-redelivery', everyMs: SECOND, run: (c) => redeliverOnce(c) },
+    { name: 'tx-check-back', everyMs: SECOND, run: (_c, share) => checkBack.run(share), drain: () => checkBack.drain() },
     // The metric only where metrics are read (with the gauges); the log line everywhere.
-    { name: 'tx-dead-letters', everyMs: 1000, run: (c) => reportDeadLetters(c, gauges ? emitDeadLetter : undefined) },
+    { name: 'tx-dead-letters', everyMs: SECOND, run: (c) => reportDeadLetters(c, gauges ? emitDeadLetter : undefined) },
     // Compensation first: a request whose write was never confirmed is looked for in COUTMSGS.
-    { name: 'request-reconcile', everyMs: 2000, run: (c) => reconcileRequests(c) },
-    { name: 'request-expiry', everyMs: 10_000, run: (c) => expireRequests(c) },
-    { name: 'flight-history', everyMs: 60_000, run: (c) => historySweepIfDue(c) },
+    { name: 'request-reconcile', everyMs: 2 * SECOND, run: (c) => reconcileRequests(c) },
+    { name: 'request-expiry', everyMs: 10 * SECOND, run: (c) => expireRequests(c) },
+    { name: 'flight-history', everyMs: MINUTE, run: (c) => historySweepIfDue(c) },
     {
       name: 'proc-archive',
-      everyMs: 3_600_000,
+      everyMs: HOUR,
       run: (c) => archiveProcState(c.db, { now: c.clock.now(), retentionDays: lifecycle.procRetentionDays }),
     },
-    { name: 'tx-archive', everyMs: 3_600_000, run: (c) => archiveConsumed(c) },
+    { name: 'tx-archive', everyMs: HOUR, run: (c) => archiveConsumed(c) },
     // The alarms' pipeline gauges; in the twin nobody reads EMF (no sink), so they stay off its
     // console. A long sweep invocation emits them every minute; sweepRole's flush at every start and end.
-    ...(gauges ? [{ name: 'metrics', everyMs: 60_000, run: (c: AppContext) => reportPipelineGauges(c, gauges) }] : []),
+    ...(gauges ? [{ name: 'metrics', everyMs: MINUTE, run: (c: AppContext) => reportPipelineGauges(c, gauges) }] : []),
   ];
 }
 
 async function reportPipelineGauges(c: Pick<AppContext, 'db' | 'clock'>, gauges: (g: PipelineGauges) => void): Promise<void> {
-  gauges(await readGauges(c.db, c.clock.now(), 60_000));
+  gauges(await readGauges(c.db, c.clock.now(), MINUTE));
 }
 
 /** `gauges`: where the pipeline gauges go at the start and end of every invocation (Lambda only). */
