@@ -1,6 +1,8 @@
 import { createServer, type Server } from 'node:http';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ConsoleTest, startConsoleTest } from '../helpers/consoleTest.ts';
+import { fileSink } from '../helpers/fileSink.ts';
 import { freePort } from '../helpers/freePort.ts';
 import { waitFor } from '../helpers/services.ts';
 
@@ -246,6 +248,12 @@ describe('console end to end in Chromium against the twin', () => {
     for (const k of ['prepare', 'check', 'dead', 'resend', 'commit', 'enqueue', 'sent']) expect(tl).toContain(k);
     expect(await t.page.textContent('[data-test=tx-resent]')).toMatch(/^by console /);
     await shot('06-tx-trace');
+    // Delivered for real, as the consumer sees it: one record of it in the file sink, the
+    // producer's key and payload, named by its id (read after the trace showed it SENT).
+    expect(fileSink(join(t.dataDir, '.msgx'), 'points').map((r) => [r.key, JSON.parse(r.value), r.headers['msgx-txmsg-id']])).toEqual([
+      ['order-42', { orderId: 42, points: 120 }, txId],
+    ]);
+    expect(await admin(`/v1/tx-messages/${txId}`)).toMatchObject({ status: 'DELIVERED' });
     const audit = await t.pg.db.query<{ actor: string }>(`SELECT actor FROM audit_log WHERE action = 'txmsg.resend'`);
     expect(audit.rows).toEqual([{ actor: 'console' }]);
   });
