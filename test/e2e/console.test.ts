@@ -1,6 +1,8 @@
 import { createServer, type Server } from 'node:http';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ConsoleTest, startConsoleTest } from '../helpers/consoleTest.ts';
+import { fileSink } from '../helpers/fileSink.ts';
 import { freePort } from '../helpers/freePort.ts';
 import { waitFor } from '../helpers/services.ts';
 
@@ -134,7 +136,22 @@ describe('console end to end in Chromium against the twin', () => {
     expect(await t.page.textContent('[data-test=dead-classes]')).toContain('EXHAUSTED');
     expect(await t.page.textContent('[data-test=tx-states]')).toContain('DEAD');
     expect(await t.page.textContent('[data-test=throughput-totals]')).toMatch(/^3 finished/);
-    expect(await t.page.locator('[data-test=throughput-chart] rect.bar').count()).toBeGreaterThan(0);
+    // The chart holds what was finished, wherever the minutes fall: summed over its bars (each
+    // bar's tooltip counts its minute), the plan and the newer FLOP ok, the dead letter dead.
+    const tips = await t.page.$$eval('[data-test=throughput-chart] rect.bar', (rs) => [
+      ...new Map(rs.map((r) => [r.getAttribute('x'), r.querySelector('title')?.textContent ?? ''])).values(),
+    ]);
+    const sum = { finished: 0, ok: 0, skipped: 0, dead: 0 };
+    for (const tip of tips) {
+      const m = /(\d+) finished \((\d+) ok, (\d+) skipped, (\d+) dead\)/.exec(tip);
+      expect(m, tip).not.toBeNull();
+      sum.finished += Number(m![1]);
+      sum.ok += Number(m![2]);
+      sum.skipped += Number(m![3]);
+      sum.dead += Number(m![4]);
+    }
+    expect(sum).toEqual({ finished: 3, ok: 2, skipped: 0, dead: 1 });
+    expect(await t.page.locator('[data-test=throughput-chart] rect.bar.dead').count()).toBe(1);
     await shot('01-overview');
   });
 
@@ -175,7 +192,8 @@ describe('console end to end in Chromium against the twin', () => {
       await t.page.waitForSelector('[data-test=trace-status]');
       const status = await t.page.textContent('[data-test=trace-status]');
       const events = await t.page.textContent('[data-test=events]');
-      return status === 'SUCCEEDED' && (events?.match(/SENT/g) ?? []).length >= 2;
+      const backfill = await t.page.textContent('[data-test=backfill-state]');
+      return status === 'SUCCEEDED' && (events?.match(/SENT/g) ?? []).length >= 2 && backfill === 'done';
     });
     const attempts = await t.page.locator('[data-test=attempts] tbody tr').allTextContents();
     expect(attempts).toHaveLength(2);
@@ -186,7 +204,6 @@ describe('console end to end in Chromium against the twin', () => {
     expect(changes).toContain('1 → 2');
     expect(changes).toContain('ETOT');
     expect(await t.page.textContent('[data-test=timeline]')).toContain('replay');
-    expect(await t.page.textContent('[data-test=backfill-state]')).toMatch(/done|pending/);
     await shot('05-trace-succeeded');
 
     // The state and the audit trail agree with the t.page.
@@ -231,6 +248,12 @@ describe('console end to end in Chromium against the twin', () => {
     for (const k of ['prepare', 'check', 'dead', 'resend', 'commit', 'enqueue', 'sent']) expect(tl).toContain(k);
     expect(await t.page.textContent('[data-test=tx-resent]')).toMatch(/^by console /);
     await shot('06-tx-trace');
+    // Delivered for real, as the consumer sees it: one record of it in the file sink, the
+    // producer's key and payload, named by its id (read after the trace showed it SENT).
+    expect(fileSink(join(t.dataDir, '.msgx'), 'points').map((r) => [r.key, JSON.parse(r.value), r.headers['msgx-txmsg-id']])).toEqual([
+      ['order-42', { orderId: 42, points: 120 }, txId],
+    ]);
+    expect(await admin(`/v1/tx-messages/${txId}`)).toMatchObject({ status: 'DELIVERED' });
     const audit = await t.pg.db.query<{ actor: string }>(`SELECT actor FROM audit_log WHERE action = 'txmsg.resend'`);
     expect(audit.rows).toEqual([{ actor: 'console' }]);
   });
@@ -243,9 +266,26 @@ describe('console end to end in Chromium against the twin', () => {
     await until('paused', async () => (await t.page.textContent('[data-test=pipeline-state]')) === 'Paused');
     expect(await t.page.textContent('[data-test=pipeline-pill]')).toBe('Pipeline paused');
     await shot('07-paused');
+    // Paused for real, judged outside the console: a FLOP sent now is taken in and waits at the
+    // head, the flight unchanged, until the resume.
+    const before = await admin<{ stateVersion: number }>('/v1/flights/7002');
+    const waiting = Number(
+      await post('/cminmsgs/send', msg(90, 'FLOP', 'ETOT', '<FLOP><FLIGHT><FLID>7002</FLID><ETOT>20261129111100</ETOT></FLIGHT></FLOP>')),
+    );
+    await until('the FLOP to wait at the head', async () => {
+      const st = await admin<{ paused: boolean; pipeline: { backlog: number; head: { msgId: number } | null } }>('/admin/stats');
+      return st.paused && st.pipeline.backlog === 1 && st.pipeline.head?.msgId === waiting;
+    });
+    expect(await admin('/health')).toMatchObject({ status: 'ok', pipeline: 'paused' });
+    expect(await admin('/v1/flights/7002')).toMatchObject({ stateVersion: before.stateVersion });
     await t.page.click('[data-test=pause-toggle]');
     await t.page.click('[data-test=pause-confirm]');
     await until('running', async () => (await t.page.textContent('[data-test=pipeline-state]')) === 'Running');
+    await until(
+      'the waiting FLOP applied after the resume',
+      async () => (await admin<{ ETOT: string; stateVersion: number }>('/v1/flights/7002')).stateVersion === before.stateVersion + 1,
+    );
+    expect(await admin('/v1/flights/7002')).toMatchObject({ ETOT: '20261129111100', stateVersion: before.stateVersion + 1 });
     const audit = await t.pg.db.query<{ actor: string; action: string }>(
       `SELECT actor, action FROM audit_log WHERE action LIKE 'pipeline.%' ORDER BY id`,
     );

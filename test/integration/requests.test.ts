@@ -64,6 +64,15 @@ const tz = 'Asia/Shanghai';
 const local = (at: Date) => formatLocalTime(at, tz);
 const resp = (day: string, dttm: string) =>
   schd('RESP', { seqn: seq++, dttm, opdy: day, flights: [flight({ FLID: `R${seq}`, OPDY: day, FLNO: '0001' })] });
+/** The flight the last `resp('20261130', …)` carried, at version 1, made by message `msgId`. */
+const answered = (msgId: number) => ({
+  flid: `R${seq}`,
+  operationDay: '20261130',
+  scalars: { FLNO: '0001' },
+  status: 'ACTIVE',
+  stateVersion: 1,
+  lastMsgId: msgId,
+});
 
 describe('RQFD request lifecycle', () => {
   it('the transition table allows REGISTERED → SENT → DONE | EXPIRED only', () => {
@@ -209,7 +218,8 @@ describe('RESP matching', () => {
     const [id] = await berlin.post(resp('20261130', dttm));
     await berlin.drain();
     expect(await berlin.status(id!)).toMatchObject({ status: 'SUCCEEDED' });
-    expect(await readFlight(pg.db, `R${seq}`)).toBeDefined();
+    // The answer's flight, as it carried it, made by that answer.
+    expect(await readFlight(pg.db, `R${seq}`)).toMatchObject(answered(id!));
   });
 });
 
@@ -276,7 +286,7 @@ describe('compensation (docs/flights.md "Requests"): reconcile against COUTMSGS 
     await p.drain();
     expect(await p.status(id!)).toMatchObject({ status: 'SUCCEEDED' });
     expect((await view(req!.id)).status).toBe('DONE');
-    expect(await readFlight(pg.db, `R${seq}`)).toBeDefined();
+    expect(await readFlight(pg.db, `R${seq}`)).toMatchObject(answered(id!));
   });
 
   it('the wait is bounded by the request timeout: then SKIPPED request-expired, not EXHAUSTED', async () => {

@@ -35,6 +35,9 @@ const topicSchd = randomTopic('msgx.resilience.schd');
 /** The fan-out receiver: every post it took, in arrival order. */
 let receiver: Server;
 const posts: { eventId: string; type: string; key: string | null; value: string | null }[] = [];
+/** While set, the receiver keeps each post in hand, unanswered (a delivery in flight). */
+let holdPosts = false;
+let inHand = 0;
 
 beforeAll(async () => {
   pg = await freshPg({ migrate: false });
@@ -52,6 +55,10 @@ beforeAll(async () => {
           value: string | null;
         };
         posts.push({ eventId: String(body.eventId), type: body.type, key: body.key, value: body.value });
+        if (holdPosts) {
+          inHand++;
+          return; // never answered: its sender dies with it in flight
+        }
       }
       res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}');
     });
@@ -291,16 +298,19 @@ describe('resilience journeys from outside', () => {
           model.apply(flid, f.fields, await insertOn(c, f.text));
         }
       });
+    // The webhook keeps the burst's deliveries in hand, so the kill finds events in flight too.
+    holdPosts = true;
     await write(120);
-    // Killed once it is working on them (some flight moved on), whatever it holds in hand.
+    // Killed once it is working on them (some flight moved on) and a delivery of them is in flight.
     await waitFor(
       async () => {
         const r = await fetch(`${twin.base}/v1/flights/JK1`);
-        return r.status === 200 && ((await r.json()) as { stateVersion: number }).stateVersion > 1;
+        return inHand > 0 && r.status === 200 && ((await r.json()) as { stateVersion: number }).stateVersion > 1;
       },
-      { timeoutMs: 60_000, what: 'the twin to start on the burst' },
+      { timeoutMs: 60_000, what: 'the twin to start on the burst, a delivery in flight' },
     );
     await twin.stop('SIGKILL');
+    holdPosts = false;
     await write(40);
     twin = await startTwin(twinEnv, twinDir);
     await judge(flids);
