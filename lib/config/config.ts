@@ -125,6 +125,9 @@ const schema = z
       'must be a comma list of Kafka topic names (letters, digits, ".", "_", "-"; at most 249 characters each; not "." or "..")',
     ),
     MSGX_STALE_TARGET_AFTER: duration('5m'),
+    // How the dispatcher delivers (docs/outbox.md "The log and its cursors"): 'claim' leases and marks
+    // each event; 'log' reads each target's batches between two snapshots and writes only its cursor.
+    MSGX_OUTBOX_RELAY: z.enum(['claim', 'log'], { message: "must be 'claim' or 'log'" }).default('claim'),
 
     // Lifecycle (docs/flights.md "Lifecycle")
     MSGX_HISTORY_RETENTION_DAYS: positiveInt(7),
@@ -243,6 +246,8 @@ export interface Config {
     targetOverrides: Record<string, TargetOverride>;
     /** MSGX_STALE_TARGET_AFTER: a target whose head is older is listed as stale (stats, status, console). */
     staleAfterMs: number;
+    /** MSGX_OUTBOX_RELAY: per-event claims and marks, or the commit-ordered log with per-target cursors. */
+    relay: 'claim' | 'log';
   };
   txmsg: {
     checkAllowedOrigins: string[];
@@ -332,6 +337,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       pollIntervalMs: e.MSGX_DELIVERY_POLL_INTERVAL,
       targetOverrides: checkTargetOverrides({ ...delivery, targetOverrides: e.MSGX_DELIVERY_TARGET_OVERRIDES }),
       staleAfterMs: e.MSGX_STALE_TARGET_AFTER,
+      relay: e.MSGX_OUTBOX_RELAY,
     },
     txmsg: {
       checkAllowedOrigins: e.MSGX_TX_CHECK_ALLOWED_ORIGINS,

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { claimRun, discoverHeads, type HeadRow } from './claim.ts';
 import { decideRun, decideSchdFlush } from './decide.ts';
+import { dispatchLogTargets } from './logDispatch.ts';
 import { markRun } from './mark.ts';
 import { noopMetrics } from './metrics.ts';
 import { publishRun } from './publish.ts';
@@ -46,22 +47,27 @@ export async function dispatchOnce(
   const me = options.dispatcherId ?? PROCESS_DISPATCHER_ID;
   const metrics = options.metrics ?? noopMetrics;
 
-  let heads = await discoverHeads(ctx);
-  if (options.targets) heads = heads.filter((h) => options.targets!.includes(h.target));
-  const discoverMs = performance.now() - started;
+  const { reports, discoverMs } =
+    ctx.config.outbox.relay === 'log' ? await dispatchLogTargets(ctx, publishers, now, me, options) : await claimTargets();
 
-  const reports = await Promise.all(
-    heads.map((head) => {
-      const pubs = typeof publishers === 'function' ? publishers(head.target) : publishers;
-      return deliverTarget(ctx, pubs, head, now, me, options).catch((err: unknown) => {
-        const r = emptyReport(head, now);
-        r.skipped = 'error';
-        r.error = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
-        ctx.log.error({ message: 'outbox_target_failed', target: head.target, error: r.error });
-        return r;
-      });
-    }),
-  );
+  async function claimTargets(): Promise<{ reports: TargetReport[]; discoverMs: number }> {
+    let heads = await discoverHeads(ctx);
+    if (options.targets) heads = heads.filter((h) => options.targets!.includes(h.target));
+    const discoverMs = performance.now() - started;
+    const reports = await Promise.all(
+      heads.map((head) => {
+        const pubs = typeof publishers === 'function' ? publishers(head.target) : publishers;
+        return deliverTarget(ctx, pubs, head, now, me, options).catch((err: unknown) => {
+          const r = emptyReport(head, now);
+          r.skipped = 'error';
+          r.error = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
+          ctx.log.error({ message: 'outbox_target_failed', target: head.target, error: r.error });
+          return r;
+        });
+      }),
+    );
+    return { reports, discoverMs };
+  }
 
   const report: DispatchReport = {
     targets: reports,
