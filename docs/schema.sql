@@ -608,7 +608,8 @@ CREATE TABLE public.outbox_exception (
     dead boolean DEFAULT false NOT NULL,
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
     delivered_to text[] DEFAULT '{}'::text[] NOT NULL,
-    partition_key text
+    partition_key text,
+    at_head boolean DEFAULT false NOT NULL
 );
 
 --

@@ -10,9 +10,14 @@ ALTER TABLE outbox_target
 
 -- The publishers that already took an exception's event (a fan-out retry skips them), and whether
 -- it failed itself or only waits behind an earlier failed event of its key.
+-- at_head: the failed event the target's cursor stops before (the whole target waits for its next
+-- attempt, nothing overtakes it); otherwise the cursor passed it (a replayed event, or a flight of
+-- msgx.schd, whose flights do not hold each other) and it is retried on its own, ahead of the later
+-- events of its key.
 ALTER TABLE outbox_exception
   ADD COLUMN delivered_to text[] NOT NULL DEFAULT '{}',
-  ADD COLUMN partition_key text;
+  ADD COLUMN partition_key text,
+  ADD COLUMN at_head boolean NOT NULL DEFAULT false;
 CREATE INDEX outbox_exception_open ON outbox_exception (target, event_id) WHERE NOT dead;
 
 -- A cursor that has seen nothing: a target's first batch starts at its oldest unsettled event.

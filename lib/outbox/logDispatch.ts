@@ -64,7 +64,7 @@ LEFT JOIN LATERAL (
     AND NOT pg_visible_in_snapshot(m.writer_xid, coalesce(t.snap_lo, msgx_outbox_origin()))
   LIMIT 1) n ON true
 LEFT JOIN LATERAL (
-  SELECT min(next_attempt_at) AS due, count(*) AS n FROM outbox_exception e WHERE e.target = tg.target AND NOT e.dead) x ON true
+  SELECT min(next_attempt_at) AS due, count(*) AS n FROM outbox_exception e WHERE e.target = tg.target AND NOT e.dead AND NOT e.at_head) x ON true
 WHERE tg.target IS NOT NULL`);
 
 const ENSURE_CURSOR_SQL = prepared(`INSERT INTO outbox_target (target, snap_lo) VALUES ($1, msgx_outbox_origin())
@@ -76,8 +76,9 @@ WITH cur AS (
   UPDATE outbox_target SET snap_hi = coalesce(snap_hi, pg_current_snapshot()), lease_owner = $3, lease_until = $4
   WHERE target = $1 AND snap_lo IS NOT NULL AND (lease_owner IS NULL OR lease_owner = $3 OR lease_until <= $5)
   RETURNING snap_lo, snap_hi, after_id)
-SELECT c.snap_hi::text AS hi, e.event_id, e.partition_key, e.event_type, e.value, e.headers, e.source_kind, e.source_id,
-       e.flid, e.state_version
+SELECT c.snap_hi::text AS hi, c.snap_hi::text <> pg_current_snapshot()::text AS stale, e.event_id, e.partition_key, e.event_type, e.value, e.headers, e.source_kind, e.source_id,
+       e.flid, e.state_version, coalesce(h.attempts, 0) AS attempts, array_to_string(h.delivered_to, ',') AS delivered_to,
+       h.event_id IS NOT NULL AS at_head
 FROM cur c LEFT JOIN LATERAL (
   SELECT m.event_id, m.partition_key, m.event_type, m.value, m.headers, m.source_kind, m.source_id, m.flid, m.state_version
   FROM msg_event m
@@ -85,8 +86,9 @@ FROM cur c LEFT JOIN LATERAL (
     AND m.writer_xid >= pg_snapshot_xmin(c.snap_lo) AND m.writer_xid < pg_snapshot_xmax(c.snap_hi)
     AND pg_visible_in_snapshot(m.writer_xid, c.snap_hi) AND NOT pg_visible_in_snapshot(m.writer_xid, c.snap_lo)
     AND m.event_id > c.after_id
-    AND NOT EXISTS (SELECT 1 FROM outbox_exception x WHERE x.target = $1 AND x.event_id = m.event_id)
+    AND NOT EXISTS (SELECT 1 FROM outbox_exception x WHERE x.target = $1 AND x.event_id = m.event_id AND NOT x.at_head)
   ORDER BY m.event_id LIMIT $2) e ON true
+LEFT JOIN outbox_exception h ON h.target = $1 AND h.event_id = e.event_id AND h.at_head
 ORDER BY e.event_id`);
 
 // Moves the cursor, releases the lease, records the target's hold and the batch's exceptions; only
@@ -98,17 +100,23 @@ WITH f AS (
     snap_hi = CASE WHEN $3 THEN NULL ELSE snap_hi END,
     after_id = CASE WHEN $3 THEN 0 ELSE greatest(after_id, $4::bigint) END,
     lease_owner = NULL, lease_until = NULL, updated_at = $6::timestamptz,
-    hold_until = $7::timestamptz, stalled_since = CASE WHEN $7 IS NULL THEN NULL ELSE coalesce(stalled_since, $6) END,
+    hold_until = $7::timestamptz, stalled_since = CASE WHEN $17::boolean THEN coalesce(stalled_since, $6) END,
     last_error = $8::text,
     last_flush_at = coalesce($9::timestamptz, last_flush_at)
   WHERE target = $1 AND snap_hi::text = $2 AND lease_owner = $5
   RETURNING target),
 x AS (
-  INSERT INTO outbox_exception (target, event_id, attempts, next_attempt_at, last_error, dead, partition_key, delivered_to, updated_at)
-  SELECT f.target, v.id, v.attempts, v.next_at, v.err, v.dead, v.key, string_to_array(v.dto, ','), $6
-  FROM f, unnest($10::bigint[], $11::int[], $12::timestamptz[], $13::text[], $14::boolean[], $15::text[], $16::text[])
-       AS v(id, attempts, next_at, err, dead, key, dto)
-  ON CONFLICT (target, event_id) DO NOTHING)
+  INSERT INTO outbox_exception AS o (target, event_id, attempts, next_attempt_at, last_error, dead, partition_key, delivered_to,
+                                     at_head, updated_at)
+  SELECT f.target, v.id, v.attempts, v.next_at, v.err, v.dead, v.key, string_to_array(v.dto, ','), v.at_head, $6
+  FROM f, unnest($10::bigint[], $11::int[], $12::timestamptz[], $13::text[], $14::boolean[], $15::text[], $16::text[], $18::boolean[])
+       AS v(id, attempts, next_at, err, dead, key, dto, at_head)
+  ON CONFLICT (target, event_id) DO UPDATE SET attempts = EXCLUDED.attempts, next_attempt_at = EXCLUDED.next_attempt_at,
+    last_error = EXCLUDED.last_error, dead = EXCLUDED.dead, delivered_to = EXCLUDED.delivered_to, at_head = EXCLUDED.at_head,
+    updated_at = EXCLUDED.updated_at),
+d AS (
+  -- A failed head that went through this time.
+  DELETE FROM outbox_exception WHERE target = $1 AND at_head AND event_id = ANY($19::bigint[]) AND EXISTS (SELECT 1 FROM f))
 SELECT count(*)::int AS n FROM f`);
 
 const LEASE_SQL = prepared(
@@ -121,8 +129,8 @@ const HEADS_SQL = prepared(`
 SELECT x.event_id, x.attempts, array_to_string(x.delivered_to, ',') AS delivered_to, m.partition_key, m.event_type, m.value,
        m.headers, m.source_kind, m.source_id, m.flid, m.state_version
 FROM outbox_exception x JOIN msg_event m ON m.event_id = x.event_id
-WHERE x.target = $1 AND NOT x.dead AND x.next_attempt_at <= $2
-  AND NOT EXISTS (SELECT 1 FROM outbox_exception y WHERE y.target = $1 AND NOT y.dead AND y.event_id < x.event_id
+WHERE x.target = $1 AND NOT x.dead AND NOT x.at_head AND x.next_attempt_at <= $2
+  AND NOT EXISTS (SELECT 1 FROM outbox_exception y WHERE y.target = $1 AND NOT y.dead AND NOT y.at_head AND y.event_id < x.event_id
                   AND y.partition_key IS NOT DISTINCT FROM x.partition_key)
 ORDER BY x.event_id LIMIT $3`);
 
@@ -137,7 +145,7 @@ UPDATE outbox_target SET hold_until = $10::timestamptz, stalled_since = CASE WHE
   last_error = $11::text
 WHERE target = $1`);
 
-const KEYS_SQL = prepared(`SELECT DISTINCT partition_key FROM outbox_exception WHERE target = $1 AND NOT dead`);
+const KEYS_SQL = prepared(`SELECT DISTINCT partition_key FROM outbox_exception WHERE target = $1 AND NOT dead AND NOT at_head`);
 
 interface LogRow {
   event_id: string | number;
@@ -151,6 +159,7 @@ interface LogRow {
   state_version: number | null;
   attempts?: number;
   delivered_to?: string | null;
+  at_head?: boolean;
 }
 
 function toClaimed(r: LogRow, isSchd: boolean): ClaimedRow {
@@ -166,6 +175,7 @@ function toClaimed(r: LogRow, isSchd: boolean): ClaimedRow {
     source_id: r.source_id,
     delivered_to: dto,
     ...(isSchd ? { grp: r.flid ?? r.partition_key ?? `event:${r.event_id}` } : {}),
+    ...(r.at_head ? { at_head: true } : {}),
   };
 }
 
@@ -178,6 +188,7 @@ interface Exc {
   dead: boolean;
   key: string | null;
   deliveredTo: string[];
+  atHead?: boolean;
 }
 
 /** What one event's results say: taken by all, not this event's fault (outage, not tried), or charged. */
@@ -320,7 +331,7 @@ async function relayBatch(
 ): Promise<'more' | 'done' | 'lost'> {
   const isSchd = target === 'schd';
   const t0 = performance.now();
-  const read = await ctx.db.query<LogRow & { hi: string }>(READ_SQL, [target, limit, me, leaseUntil, ctx.clock.now()]);
+  const read = await ctx.db.query<LogRow & { hi: string; stale: boolean }>(READ_SQL, [target, limit, me, leaseUntil, ctx.clock.now()]);
   report.claimMs = round(report.claimMs + performance.now() - t0);
   if (read.rows.length === 0) {
     report.skipped = 'leased';
@@ -349,8 +360,9 @@ async function relayBatch(
   const sent: ClaimedRow[] = [];
   const dead: ClaimedRow[] = [];
   const retried: (ClaimedRow & { error: string })[] = [];
-  let stopAfter: number | null = null; // the cursor stops after this event (an outage or an untried event)
-  let hold: { error: string } | null = null;
+  let stopAfter: number | null = null; // the cursor stops after this event (a failure, an outage, an untried event)
+  let hold: { error: string; until: Date; stalled: boolean } | null = null;
+  const headsSent: number[] = [];
 
   const go = rows.filter((r) => !held.has(keyOf(r.partition_key)));
   const byId = new Map<number, PublishResult[]>();
@@ -384,22 +396,34 @@ async function relayBatch(
     const v = verdictFor(r);
     if (v.kind === 'ok') {
       sent.push(r);
+      if ((r as ClaimedRow & { at_head?: boolean }).at_head) headsSent.push(r.event_id);
     } else if (v.kind === 'charged') {
       if (isSchd && r.event_id !== r.newest_id) {
         // An older version of a flight whose newest failed: it is replaced by that one, not retried.
         sent.push(r);
       } else {
         const e = charge(settings, now, r, v.error, v.took);
-        exceptions.push(e);
-        if (e.dead) dead.push(r);
-        else {
+        if (e.dead) {
+          // Given up: the dead letter stays, the cursor passes it and the events behind it go on.
+          exceptions.push(e);
+          dead.push(r);
+        } else if (isSchd) {
+          // Flights do not hold each other: this one is retried on its own, ahead of its later versions.
+          exceptions.push(e);
           retried.push({ ...r, error: v.error });
           held.add(k);
+        } else {
+          // Nothing overtakes a failed event: the cursor stops before it until its next attempt.
+          exceptions.push({ ...e, atHead: true });
+          retried.push({ ...r, error: v.error });
+          stopAfter = prev;
+          hold = { error: v.error, until: e.nextAt!, stalled: false };
+          break;
         }
       }
     } else {
       stopAfter = prev;
-      if (v.kind === 'outage') hold = { error: v.error };
+      if (v.kind === 'outage') hold = { error: v.error, until: new Date(now.getTime() + settings.initialBackoffMs), stalled: true };
       break;
     }
     prev = r.event_id;
@@ -408,7 +432,6 @@ async function relayBatch(
   const isAll = stopAfter === null;
   const lastId = isAll ? (rows.at(-1)?.event_id ?? 0) : stopAfter!;
   const fullyDrained = isAll && drained;
-  const holdUntil = hold ? new Date(now.getTime() + settings.initialBackoffMs) : null;
   const periodStart = new Date(now.getTime() - ctx.config.outbox.schdFlushPeriodMs);
   const flushAt = isSchd ? (drained ? now : periodStart) : null;
   const params = [
@@ -418,7 +441,7 @@ async function relayBatch(
     lastId,
     me,
     now,
-    holdUntil,
+    hold?.until ?? null,
     hold?.error ?? null,
     flushAt,
     exceptions.map((e) => e.id),
@@ -428,6 +451,9 @@ async function relayBatch(
     exceptions.map((e) => e.dead),
     exceptions.map((e) => e.key),
     exceptions.map((e) => e.deliveredTo.join(',')),
+    !!hold?.stalled,
+    exceptions.map((e) => !!e.atHead),
+    headsSent,
   ];
   const t2 = performance.now();
   const ok = await settle(ctx, options, now, { sent, dead, retried }, async (q) => {
@@ -445,9 +471,10 @@ async function relayBatch(
   report.retried += retried.length;
   logFailures(ctx, target, exceptions, hold);
   if (hold) return 'done';
-  // Stopped before an event no publisher tried (behind a failure in the same publish): read on.
+  // Stopped before an event no publisher tried (behind a failure in the same publish), or finished a
+  // batch opened earlier (more may have committed since): read on.
   report.full = !fullyDrained;
-  return fullyDrained ? 'done' : 'more';
+  return fullyDrained && !read.rows[0]!.stale ? 'done' : 'more';
 }
 
 /** Retries the due heads of a target's exceptions once; what it found. */
@@ -547,7 +574,7 @@ async function settle(
   });
 }
 
-function logFailures(ctx: DispatchContext, target: string, exceptions: Exc[], hold: { error: string } | null): void {
+function logFailures(ctx: DispatchContext, target: string, exceptions: Exc[], hold: { error: string; stalled?: boolean } | null): void {
   for (const e of exceptions) {
     if (e.dead) ctx.log.error({ message: 'outbox_event_dead', target, eventId: e.id, attempts: e.attempts, error: e.error });
     else if (e.error)
@@ -560,5 +587,5 @@ function logFailures(ctx: DispatchContext, target: string, exceptions: Exc[], ho
         error: e.error,
       });
   }
-  if (hold) ctx.log.warn({ message: 'outbox_target_stalled', target, error: hold.error });
+  if (hold && hold.stalled !== false) ctx.log.warn({ message: 'outbox_target_stalled', target, error: hold.error });
 }

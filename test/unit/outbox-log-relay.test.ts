@@ -98,26 +98,46 @@ describe('the log relay', () => {
     expect(a.delivered).toHaveLength(7);
   });
 
-  test('a failing event holds its key only; after the backoff it and the events behind it go out in order', async () => {
+  test('a failing event holds its target (nothing overtakes it); after its backoff it and the events behind it go out in order', async () => {
     const { clock, ctx } = setup();
-    const w = await enqueue(clock, [ev('msg', 'A', 1), ev('msg', 'B', 2), ev('msg', 'A', 3), ev('msg', 'B', 4), ev('msg', 'C', 5)]);
+    const w = await enqueue(clock, [ev('msg', 'B', 1), ev('msg', 'A', 2), ev('msg', 'B', 3), ev('msg', 'C', 4)]);
     const pub = new FakePublisher();
-    pub.failIds.add(w[0]!);
+    pub.failIds.add(w[1]!);
     await dispatchOnce(ctx, [pub], { maxBatches: 10 });
-    // B and C went on; A waits behind its failed head.
-    expect(perKey(pub.delivered)).toEqual({ B: [w[1], w[3]], C: [w[4]] });
+    expect(ids(pub.delivered)).toEqual([w[0]]);
     const [stats] = await pendingByTarget(db, clock.now());
-    expect(stats).toMatchObject({ target: 'msg', pending: 2, headEventId: w[0], headAttempts: 1, headLastError: 'fake: broker said no' });
-    // Still backing off: nothing moves.
+    expect(stats).toMatchObject({ target: 'msg', pending: 3, headEventId: w[1], headAttempts: 1, headLastError: 'fake: broker said no' });
+    expect(stats!.stalledSince).toBeNull();
+    // Still backing off (5 s): nothing moves, whatever arrives.
     pub.failIds.clear();
     clock.advance(4_000);
+    const later = await enqueue(clock, [ev('msg', 'D', 5)]);
     await dispatchOnce(ctx, [pub], { maxBatches: 10 });
-    expect(pub.delivered).toHaveLength(3);
+    expect(pub.delivered).toHaveLength(1);
     clock.advance(1_000);
-    // New events of A arrive meanwhile: they queue behind the rest of A.
-    const later = await enqueue(clock, [ev('msg', 'A', 6), ev('msg', 'B', 7)]);
     await dispatchOnce(ctx, [pub], { maxBatches: 10 });
-    expect(perKey(pub.delivered)).toEqual({ A: [w[0], w[2], later[0]], B: [w[1], w[3], later[1]], C: [w[4]] });
+    expect(ids(pub.delivered)).toEqual([...w, ...later]);
+    expect(await pendingByTarget(db, clock.now())).toEqual([]);
+  });
+
+  test('schd: a failed flight holds no other; its later versions wait behind it', async () => {
+    const { clock, ctx } = setup();
+    const v = (flid: string, version: number) => ev('schd', flid, version, { flid, stateVersion: version, type: 'UPSERT' });
+    const w = await enqueue(clock, [v('F1', 1), v('F2', 1)]);
+    const pub = new FakePublisher();
+    pub.error = 'MESSAGE_TOO_LARGE';
+    pub.failIds.add(w[0]!);
+    await dispatchOnce(ctx, [pub]);
+    expect(perKey(pub.delivered)).toEqual({});
+    // The fake refuses the rest of a publish after a failure: F2 was not tried and goes next flush.
+    clock.advance(3_000);
+    await dispatchOnce(ctx, [pub]);
+    expect(perKey(pub.delivered)).toEqual({ F2: [w[1]] });
+    const more = await enqueue(clock, [v('F1', 2), v('F2', 2)]);
+    pub.failIds.clear();
+    clock.advance(3_000);
+    await dispatchOnce(ctx, [pub]);
+    expect(perKey(pub.delivered)).toEqual({ F1: [w[0], more[0]], F2: [w[1], more[1]] });
     expect(await pendingByTarget(db, clock.now())).toEqual([]);
   });
 
