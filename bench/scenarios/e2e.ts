@@ -17,7 +17,7 @@ import { bulkInsertMailbox, DAY, flidOf, planText } from '../lib/workload.ts';
 const FLIGHTS = 2000;
 const TERMINAL = `('SUCCEEDED','SKIPPED','DEAD')`;
 /** Open events, through the open-events index (migration 009). */
-const OPEN_EVENT = `SELECT 1 FROM msg_event WHERE status IN ('PENDING', 'DELIVERING') AND sent_at IS NULL AND dead_at IS NULL`;
+const OPEN_EVENT = `SELECT 1 FROM msgx_outbox_open(now())`;
 
 /** Gate change i: flight i mod FLIGHTS to gate G<i>, a real change every time. */
 const gateText = (i: number) =>
@@ -134,7 +134,9 @@ async function timedE2e(kind: 'mysql' | 'pg', count: number, p: Progress, label:
       if (terminalMs && !deliveredMs && !(await anyOpen(OPEN_EVENT))) deliveredMs = performance.now() - t0;
       await sleep(50);
     }
-    const notSent = await q(`SELECT count(*)::int AS n FROM msg_event WHERE status <> 'SENT'`);
+    const notSent = await q(
+      `SELECT count(*)::int AS n FROM msg_event WHERE msgx_event_state(status, target, event_id, writer_xid, now()) <> 'SENT'`,
+    );
     if (notSent > 0) throw new Error(`${notSent} events ended DEAD`);
     tick(count, true);
     const peakRss = peakRssMiB(twin.pid!);

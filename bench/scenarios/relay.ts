@@ -87,13 +87,13 @@ export async function relayScenario(o: RunOptions): Promise<ScenarioResult> {
         while (sent < N) {
           const s = await role.step({ remainingMs: Number.POSITIVE_INFINITY });
           if (s.busy && ++steps % 20 !== 0) continue;
-          const c = await ctx.db.query<{ n: number }>(
-            `SELECT count(*)::int AS n FROM msg_event WHERE status IN ('PENDING', 'DELIVERING') AND sent_at IS NULL AND dead_at IS NULL`,
-          );
+          const c = await ctx.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM msgx_outbox_open(now())`);
           sent = N - c.rows[0]!.n;
           tick(sent);
         }
-        const notSent = await ctx.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM msg_event WHERE status <> 'SENT'`);
+        const notSent = await ctx.db.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM msg_event WHERE msgx_event_state(status, target, event_id, writer_xid, now()) <> 'SENT'`,
+        );
         if (notSent.rows[0]!.n > 0) throw new Error(`${notSent.rows[0]!.n} events not SENT`);
         const rate = (N / (performance.now() - t0)) * 1000;
         const seen = await obs.stop();

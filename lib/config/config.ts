@@ -127,7 +127,7 @@ const schema = z
     MSGX_STALE_TARGET_AFTER: duration('5m'),
     // How the dispatcher delivers (docs/outbox.md "The log and its cursors"): 'claim' leases and marks
     // each event; 'log' reads each target's batches between two snapshots and writes only its cursor.
-    MSGX_OUTBOX_RELAY: z.enum(['claim', 'log'], { message: "must be 'claim' or 'log'" }).default('claim'),
+    MSGX_OUTBOX_RELAY: z.enum(['claim', 'log'], { message: "must be 'claim' or 'log'" }).default('log'),
 
     // Lifecycle (docs/flights.md "Lifecycle")
     MSGX_HISTORY_RETENTION_DAYS: positiveInt(7),

@@ -17,8 +17,10 @@ export type { DispatchReport } from './report.ts';
 export type { DispatchContext, DispatchOptions, SentEvent } from './types.ts';
 
 /*
- * The outbox relay (docs/outbox.md "Delivery semantics"). One round = for every target with open
- * events: claim the head run as a lease, publish it outside any transaction, record the outcome.
+ * The outbox relay. With MSGX_OUTBOX_RELAY=log (the default) a round reads each target as a log
+ * (lib/outbox/logDispatch.ts, docs/outbox.md "The dispatcher on the log"). With `claim`, the
+ * per-event path below (docs/outbox.md "Delivery semantics"): for every target with open events,
+ * claim the head run as a lease, publish it outside any transaction, record the outcome.
  *
  * Ordering argument, per target:
  * - A claim runs in its own short transaction that first takes the transaction advisory lock of

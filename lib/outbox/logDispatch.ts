@@ -16,10 +16,10 @@ import type { DispatchContext, DispatchOptions, Publisher, PublishResult, SentEv
  * - The batch is what committed between the cursor's two snapshots, in event_id order; it goes to
  *   every publisher of the target; one statement moves the cursor past it and releases the lease.
  *   Two writes per batch, whatever it holds; events are never updated.
- * - A failure is kept per event in outbox_exception (attempts, next attempt, last error, dead).
- *   Events of the same key behind a failed one wait there behind it (order per target and key);
- *   other keys go on. Exceptions are retried head by head per key when due; dead ones stay as the
- *   dead letter and their key goes on.
+ * - A failure is kept per event in outbox_exception (attempts, next attempt, last error, dead). A
+ *   failed event is the target's head (at_head): the cursor stops before it and the target waits
+ *   until its next attempt, nothing overtakes it; once dead, the cursor passes it. schd's flights
+ *   are independent: a failed one is retried on its own and its later versions wait behind it.
  * - An outage of the destination charges nobody: the cursor stops before the first event not
  *   taken and the whole target waits (hold_until), shown stalled with the reason.
  */
@@ -338,8 +338,14 @@ async function relayBatch(
     return 'lost';
   }
   const snapHi = read.rows[0]!.hi;
-  const rows = read.rows.filter((r) => r.event_id !== null).map((r) => toClaimed(r, isSchd));
-  const drained = rows.length < limit;
+  let rows = read.rows.filter((r) => r.event_id !== null).map((r) => toClaimed(r, isSchd));
+  let drained = rows.length < limit;
+  // A head that failed before goes alone: a batch the destination refuses whole (one record too
+  // large) must charge the event that is at fault, not the innocent one that happens to lead it.
+  if (rows.length > 1 && rows[0]!.attempts > 0 && !isSchd) {
+    rows = rows.slice(0, 1);
+    drained = false;
+  }
   report.claimed += rows.length;
 
   // schd sends the newest version of each flight in the batch; the older ones go with it.
