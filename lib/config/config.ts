@@ -98,6 +98,16 @@ const schema = z
     // Outbox relay (docs/outbox.md "Settings")
     MSGX_TOPIC_MSG: z.string().min(1).default('msgx.msg'),
     MSGX_TOPIC_SCHD: z.string().min(1).default('msgx.schd'),
+    // Exactly once into Kafka (docs/outbox.md "Exactly once into Kafka"): the cursor of each target in
+    // this compacted topic, written in the Kafka transaction of its batch.
+    MSGX_TOPIC_OFFSETS: z
+      .string()
+      .default('msgx.offsets')
+      .refine(
+        (t) => topicNameProblem(t) === undefined,
+        'must be a Kafka topic name (letters, digits, ".", "_", "-"; at most 249 characters)',
+      ),
+    MSGX_KAFKA_EXACTLY_ONCE: flag(true),
     MSGX_TOPIC_PARTITIONS: positiveInt(6),
     MSGX_FANOUT_WEBHOOKS: commaList(),
     MSGX_DELIVERY_BATCH_SIZE: positiveInt(100),
@@ -248,6 +258,10 @@ export interface Config {
     staleAfterMs: number;
     /** MSGX_OUTBOX_RELAY: per-event claims and marks, or the commit-ordered log with per-target cursors. */
     relay: 'claim' | 'log';
+    /** MSGX_KAFKA_EXACTLY_ONCE with brokers and the log relay: batches and cursors in one Kafka transaction. */
+    exactlyOnce: boolean;
+    /** MSGX_TOPIC_OFFSETS: the compacted topic of the targets' cursors. */
+    topicOffsets: string;
   };
   txmsg: {
     checkAllowedOrigins: string[];
@@ -338,6 +352,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       targetOverrides: checkTargetOverrides({ ...delivery, targetOverrides: e.MSGX_DELIVERY_TARGET_OVERRIDES }),
       staleAfterMs: e.MSGX_STALE_TARGET_AFTER,
       relay: e.MSGX_OUTBOX_RELAY,
+      exactlyOnce: e.MSGX_KAFKA_EXACTLY_ONCE && e.MSGX_KAFKA_BROKERS.length > 0 && e.MSGX_OUTBOX_RELAY === 'log',
+      topicOffsets: e.MSGX_TOPIC_OFFSETS + (e.MSGX_SHADOW ? '.shadow' : ''),
     },
     txmsg: {
       checkAllowedOrigins: e.MSGX_TX_CHECK_ALLOWED_ORIGINS,

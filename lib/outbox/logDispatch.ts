@@ -1,10 +1,20 @@
 import type { Queryable } from '../db/db.ts';
 import { prepared } from '../db/prepared.ts';
 import type { ClaimedRow } from './claim.ts';
-import { publishRun } from './publish.ts';
+import { classifyKafkaError } from './classify.ts';
+import { publishRun, topicForTarget } from './publish.ts';
+import type { TxRecord } from './publishers/kafkaTransactional.ts';
 import { emptyReport, round, type TargetReport } from './report.ts';
 import { backoffMs, deliverySettingsFor, type DeliverySettings } from './settings.ts';
-import type { DispatchContext, DispatchOptions, Publisher, PublishResult, SentEvent } from './types.ts';
+import {
+  HEADER_EVENT_ID,
+  HEADER_EVENT_TYPE,
+  type DispatchContext,
+  type DispatchOptions,
+  type Publisher,
+  type PublishResult,
+  type SentEvent,
+} from './types.ts';
 
 /*
  * The relay read as a log (docs/outbox.md "The log and its cursors"). Per target and round:
@@ -76,7 +86,7 @@ WITH cur AS (
   UPDATE outbox_target SET snap_hi = coalesce(snap_hi, pg_current_snapshot()), lease_owner = $3, lease_until = $4
   WHERE target = $1 AND snap_lo IS NOT NULL AND (lease_owner IS NULL OR lease_owner = $3 OR lease_until <= $5)
   RETURNING snap_lo, snap_hi, after_id)
-SELECT c.snap_hi::text AS hi, c.snap_hi::text <> pg_current_snapshot()::text AS stale, e.event_id, e.partition_key, e.event_type, e.value, e.headers, e.source_kind, e.source_id,
+SELECT c.snap_lo::text AS lo, c.snap_hi::text AS hi, c.after_id, c.snap_hi::text <> pg_current_snapshot()::text AS stale, e.event_id, e.partition_key, e.event_type, e.value, e.headers, e.source_kind, e.source_id,
        e.flid, e.state_version, coalesce(h.attempts, 0) AS attempts, array_to_string(h.delivered_to, ',') AS delivered_to,
        h.event_id IS NOT NULL AS at_head
 FROM cur c LEFT JOIN LATERAL (
@@ -177,6 +187,15 @@ function toClaimed(r: LogRow, isSchd: boolean): ClaimedRow {
     ...(isSchd ? { grp: r.flid ?? r.partition_key ?? `event:${r.event_id}` } : {}),
     ...(r.at_head ? { at_head: true } : {}),
   };
+}
+
+/** An event as the transactional producer writes it (the headers as every publisher sends them). */
+function txRecord(r: ClaimedRow): TxRecord {
+  const headers: Record<string, string> = {};
+  for (const [k, v] of Object.entries(r.headers ?? {})) headers[k] = typeof v === 'string' ? v : JSON.stringify(v);
+  headers[HEADER_EVENT_ID] = String(r.event_id);
+  headers[HEADER_EVENT_TYPE] = r.event_type;
+  return { key: r.partition_key, value: r.value, headers };
 }
 
 /** A new exception row (or an exception's next state). */
@@ -319,7 +338,7 @@ async function deliverLogTarget(
 /** One batch: read under the lease, publish, one finish statement. */
 async function relayBatch(
   ctx: DispatchContext,
-  pubs: Publisher[],
+  pubsIn: Publisher[],
   target: string,
   settings: DeliverySettings,
   limit: number,
@@ -329,9 +348,28 @@ async function relayBatch(
   options: DispatchOptions,
   report: TargetReport,
 ): Promise<'more' | 'done' | 'lost'> {
+  let pubs = pubsIn;
   const isSchd = target === 'schd';
+  const topic = topicForTarget(ctx.config, target);
+  const eos = options.exactlyOnce && topic !== null ? options.exactlyOnce : null;
+  if (eos && !eos.isOpen(target)) {
+    // Fence an older producer and adopt Kafka's cursor while no one else may move this target's.
+    const leased = await ctx.db.query(LEASE_SQL, [target, me, leaseUntil, ctx.clock.now()]);
+    if (leased.rowCount !== 1) {
+      report.skipped = 'leased';
+      return 'lost';
+    }
+  }
+  const sink = eos ? await eos.prepare(ctx.db, target, topic!) : null;
+  if (eos) pubs = pubs.filter((p) => p.name !== eos.replaces);
   const t0 = performance.now();
-  const read = await ctx.db.query<LogRow & { hi: string; stale: boolean }>(READ_SQL, [target, limit, me, leaseUntil, ctx.clock.now()]);
+  const read = await ctx.db.query<LogRow & { lo: string; hi: string; after_id: string | number; stale: boolean }>(READ_SQL, [
+    target,
+    limit,
+    me,
+    leaseUntil,
+    ctx.clock.now(),
+  ]);
   report.claimMs = round(report.claimMs + performance.now() - t0);
   if (read.rows.length === 0) {
     report.skipped = 'leased';
@@ -435,9 +473,49 @@ async function relayBatch(
     prev = r.event_id;
   }
 
-  const isAll = stopAfter === null;
-  const lastId = isAll ? (rows.at(-1)?.event_id ?? 0) : stopAfter!;
-  const fullyDrained = isAll && drained;
+  let isAll = stopAfter === null;
+  let lastId = isAll ? (rows.at(-1)?.event_id ?? 0) : stopAfter!;
+  let fullyDrained = isAll && drained;
+
+  if (eos && sink) {
+    // Exactly once: what the other publishers settled goes to Kafka with the cursor it ends at, in one
+    // transaction; PostgreSQL mirrors that cursor after. A refused transaction moves nothing.
+    const afterId = Number(read.rows[0]!.after_id);
+    const cursor = fullyDrained
+      ? { snapLo: snapHi, snapHi: null, afterId: 0 }
+      : { snapLo: read.rows[0]!.lo, snapHi, afterId: Math.max(afterId, lastId) };
+    const records = sent.filter((r) => !isSchd || r.event_id === r.newest_id).map(txRecord);
+    const tk = performance.now();
+    try {
+      await eos.deliver(target, sink, records, cursor);
+      report.published += records.length;
+    } catch (err) {
+      const c = classifyKafkaError(err);
+      sent.length = 0;
+      dead.length = 0;
+      retried.length = 0;
+      exceptions.length = 0;
+      isAll = false;
+      fullyDrained = false;
+      lastId = 0;
+      const head = rows[0];
+      if (c.kind === 'event' && head && !held.has(keyOf(head.partition_key))) {
+        // Refused whole: charged to the batch's first event, which is then tried alone.
+        const e = charge(settings, now, head, `kafka: ${c.error}`, []);
+        exceptions.push(e.dead ? e : { ...e, atHead: true });
+        if (e.dead) {
+          dead.push(head);
+          lastId = head.event_id;
+        } else {
+          retried.push({ ...head, error: e.error! });
+          hold = { error: e.error!, until: e.nextAt!, stalled: false };
+        }
+      } else {
+        hold = { error: `kafka: ${c.error}`, until: new Date(now.getTime() + settings.initialBackoffMs), stalled: true };
+      }
+    }
+    report.publishMs['kafka'] = round((report.publishMs['kafka'] ?? 0) + performance.now() - tk);
+  }
   const periodStart = new Date(now.getTime() - ctx.config.outbox.schdFlushPeriodMs);
   const flushAt = isSchd ? (drained ? now : periodStart) : null;
   const params = [
