@@ -35,7 +35,9 @@ afterAll(async () => {
 function setup(env: Record<string, string> = {}) {
   const topicMsg = randomTopic('msgx-msg');
   const topicSchd = randomTopic('msgx-schd');
+  const topicOffsets = randomTopic('msgx-offsets');
   const config: Config = loadConfig({
+    MSGX_TOPIC_OFFSETS: topicOffsets,
     MSGX_KAFKA_BROKERS: kafkaBrokers.join(','),
     MSGX_TOPIC_MSG: topicMsg,
     MSGX_TOPIC_SCHD: topicSchd,
@@ -50,7 +52,7 @@ function setup(env: Record<string, string> = {}) {
     ...env,
   });
   const ctx: DispatchContext = { db: pg.db, config, clock: systemClock, log: silentLog };
-  return { config, ctx, topicMsg, topicSchd };
+  return { config, ctx, topicMsg, topicSchd, topicOffsets };
 }
 
 /** A port nothing listens on: bound, then closed again. */
@@ -102,11 +104,11 @@ function byKey(items: { key: string; i: number }[]): Record<string, number[]> {
 }
 
 describe('topics', () => {
-  test('ensureTopics creates msg and a compacted schd with the configured partitions, idempotently', async () => {
-    const { config, topicMsg, topicSchd } = setup();
+  test('ensureTopics creates msg, a compacted schd and (exactly once) a compacted offsets topic with the configured partitions, idempotently', async () => {
+    const { config, topicMsg, topicSchd, topicOffsets } = setup();
     const extra = randomTopic('msgx-tx');
     const first = await ensureTopics(config, [extra]);
-    expect(first.created.sort()).toEqual([topicMsg, topicSchd, extra].sort());
+    expect(first.created.sort()).toEqual([topicMsg, topicSchd, topicOffsets, extra].sort());
     const second = await ensureTopics(config, [extra]);
     expect(second.created).toEqual([]);
     expect(second.warnings).toEqual([]);
@@ -117,9 +119,16 @@ describe('topics', () => {
     expect(meta.topics[0]!.partitions).toHaveLength(3);
     const cfg = await admin.describeConfigs({
       includeSynonyms: false,
-      resources: [{ type: kafkajs.ConfigResourceTypes.TOPIC, name: topicSchd, configNames: ['cleanup.policy'] }],
+      resources: [topicSchd, topicOffsets].map((name) => ({
+        type: kafkajs.ConfigResourceTypes.TOPIC,
+        name,
+        configNames: ['cleanup.policy'],
+      })),
     });
-    expect(cfg.resources[0]!.configEntries[0]!.configValue).toBe('compact');
+    expect(Object.fromEntries(cfg.resources.map((r) => [r.resourceName, r.configEntries[0]!.configValue]))).toEqual({
+      [topicSchd]: 'compact',
+      [topicOffsets]: 'compact',
+    });
     await admin.disconnect();
   });
 
