@@ -80,22 +80,30 @@ WHERE tg.target IS NOT NULL`);
 const ENSURE_CURSOR_SQL = prepared(`INSERT INTO outbox_target (target, snap_lo) VALUES ($1, msgx_outbox_origin())
   ON CONFLICT (target) DO UPDATE SET snap_lo = coalesce(outbox_target.snap_lo, msgx_outbox_origin())`);
 
-// Lease, open (snap_hi = now unless a batch is open) and read in one statement.
+// Lease, open (snap_hi = now unless a batch is open) and read in one statement. Opening a batch
+// starts after_id just below its first possible event (the writer index finds it among the recent
+// transactions), so each page reads the target's events in event_id order from there and stops at
+// the page's end instead of sorting the whole window again. Neither this nor the finish waits for
+// its WAL flush: a lost one only means the batch is read, and delivered, again.
 const READ_SQL = prepared(`
 WITH cur AS (
-  UPDATE outbox_target SET snap_hi = coalesce(snap_hi, pg_current_snapshot()), lease_owner = $3, lease_until = $4
-  WHERE target = $1 AND snap_lo IS NOT NULL AND (lease_owner IS NULL OR lease_owner = $3 OR lease_until <= $5)
-  RETURNING snap_lo, snap_hi, after_id)
-SELECT c.snap_lo::text AS lo, c.snap_hi::text AS hi, c.after_id, c.snap_hi::text <> pg_current_snapshot()::text AS stale, e.event_id, e.partition_key, e.event_type, e.value, e.headers, e.source_kind, e.source_id,
+  UPDATE outbox_target t SET snap_hi = coalesce(t.snap_hi, pg_current_snapshot()), lease_owner = $3, lease_until = $4,
+    after_id = CASE WHEN t.snap_hi IS NOT NULL THEN t.after_id ELSE coalesce(
+      (SELECT min(m.event_id) - 1 FROM msg_event m
+       WHERE m.writer_xid >= pg_snapshot_xmin(t.snap_lo) AND m.target = $1 AND m.sent_at IS NULL AND m.dead_at IS NULL),
+      t.after_id) END
+  WHERE t.target = $1 AND t.snap_lo IS NOT NULL AND (t.lease_owner IS NULL OR t.lease_owner = $3 OR t.lease_until <= $5)
+  RETURNING t.snap_lo, t.snap_hi, t.after_id)
+SELECT c.snap_lo::text AS lo, c.snap_hi::text AS hi, c.after_id, c.snap_hi::text <> pg_current_snapshot()::text AS stale,
+       set_config('synchronous_commit', 'off', true) AS async_commit,
+       e.event_id, e.partition_key, e.event_type, e.value, e.headers, e.source_kind, e.source_id,
        e.flid, e.state_version, coalesce(h.attempts, 0) AS attempts, array_to_string(h.delivered_to, ',') AS delivered_to,
        h.event_id IS NOT NULL AS at_head
 FROM cur c LEFT JOIN LATERAL (
   SELECT m.event_id, m.partition_key, m.event_type, m.value, m.headers, m.source_kind, m.source_id, m.flid, m.state_version
   FROM msg_event m
-  WHERE m.target = $1 AND m.status = 'PENDING' AND m.sent_at IS NULL AND m.dead_at IS NULL
-    AND m.writer_xid >= pg_snapshot_xmin(c.snap_lo) AND m.writer_xid < pg_snapshot_xmax(c.snap_hi)
+  WHERE m.target = $1 AND m.event_id > c.after_id AND m.sent_at IS NULL AND m.dead_at IS NULL AND m.status = 'PENDING'
     AND pg_visible_in_snapshot(m.writer_xid, c.snap_hi) AND NOT pg_visible_in_snapshot(m.writer_xid, c.snap_lo)
-    AND m.event_id > c.after_id
     AND NOT EXISTS (SELECT 1 FROM outbox_exception x WHERE x.target = $1 AND x.event_id = m.event_id AND NOT x.at_head)
   ORDER BY m.event_id LIMIT $2) e ON true
 LEFT JOIN outbox_exception h ON h.target = $1 AND h.event_id = e.event_id AND h.at_head
@@ -127,7 +135,7 @@ x AS (
 d AS (
   -- A failed head that went through this time.
   DELETE FROM outbox_exception WHERE target = $1 AND at_head AND event_id = ANY($19::bigint[]) AND EXISTS (SELECT 1 FROM f))
-SELECT count(*)::int AS n FROM f`);
+SELECT count(*)::int AS n, set_config('synchronous_commit', 'off', true) AS async_commit FROM f`);
 
 const LEASE_SQL = prepared(
   `UPDATE outbox_target SET lease_owner = $2, lease_until = $3 WHERE target = $1 AND (lease_owner IS NULL OR lease_owner = $2 OR lease_until <= $4)`,
