@@ -78,7 +78,7 @@ it('a dispatcher killed between its Kafka commit and the mirror: its replacement
   const dying: Db = Object.create(pg.db, {
     query: {
       value: (sql: string, params?: unknown[]) => {
-        if (/after_id = CASE/.test(sql) && ++finishes === 2) return Promise.reject(new Error('killed before the mirror'));
+        if (/snap_lo = CASE/.test(sql) && ++finishes === 2) return Promise.reject(new Error('killed before the mirror'));
         return pg.db.query(sql, params);
       },
     },
