@@ -179,9 +179,8 @@ export async function settledInFlight(
     // The event's state as the relay derives it (msgx_event_state, migration 014), not a stored column.
     `SELECT id, event_id, event_status, sent_at, last_error FROM (
        SELECT m.id, e.event_id, msgx_event_state(e.status, e.target, e.event_id, e.writer_xid, now()) AS event_status,
-              e.sent_at, coalesce(x.last_error, e.last_error) AS last_error
+              e.sent_at, coalesce((SELECT d.last_error FROM msgx_outbox_dead() d WHERE d.event_id = e.event_id), e.last_error) AS last_error
        FROM tx_message m JOIN msg_event e ON e.event_id = m.in_flight_event_id
-       LEFT JOIN outbox_exception x ON x.target = e.target AND x.event_id = e.event_id
        WHERE m.status = 'COMMITTED') s
      WHERE event_status IN ('SENT', 'DEAD')
      ORDER BY event_id LIMIT $1`,
