@@ -21,6 +21,22 @@ END $$;
 COMMENT ON FUNCTION public.msgx_event_delivery_cascade() IS 'Trigger (statement level, AFTER DELETE ON msg_event): deletes the event_delivery outcomes of the deleted events, which event_delivery keeps without a foreign key so the mark writes no key checks.';
 
 --
+-- Name: msgx_event_state(text, text, bigint, xid8, timestamp with time zone); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.msgx_event_state(p_status text, p_target text, p_event_id bigint, p_writer xid8, p_now timestamp with time zone) RETURNS text
+    LANGUAGE sql STABLE
+    AS $$
+  SELECT CASE WHEN p_status <> 'PENDING' THEN p_status ELSE msgx_outbox_state(p_target, p_event_id, p_writer, p_now) END
+$$;
+
+--
+-- Name: FUNCTION msgx_event_state(p_status text, p_target text, p_event_id bigint, p_writer xid8, p_now timestamp with time zone); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.msgx_event_state(p_status text, p_target text, p_event_id bigint, p_writer xid8, p_now timestamp with time zone) IS 'The event state every reader shows: the stored status where the per-event path settled or leased the row, else msgx_outbox_state. lib/outbox/sourceEvents.ts, lib/outbox/replay.ts, lib/txmsg/store.ts.';
+
+--
 -- Name: msgx_outbox_claim(text, integer, timestamp with time zone, timestamp with time zone, text, bigint); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -63,6 +79,24 @@ END $$;
 --
 
 COMMENT ON FUNCTION public.msgx_outbox_claim(p_target text, p_limit integer, p_now timestamp with time zone, p_lock_until timestamp with time zone, p_me text, p_after bigint) IS 'The relay''s claim of a target''s head run: under the target''s advisory lock (held elsewhere: one row with locked = true), the open events after p_after in event_id order, up to p_limit and cut before the first one leased elsewhere or not yet due (a head that failed before goes alone), are leased to p_me until p_lock_until (DELIVERING) and returned with the publishers that already have them. lib/outbox/claim.ts.';
+
+--
+-- Name: msgx_outbox_dead(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.msgx_outbox_dead() RETURNS TABLE(target text, event_id bigint, attempts integer, last_error text, dead_at timestamp with time zone)
+    LANGUAGE sql STABLE
+    AS $$
+  SELECT m.target, m.event_id, m.attempts, m.last_error, m.dead_at FROM msg_event m WHERE m.status = 'DEAD' AND m.dead_at IS NOT NULL
+  UNION ALL
+  SELECT x.target, x.event_id, x.attempts, x.last_error, x.updated_at FROM outbox_exception x WHERE x.dead
+$$;
+
+--
+-- Name: FUNCTION msgx_outbox_dead(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.msgx_outbox_dead() IS 'Every dead event: marked DEAD by the per-event path or given up by the log relay (a dead exception), with attempts, last error and when. lib/outbox/queries.ts, lib/outbox/replay.ts.';
 
 --
 -- Name: msgx_outbox_mark(bigint[], text[], integer[], timestamp with time zone[], text[], bigint[], timestamp with time zone, text, bigint[], text[], text[], integer[], bigint[], text[], boolean[]); Type: FUNCTION; Schema: public; Owner: -
@@ -109,6 +143,66 @@ END $$;
 COMMENT ON FUNCTION public.msgx_outbox_mark(p_ids bigint[], p_status text[], p_attempts integer[], p_next timestamp with time zone[], p_error text[], p_sent_as bigint[], p_now timestamp with time zone, p_me text, o_ids bigint[], o_publisher text[], o_outcome text[], o_partition integer[], o_offset bigint[], o_error text[], p_stalled boolean[]) IS 'Records a whole batch in one call: per event (p_ids, in step with p_status, p_attempts, p_next, p_error, p_sent_as, p_stalled) its new state, and per publisher outcome (o_ids, in step with o_publisher, o_outcome, o_partition, o_offset, o_error) a row in event_delivery; only rows still leased to p_me change. Returns the events whose state changed. lib/outbox/mark.ts.';
 
 --
+-- Name: msgx_outbox_open(timestamp with time zone); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.msgx_outbox_open(p_now timestamp with time zone) RETURNS TABLE(target text, event_id bigint, state text, attempts integer, next_attempt_at timestamp with time zone, last_error text, created_at timestamp with time zone, stalled_since timestamp with time zone)
+    LANGUAGE sql STABLE
+    AS $$
+  WITH RECURSIVE tg AS (
+    (SELECT m.target FROM msg_event m WHERE m.sent_at IS NULL AND m.dead_at IS NULL ORDER BY m.target LIMIT 1)
+    UNION ALL
+    SELECT (SELECT m.target FROM msg_event m WHERE m.sent_at IS NULL AND m.dead_at IS NULL AND m.target > tg.target
+            ORDER BY m.target LIMIT 1)
+    FROM tg WHERE tg.target IS NOT NULL
+  ), cur AS (
+    SELECT tg.target, t.snap_lo, t.snap_hi, t.after_id, t.lease_until, t.hold_until, t.stalled_since, t.last_error
+    FROM tg LEFT JOIN outbox_target t ON t.target = tg.target WHERE tg.target IS NOT NULL
+  )
+  -- Passed by no cursor yet.
+  SELECT m.target, m.event_id,
+         CASE WHEN pg_visible_in_snapshot(m.writer_xid, c.snap_hi) AND c.lease_until > p_now THEN 'DELIVERING' ELSE 'PENDING' END,
+         0, coalesce(c.hold_until, m.created_at), c.last_error, m.created_at, c.stalled_since
+  FROM cur c JOIN msg_event m ON m.target = c.target
+  WHERE c.snap_lo IS NOT NULL AND m.status = 'PENDING' AND m.sent_at IS NULL AND m.dead_at IS NULL
+    AND m.writer_xid >= pg_snapshot_xmin(c.snap_lo) AND NOT pg_visible_in_snapshot(m.writer_xid, c.snap_lo)
+    AND NOT (c.snap_hi IS NOT NULL AND pg_visible_in_snapshot(m.writer_xid, c.snap_hi) AND m.event_id <= c.after_id)
+    AND NOT EXISTS (SELECT 1 FROM outbox_exception x WHERE x.target = m.target AND x.event_id = m.event_id)
+  UNION ALL
+  -- Passed, but failed (or waiting behind a failed event of its key).
+  SELECT x.target, x.event_id, 'PENDING', x.attempts, coalesce(x.next_attempt_at, p_now), coalesce(x.last_error, c.last_error),
+         m.created_at, c.stalled_since
+  FROM cur c JOIN outbox_exception x ON x.target = c.target AND NOT x.dead JOIN msg_event m ON m.event_id = x.event_id
+  WHERE m.status = 'PENDING' AND m.sent_at IS NULL AND m.dead_at IS NULL
+  UNION ALL
+  -- A target the per-event path delivers (no cursor), or rows it leased before the switch.
+  SELECT m.target, m.event_id, m.status, m.attempts, m.next_attempt_at, m.last_error, m.created_at, m.stalled_since
+  FROM cur c JOIN msg_event m ON m.target = c.target
+  WHERE m.status IN ('PENDING', 'DELIVERING') AND m.sent_at IS NULL AND m.dead_at IS NULL
+    AND (c.snap_lo IS NULL OR m.status = 'DELIVERING')
+$$;
+
+--
+-- Name: FUNCTION msgx_outbox_open(p_now timestamp with time zone); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.msgx_outbox_open(p_now timestamp with time zone) IS 'Every open (PENDING or DELIVERING) event, derived set-based: per target the events its cursor has not passed, its exceptions that are not dead, or the per-event path''s open rows; with attempts, next attempt, last error and the target''s stall. lib/outbox/queries.ts, lib/outbox/metrics.ts, lib/outbox/missingTopics.ts.';
+
+--
+-- Name: msgx_outbox_origin(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.msgx_outbox_origin() RETURNS pg_snapshot
+    LANGUAGE sql IMMUTABLE
+    AS $$ SELECT '1:1:'::pg_snapshot $$;
+
+--
+-- Name: FUNCTION msgx_outbox_origin(); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.msgx_outbox_origin() IS 'The snapshot a new target''s cursor starts at: it sees no transaction, so the first batch holds every event not settled by the per-event path. lib/outbox/logDispatch.ts.';
+
+--
 -- Name: msgx_outbox_state(text, bigint, xid8, timestamp with time zone); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -117,6 +211,7 @@ CREATE FUNCTION public.msgx_outbox_state(p_target text, p_event_id bigint, p_wri
     AS $$
   SELECT CASE
     WHEN x.dead THEN 'DEAD'
+    WHEN x.event_id IS NOT NULL THEN 'PENDING'
     WHEN t.snap_lo IS NULL OR p_writer IS NULL THEN 'PENDING'
     WHEN pg_visible_in_snapshot(p_writer, t.snap_lo) THEN 'SENT'
     WHEN t.snap_hi IS NOT NULL AND pg_visible_in_snapshot(p_writer, t.snap_hi) AND p_event_id <= t.after_id THEN 'SENT'
@@ -131,7 +226,7 @@ $$;
 -- Name: FUNCTION msgx_outbox_state(p_target text, p_event_id bigint, p_writer xid8, p_now timestamp with time zone); Type: COMMENT; Schema: public; Owner: -
 --
 
-COMMENT ON FUNCTION public.msgx_outbox_state(p_target text, p_event_id bigint, p_writer xid8, p_now timestamp with time zone) IS 'An event''s state for one target, derived from the log: DEAD from its exception, SENT once the target''s cursor passed it, DELIVERING inside the open batch while the target is leased, PENDING otherwise. lib/outbox/commitLog.ts.';
+COMMENT ON FUNCTION public.msgx_outbox_state(p_target text, p_event_id bigint, p_writer xid8, p_now timestamp with time zone) IS 'An event''s state for one target, derived from the log: DEAD from its exception, PENDING while it has an exception that is not dead (a failed head or an event waiting behind one of its key), SENT once the target''s cursor passed it, DELIVERING inside the open batch while the target is leased, PENDING otherwise. lib/outbox/commitLog.ts.';
 
 --
 -- Name: audit_log; Type: TABLE; Schema: public; Owner: -
@@ -511,7 +606,10 @@ CREATE TABLE public.outbox_exception (
     next_attempt_at timestamp with time zone,
     last_error text,
     dead boolean DEFAULT false NOT NULL,
-    updated_at timestamp with time zone DEFAULT now() NOT NULL
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    delivered_to text[] DEFAULT '{}'::text[] NOT NULL,
+    partition_key text,
+    at_head boolean DEFAULT false NOT NULL
 );
 
 --
@@ -526,7 +624,10 @@ CREATE TABLE public.outbox_target (
     after_id bigint DEFAULT 0 NOT NULL,
     lease_owner text,
     lease_until timestamp with time zone,
-    updated_at timestamp with time zone
+    updated_at timestamp with time zone,
+    hold_until timestamp with time zone,
+    stalled_since timestamp with time zone,
+    last_error text
 );
 
 --
@@ -1141,6 +1242,12 @@ CREATE INDEX msg_event_writer ON public.msg_event USING btree (writer_xid, targe
 --
 
 CREATE INDEX outbox_exception_dead ON public.outbox_exception USING btree (target, event_id) WHERE dead;
+
+--
+-- Name: outbox_exception_open; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX outbox_exception_open ON public.outbox_exception USING btree (target, event_id) WHERE (NOT dead);
 
 --
 -- Name: proc_attempt_msg; Type: INDEX; Schema: public; Owner: -

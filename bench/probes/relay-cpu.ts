@@ -35,12 +35,7 @@ try {
   const events = Array.from({ length: N }, (_, i) => eventOf(i));
   for (let i = 0; i < N; i += 5000) await ctx.db.tx((tx) => enqueueEvents(tx, events.slice(i, i + 5000)));
   const role = dispatcherRole(ctx, [instant]);
-  const open = async () =>
-    (
-      await ctx.db.query<{ n: number }>(
-        `SELECT count(*)::int AS n FROM msg_event WHERE status IN ('PENDING', 'DELIVERING') AND sent_at IS NULL AND dead_at IS NULL`,
-      )
-    ).rows[0]!.n;
+  const open = async () => (await ctx.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM msgx_outbox_open(now())`)).rows[0]!.n;
   // The first step opens the pool's connections; it is not counted.
   await role.step({ remainingMs: Number.POSITIVE_INFINITY });
   const left = await open();

@@ -155,7 +155,10 @@ export async function footprintScenario(o: RunOptions): Promise<ScenarioResult> 
     p.step('rss', `poller ${rss.poller.toFixed(0)} MiB (enqueued ${backlog})`);
     rss.pump = await peakRss(files.get('pump')!, env, async () => (await open()) === 0, 300_000);
     p.step('rss', `pump ${rss.pump.toFixed(0)} MiB (drained ${backlog})`);
-    const pendingMsg = () => q(`SELECT count(*)::int AS n FROM msg_event WHERE target = 'msg' AND status <> 'SENT'`);
+    const pendingMsg = () =>
+      q(
+        `SELECT count(*)::int AS n FROM msg_event WHERE target = 'msg' AND msgx_event_state(status, target, event_id, writer_xid, now()) <> 'SENT'`,
+      );
     const events = await q(`SELECT count(*)::int AS n FROM msg_event`);
     rss.dispatcher = await peakRss(files.get('dispatcher')!, env, async () => (await pendingMsg()) === 0, 300_000);
     p.step('rss', `dispatcher ${rss.dispatcher.toFixed(0)} MiB (${events} events queued)`);

@@ -4,6 +4,7 @@ import { dispatcherRole } from '../../lib/jobs/dispatcherRole.ts';
 import { runWorker } from '../../lib/jobs/worker.ts';
 import { enqueueEvents, type NewEvent } from '../../lib/outbox/enqueue.ts';
 import { KafkaPublisher } from '../../lib/outbox/publishers/kafka.ts';
+import { buildExactlyOnce } from '../../lib/outbox/publishers/build.ts';
 import { ensureTopics } from '../../lib/outbox/topics.ts';
 import type { Publisher } from '../../lib/outbox/types.ts';
 import { benchContext, freshPg, randomName, serviceUrls } from '../lib/env.ts';
@@ -47,6 +48,8 @@ export async function relayScenario(o: RunOptions): Promise<ScenarioResult> {
   const trickle = o.quick ? 100 : 500;
   const brokers = serviceUrls().kafkaBrokers;
   const msgx: number[] = [];
+  const eos: number[] = [];
+  const writesPerBatch: number[] = [];
   const plain: number[] = [];
   const ackP50: number[] = [];
   const ackP99: number[] = [];
@@ -59,10 +62,16 @@ export async function relayScenario(o: RunOptions): Promise<ScenarioResult> {
     const topicMsg = randomName('bench.msg');
     const topicSchd = randomName('bench.schd');
     const topicPlain = randomName('bench.plain');
+    const topicOffsets = randomName('bench.offsets');
     const ctx = benchContext({
       db: pg.db,
       mailbox: new PgMailbox(pg.db),
-      env: { MSGX_KAFKA_BROKERS: brokers.join(','), MSGX_TOPIC_MSG: topicMsg, MSGX_TOPIC_SCHD: topicSchd },
+      env: {
+        MSGX_KAFKA_BROKERS: brokers.join(','),
+        MSGX_TOPIC_MSG: topicMsg,
+        MSGX_TOPIC_SCHD: topicSchd,
+        MSGX_TOPIC_OFFSETS: topicOffsets,
+      },
     });
     batch = ctx.config.outbox.batchSize;
     const kafka = new kafkajs.Kafka({ clientId: 'bench-plain', brokers, logLevel: kafkajs.logLevel.NOTHING });
@@ -74,9 +83,22 @@ export async function relayScenario(o: RunOptions): Promise<ScenarioResult> {
       for (let i = 0; i < N; i += 5000) await ctx.db.tx((tx) => enqueueEvents(tx, events.slice(i, i + 5000)));
       p.step(label, `${N} events queued; topics ${topicMsg}, ${topicPlain}`);
 
-      const runMsgx = async () => {
+      // Rows the relay wrote to the outbox tables as pg_stat counts them: every update, and the inserts
+      // of all but msg_event (whose inserts are the writers' and reach the statistics late).
+      const rowWrites = async () => {
+        await sleep(1_500); // the statistics reach pg_stat_user_tables asynchronously
+        const r = await ctx.db.query<{ n: string }>(
+          `SELECT coalesce(sum(n_tup_upd + CASE WHEN relname = 'msg_event' THEN 0 ELSE n_tup_ins END), 0)::text AS n
+           FROM pg_stat_user_tables WHERE relname IN ('msg_event', 'event_delivery', 'outbox_target', 'outbox_exception')`,
+        );
+        return Number(r.rows[0]!.n);
+      };
+      const runMsgx = async (exactlyOnce = false) => {
+        const sinks = exactlyOnce ? buildExactlyOnce(ctx.config) : undefined;
+        if (exactlyOnce) for (let i = 0; i < N; i += 5000) await ctx.db.tx((tx) => enqueueEvents(tx, events.slice(i, i + 5000)));
+        const before = exactlyOnce ? await rowWrites() : 0;
         const obs = await observe(pg.url);
-        const role = dispatcherRole(ctx, [publisher]);
+        const role = dispatcherRole(ctx, [publisher], sinks ? { exactlyOnce: sinks } : {});
         const tick = p.counter(label, N, 'events (dispatcher)');
         const t0 = performance.now();
         let sent = 0;
@@ -87,18 +109,23 @@ export async function relayScenario(o: RunOptions): Promise<ScenarioResult> {
         while (sent < N) {
           const s = await role.step({ remainingMs: Number.POSITIVE_INFINITY });
           if (s.busy && ++steps % 20 !== 0) continue;
-          const c = await ctx.db.query<{ n: number }>(
-            `SELECT count(*)::int AS n FROM msg_event WHERE status IN ('PENDING', 'DELIVERING') AND sent_at IS NULL AND dead_at IS NULL`,
-          );
+          const c = await ctx.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM msgx_outbox_open(now())`);
           sent = N - c.rows[0]!.n;
           tick(sent);
         }
-        const notSent = await ctx.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM msg_event WHERE status <> 'SENT'`);
+        const notSent = await ctx.db.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM msg_event WHERE msgx_event_state(status, target, event_id, writer_xid, now()) <> 'SENT'`,
+        );
         if (notSent.rows[0]!.n > 0) throw new Error(`${notSent.rows[0]!.n} events not SENT`);
         const rate = (N / (performance.now() - t0)) * 1000;
         const seen = await obs.stop();
-        cpu.push(seen.cpuPct);
+        if (!exactlyOnce) cpu.push(seen.cpuPct);
         for (const [k, v] of Object.entries(seen.waits)) waits[k] = (waits[k] ?? 0) + v;
+        if (sinks) {
+          // The N events were appended before `before`: what follows is the relay's own writing.
+          writesPerBatch.push(((await rowWrites()) - before) / Math.ceil(N / batch));
+          await sinks.close();
+        }
         return rate;
       };
       const runPlain = async () => {
@@ -129,7 +156,11 @@ export async function relayScenario(o: RunOptions): Promise<ScenarioResult> {
         plain.push(await runPlain());
         msgx.push(await runMsgx());
       }
-      p.step(label, `dispatcher ${msgx.at(-1)!.toFixed(0)} events/s, plain producer ${plain.at(-1)!.toFixed(0)} events/s`);
+      eos.push(await runMsgx(true));
+      p.step(
+        label,
+        `dispatcher ${msgx.at(-1)!.toFixed(0)} events/s (exactly once ${eos.at(-1)!.toFixed(0)}), plain producer ${plain.at(-1)!.toFixed(0)} events/s; ${writesPerBatch.at(-1)!.toFixed(1)} row writes per batch`,
+      );
 
       // Commit-to-ack on a warm relay.
       const acks = new Map<number, number>();
@@ -165,7 +196,7 @@ export async function relayScenario(o: RunOptions): Promise<ScenarioResult> {
       ackP99.push(l.p99);
       p.step(label, `commit-to-ack p50 ${l.p50.toFixed(2)} ms, p99 ${l.p99.toFixed(2)} ms`);
       await admin.connect();
-      await admin.deleteTopics({ topics: [topicMsg, topicSchd, topicPlain] }).catch(() => {});
+      await admin.deleteTopics({ topics: [topicMsg, topicSchd, topicPlain, topicOffsets] }).catch(() => {});
     } finally {
       await publisher.close().catch(() => {});
       await admin.disconnect().catch(() => {});
@@ -181,6 +212,13 @@ export async function relayScenario(o: RunOptions): Promise<ScenarioResult> {
         headline: true,
       }),
       figure('relay.plain', `plain kafkajs producer, batches of ${batch}`, 'events/s', plain, { headline: true }),
+      figure('relay.eos', 'msgx dispatcher, exactly once (a Kafka transaction per batch with its cursor)', 'events/s', eos, {
+        headline: true,
+      }),
+      figure('relay.eos.ratio', 'exactly once / at least once', 'x', ratios(eos, msgx), {}),
+      figure('relay.writes', 'PostgreSQL row writes per batch of the relay (exactly once, happy path)', 'rows', writesPerBatch, {
+        better: 'lower',
+      }),
       figure('relay.cpu', 'dispatcher process CPU while sending', '%', cpu, { better: 'lower' }),
       figure('relay.ratio', 'msgx dispatcher / plain producer', 'x', ratios(msgx, plain), {
         target: { op: '>=', value: 0.8 },

@@ -98,6 +98,16 @@ const schema = z
     // Outbox relay (docs/outbox.md "Settings")
     MSGX_TOPIC_MSG: z.string().min(1).default('msgx.msg'),
     MSGX_TOPIC_SCHD: z.string().min(1).default('msgx.schd'),
+    // Exactly once into Kafka (docs/outbox.md "Exactly once into Kafka"): the cursor of each target in
+    // this compacted topic, written in the Kafka transaction of its batch.
+    MSGX_TOPIC_OFFSETS: z
+      .string()
+      .default('msgx.offsets')
+      .refine(
+        (t) => topicNameProblem(t) === undefined,
+        'must be a Kafka topic name (letters, digits, ".", "_", "-"; at most 249 characters)',
+      ),
+    MSGX_KAFKA_EXACTLY_ONCE: flag(true),
     MSGX_TOPIC_PARTITIONS: positiveInt(6),
     MSGX_FANOUT_WEBHOOKS: commaList(),
     MSGX_DELIVERY_BATCH_SIZE: positiveInt(100),
@@ -125,6 +135,9 @@ const schema = z
       'must be a comma list of Kafka topic names (letters, digits, ".", "_", "-"; at most 249 characters each; not "." or "..")',
     ),
     MSGX_STALE_TARGET_AFTER: duration('5m'),
+    // How the dispatcher delivers (docs/outbox.md "The log and its cursors"): 'claim' leases and marks
+    // each event; 'log' reads each target's batches between two snapshots and writes only its cursor.
+    MSGX_OUTBOX_RELAY: z.enum(['claim', 'log'], { message: "must be 'claim' or 'log'" }).default('log'),
 
     // Lifecycle (docs/flights.md "Lifecycle")
     MSGX_HISTORY_RETENTION_DAYS: positiveInt(7),
@@ -243,6 +256,12 @@ export interface Config {
     targetOverrides: Record<string, TargetOverride>;
     /** MSGX_STALE_TARGET_AFTER: a target whose head is older is listed as stale (stats, status, console). */
     staleAfterMs: number;
+    /** MSGX_OUTBOX_RELAY: per-event claims and marks, or the commit-ordered log with per-target cursors. */
+    relay: 'claim' | 'log';
+    /** MSGX_KAFKA_EXACTLY_ONCE with brokers and the log relay: batches and cursors in one Kafka transaction. */
+    exactlyOnce: boolean;
+    /** MSGX_TOPIC_OFFSETS: the compacted topic of the targets' cursors. */
+    topicOffsets: string;
   };
   txmsg: {
     checkAllowedOrigins: string[];
@@ -332,6 +351,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       pollIntervalMs: e.MSGX_DELIVERY_POLL_INTERVAL,
       targetOverrides: checkTargetOverrides({ ...delivery, targetOverrides: e.MSGX_DELIVERY_TARGET_OVERRIDES }),
       staleAfterMs: e.MSGX_STALE_TARGET_AFTER,
+      relay: e.MSGX_OUTBOX_RELAY,
+      exactlyOnce: e.MSGX_KAFKA_EXACTLY_ONCE && e.MSGX_KAFKA_BROKERS.length > 0 && e.MSGX_OUTBOX_RELAY === 'log',
+      topicOffsets: e.MSGX_TOPIC_OFFSETS + (e.MSGX_SHADOW ? '.shadow' : ''),
     },
     txmsg: {
       checkAllowedOrigins: e.MSGX_TX_CHECK_ALLOWED_ORIGINS,

@@ -1,4 +1,4 @@
-import { buildPublishers, closePublishers } from '../outbox/publishers/build.ts';
+import { buildExactlyOnce, buildPublishers, closePublishers } from '../outbox/publishers/build.ts';
 import { dispatchOnce, type DispatchOptions } from '../outbox/dispatcher.ts';
 import { OUTBOX_CHANNEL } from '../outbox/enqueue.ts';
 import { readOutboxGauges } from '../outbox/metrics.ts';
@@ -13,12 +13,17 @@ import type { RoleFactory, RoleSpec } from '../app/role.ts';
 
 /**
  * The dispatcher as the catalogue runs it (Lambda, twin, fault child alike): publishers built once
- * per process from the config and closed at its end, counts and gauges to the metrics sink.
+ * per process from the config and closed at its end, counts and gauges to the metrics sink. With
+ * exactly once on (real brokers, the log relay), Kafka is written through one transactional
+ * producer per target instead of the plain one.
  */
 export const scheduledDispatcherRole: RoleFactory = (ctx, ports) => {
   const publishers = buildPublishers(ctx.config, { log: ctx.log, clock: ctx.clock });
-  ports.onClose(() => closePublishers(publishers));
-  return dispatcherRole(ctx, publishers, { metrics: ports.metrics.outbox() });
+  const exactlyOnce = buildExactlyOnce(ctx.config, { log: ctx.log });
+  ports.onClose(async () => {
+    await Promise.all([closePublishers(publishers), exactlyOnce?.close()]);
+  });
+  return dispatcherRole(ctx, publishers, { metrics: ports.metrics.outbox(), ...(exactlyOnce ? { exactlyOnce } : {}) });
 };
 
 const BATCHES_PER_ROUND = 40;

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { claimRun, discoverHeads, type HeadRow } from './claim.ts';
 import { decideRun, decideSchdFlush } from './decide.ts';
+import { dispatchLogTargets } from './logDispatch.ts';
 import { markRun } from './mark.ts';
 import { noopMetrics } from './metrics.ts';
 import { publishRun } from './publish.ts';
@@ -16,8 +17,10 @@ export type { DispatchReport } from './report.ts';
 export type { DispatchContext, DispatchOptions, SentEvent } from './types.ts';
 
 /*
- * The outbox relay (docs/outbox.md "Delivery semantics"). One round = for every target with open
- * events: claim the head run as a lease, publish it outside any transaction, record the outcome.
+ * The outbox relay. With MSGX_OUTBOX_RELAY=log (the default) a round reads each target as a log
+ * (lib/outbox/logDispatch.ts, docs/outbox.md "The dispatcher on the log"). With `claim`, the
+ * per-event path below (docs/outbox.md "Delivery semantics"): for every target with open events,
+ * claim the head run as a lease, publish it outside any transaction, record the outcome.
  *
  * Ordering argument, per target:
  * - A claim runs in its own short transaction that first takes the transaction advisory lock of
@@ -46,22 +49,27 @@ export async function dispatchOnce(
   const me = options.dispatcherId ?? PROCESS_DISPATCHER_ID;
   const metrics = options.metrics ?? noopMetrics;
 
-  let heads = await discoverHeads(ctx);
-  if (options.targets) heads = heads.filter((h) => options.targets!.includes(h.target));
-  const discoverMs = performance.now() - started;
+  const { reports, discoverMs } =
+    ctx.config.outbox.relay === 'log' ? await dispatchLogTargets(ctx, publishers, now, me, options) : await claimTargets();
 
-  const reports = await Promise.all(
-    heads.map((head) => {
-      const pubs = typeof publishers === 'function' ? publishers(head.target) : publishers;
-      return deliverTarget(ctx, pubs, head, now, me, options).catch((err: unknown) => {
-        const r = emptyReport(head, now);
-        r.skipped = 'error';
-        r.error = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
-        ctx.log.error({ message: 'outbox_target_failed', target: head.target, error: r.error });
-        return r;
-      });
-    }),
-  );
+  async function claimTargets(): Promise<{ reports: TargetReport[]; discoverMs: number }> {
+    let heads = await discoverHeads(ctx);
+    if (options.targets) heads = heads.filter((h) => options.targets!.includes(h.target));
+    const discoverMs = performance.now() - started;
+    const reports = await Promise.all(
+      heads.map((head) => {
+        const pubs = typeof publishers === 'function' ? publishers(head.target) : publishers;
+        return deliverTarget(ctx, pubs, head, now, me, options).catch((err: unknown) => {
+          const r = emptyReport(head, now);
+          r.skipped = 'error';
+          r.error = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
+          ctx.log.error({ message: 'outbox_target_failed', target: head.target, error: r.error });
+          return r;
+        });
+      }),
+    );
+    return { reports, discoverMs };
+  }
 
   const report: DispatchReport = {
     targets: reports,

@@ -37,7 +37,7 @@ export async function readOutboxGauges(q: Queryable, now: Date): Promise<OutboxG
   const r = await q.query<{ target: string; oldest: number; open: number; stalled: boolean }>(
     `SELECT target, extract(epoch FROM $1 - min(created_at))::float8 AS oldest, count(*)::int AS open,
             bool_or(stalled_since IS NOT NULL) AS stalled
-     FROM msg_event WHERE status IN ('PENDING', 'DELIVERING') AND sent_at IS NULL AND dead_at IS NULL GROUP BY target ORDER BY target`,
+     FROM msgx_outbox_open($1) GROUP BY target ORDER BY target`,
     [now],
   );
   const byTarget = r.rows.map((x) => ({ target: x.target, oldestPendingEventSeconds: Math.max(0, Math.round(x.oldest)) }));

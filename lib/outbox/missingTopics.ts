@@ -20,18 +20,8 @@ export interface MissingTopic {
 export async function missingTopics(config: Pick<Config, 'kafka' | 'outbox' | 'shadow' | 'txmsg'>, db: Queryable): Promise<MissingTopic[]> {
   if (config.kafka.brokers.length === 0) return [];
   const r = await db.query<{ target: string; open: number }>(
-    // One probe per target over the open-events index (a loose index scan), however long the backlog.
-    `WITH RECURSIVE t AS (
-       (SELECT target FROM msg_event WHERE status IN ('PENDING', 'DELIVERING') AND sent_at IS NULL AND dead_at IS NULL
-        ORDER BY target LIMIT 1)
-       UNION ALL
-       SELECT (SELECT m.target FROM msg_event m WHERE m.status IN ('PENDING', 'DELIVERING') AND m.sent_at IS NULL AND m.dead_at IS NULL
-                 AND m.target > t.target
-               ORDER BY m.target LIMIT 1)
-       FROM t WHERE t.target IS NOT NULL)
-     SELECT t.target, (SELECT count(*) FROM msg_event m WHERE m.target = t.target AND m.status IN ('PENDING', 'DELIVERING')
-                                AND m.sent_at IS NULL AND m.dead_at IS NULL)::int AS open
-     FROM t WHERE t.target IS NOT NULL`,
+    // Open events as msgx_outbox_open derives them (migration 014): one probe per target, then its open range.
+    `SELECT target, count(*)::int AS open FROM msgx_outbox_open(now()) GROUP BY target`,
   );
   const wanted = new Map<string, MissingTopic>();
   const add = (target: string, open: number) => {

@@ -19,11 +19,12 @@ export interface DeadFilter {
 
 export async function deadEvents(db: Queryable, filter: DeadFilter = {}): Promise<DeadEvent[]> {
   const r = await db.query<Record<string, unknown>>(
-    `SELECT event_id, target, event_type, partition_key, flid, state_version, attempts, last_error,
-            source_kind, source_id, created_at, dead_at, sent_as
-     FROM msg_event
-     WHERE status = 'DEAD' AND dead_at IS NOT NULL AND ($1::text IS NULL OR target = $1) AND event_id > $2
-     ORDER BY event_id LIMIT $3`,
+    // Dead as msgx_outbox_dead says (migration 014): marked so per event, or given up by the log relay.
+    `SELECT e.event_id, e.target, e.event_type, e.partition_key, e.flid, e.state_version, d.attempts, d.last_error,
+            e.source_kind, e.source_id, e.created_at, d.dead_at, e.sent_as
+     FROM msgx_outbox_dead() d JOIN msg_event e ON e.event_id = d.event_id
+     WHERE ($1::text IS NULL OR d.target = $1) AND d.event_id > $2
+     ORDER BY d.event_id LIMIT $3`,
     [filter.target ?? null, filter.afterId ?? 0, Math.min(Math.max(1, filter.limit ?? 100), 1000)],
   );
   return r.rows.map((x) => ({
@@ -64,18 +65,20 @@ export interface TargetBacklog {
 /** Open events per target (count, head, age of the oldest) plus the dead count of each target. */
 export async function pendingByTarget(db: Queryable, now: Date): Promise<TargetBacklog[]> {
   const r = await db.query<Record<string, unknown>>(
-    `SELECT o.target, o.pending, o.delivering, o.oldest, h.event_id AS head_id, h.attempts AS head_attempts,
+    // Open events and their states as msgx_outbox_open derives them (migration 014).
+    `WITH ev AS MATERIALIZED (SELECT * FROM msgx_outbox_open($1))
+     SELECT o.target, o.pending, o.delivering, o.oldest, h.event_id AS head_id, h.attempts AS head_attempts,
             h.next_attempt_at AS head_next, h.last_error AS head_error, h.stalled_since,
-            (SELECT count(*) FROM msg_event d WHERE d.status = 'DEAD' AND d.dead_at IS NOT NULL AND d.target = o.target) AS dead
+            (SELECT count(*) FROM msgx_outbox_dead() d WHERE d.target = o.target) AS dead
      FROM (SELECT target,
-                  count(*) FILTER (WHERE status = 'PENDING') AS pending,
-                  count(*) FILTER (WHERE status = 'DELIVERING') AS delivering,
+                  count(*) FILTER (WHERE state = 'PENDING') AS pending,
+                  count(*) FILTER (WHERE state = 'DELIVERING') AS delivering,
                   min(created_at) AS oldest
-           FROM msg_event WHERE status IN ('PENDING', 'DELIVERING') AND sent_at IS NULL AND dead_at IS NULL GROUP BY target) o
-     CROSS JOIN LATERAL (SELECT event_id, attempts, next_attempt_at, last_error, stalled_since FROM msg_event m
-                         WHERE m.target = o.target AND m.status IN ('PENDING', 'DELIVERING') AND m.sent_at IS NULL AND m.dead_at IS NULL
-                         ORDER BY event_id LIMIT 1) h
+           FROM ev GROUP BY target) o
+     CROSS JOIN LATERAL (SELECT event_id, attempts, next_attempt_at, last_error, stalled_since FROM ev
+                         WHERE ev.target = o.target ORDER BY event_id LIMIT 1) h
      ORDER BY o.target`,
+    [now],
   );
   return r.rows.map((x) => {
     const oldest = new Date(x.oldest as string);
@@ -103,7 +106,7 @@ export async function pendingByTarget(db: Queryable, now: Date): Promise<TargetB
  */
 export async function deadEventsByTarget(db: Queryable): Promise<Record<string, number>> {
   const r = await db.query<{ target: string; dead: string }>(
-    `SELECT target, count(*) AS dead FROM msg_event WHERE status = 'DEAD' AND dead_at IS NOT NULL GROUP BY target ORDER BY target`,
+    `SELECT target, count(*) AS dead FROM msgx_outbox_dead() GROUP BY target ORDER BY target`,
   );
   return Object.fromEntries(r.rows.map((x) => [x.target, Number(x.dead)]));
 }
@@ -112,8 +115,8 @@ export async function deadEventsByTarget(db: Queryable): Promise<Record<string, 
 export async function eventGauges(q: Queryable, now: Date, since: Date): Promise<{ deadSince: number; oldestOpenSeconds: number }> {
   const r = await q.query<{ dead_event: number; oldest_event: number | null }>(
     `SELECT
-       (SELECT count(*) FROM msg_event WHERE status = 'DEAD' AND dead_at > $2)::int AS dead_event,
-       (SELECT extract(epoch FROM $1 - min(created_at)) FROM msg_event WHERE status IN ('PENDING', 'DELIVERING') AND sent_at IS NULL AND dead_at IS NULL)::float8 AS oldest_event`,
+       (SELECT count(*) FROM msgx_outbox_dead() WHERE dead_at > $2)::int AS dead_event,
+       (SELECT extract(epoch FROM $1 - min(created_at)) FROM msgx_outbox_open($1))::float8 AS oldest_event`,
     [now, since],
   );
   const row = r.rows[0]!;
@@ -122,6 +125,10 @@ export async function eventGauges(q: Queryable, now: Date, since: Date): Promise
 
 /** The last error the relay wrote on one event (null if none; undefined if there is no such event). */
 export async function eventLastError(q: Queryable, eventId: number): Promise<string | null | undefined> {
-  const r = await q.query<{ last_error: string | null }>(`SELECT last_error FROM msg_event WHERE event_id = $1`, [eventId]);
+  const r = await q.query<{ last_error: string | null }>(
+    `SELECT coalesce(x.last_error, e.last_error) AS last_error
+     FROM msg_event e LEFT JOIN outbox_exception x ON x.target = e.target AND x.event_id = e.event_id WHERE e.event_id = $1`,
+    [eventId],
+  );
   return r.rows[0]?.last_error;
 }

@@ -35,20 +35,21 @@ export async function replayDeadEvents(db: Db, req: ReplayRequest, options: { no
   return db.tx(async (tx) => {
     const rows = (
       await tx.query<{ event_id: number; target: string; status: string; superseded: boolean }>(
-        `SELECT e.event_id, e.target, e.status,
+        // States as every reader derives them (msgx_event_state, msgx_outbox_dead: migration 014).
+        `SELECT e.event_id, e.target, msgx_event_state(e.status, e.target, e.event_id, e.writer_xid, $4) AS status,
                 (e.target = 'schd' AND e.flid IS NOT NULL AND EXISTS (
                    SELECT 1 FROM msg_event n
-                   WHERE n.target = 'schd' AND n.flid = e.flid AND n.status = 'SENT'
-                     AND n.state_version > e.state_version)) AS superseded
+                   WHERE n.target = 'schd' AND n.flid = e.flid AND n.state_version > e.state_version
+                     AND msgx_event_state(n.status, n.target, n.event_id, n.writer_xid, $4) = 'SENT')) AS superseded
          FROM msg_event e
          WHERE ($1::bigint[] IS NULL OR e.event_id = ANY($1))
            AND ($2::text IS NULL OR e.target = $2)
-           -- By target: its dead events (msg_event_dead), not the first rows of its history.
-           AND ($1::bigint[] IS NOT NULL OR (e.status = 'DEAD' AND e.dead_at IS NOT NULL))
+           -- By target: its dead events, not the first rows of its history.
+           AND ($1::bigint[] IS NOT NULL OR e.event_id IN (SELECT d.event_id FROM msgx_outbox_dead() d WHERE d.target = $2))
          ORDER BY e.event_id
          LIMIT $3
          FOR UPDATE OF e`,
-        [req.ids?.length ? req.ids : null, req.target ?? null, limit],
+        [req.ids?.length ? req.ids : null, req.target ?? null, limit, options.now],
       )
     ).rows;
     const skipped: ReplayResult['skipped'] = [];
@@ -66,6 +67,21 @@ export async function replayDeadEvents(db: Db, req: ReplayRequest, options: { no
         `UPDATE msg_event SET status = 'PENDING', attempts = 0, next_attempt_at = $2, lock_until = NULL,
                 locked_by = NULL, dead_at = NULL, sent_at = NULL, sent_as = NULL
          WHERE event_id = ANY($1) AND status = 'DEAD'`,
+        [replayed, options.now],
+      );
+      // The log relay's dead events are its exceptions: due again, attempts 0, behind nothing of their key
+      // that is older. An event the per-event path killed on a target that is now read as a log
+      // (its cursor passed it) becomes such an exception too.
+      await tx.query(
+        `WITH up AS (
+           UPDATE outbox_exception SET dead = false, attempts = 0, next_attempt_at = $2, updated_at = $2
+           WHERE event_id = ANY($1) AND dead RETURNING event_id)
+         INSERT INTO outbox_exception (target, event_id, attempts, next_attempt_at, partition_key, updated_at)
+         SELECT e.target, e.event_id, 0, $2, e.partition_key, $2
+         FROM msg_event e JOIN outbox_target t ON t.target = e.target AND t.snap_lo IS NOT NULL
+         WHERE e.event_id = ANY($1) AND e.event_id NOT IN (SELECT event_id FROM up)
+           AND pg_visible_in_snapshot(e.writer_xid, t.snap_lo)
+         ON CONFLICT (target, event_id) DO NOTHING`,
         [replayed, options.now],
       );
       await writeAudit(tx, {

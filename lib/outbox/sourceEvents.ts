@@ -33,14 +33,19 @@ export async function eventsBySource(
   sourceId: string,
 ): Promise<(TraceEventView & { value: Record<string, unknown> | null })[]> {
   const r = await db.query<Record<string, unknown>>(
-    `SELECT e.event_id, e.target, e.event_type, e.partition_key, e.flid, e.state_version, e.status, e.attempts,
-            e.last_error, e.created_at, e.sent_at, e.dead_at, e.sent_as,
+    // The state as every reader derives it (msgx_event_state, migration 014); a failure's count and text
+    // live on the event (per-event path) or in its exception (log relay).
+    `SELECT e.event_id, e.target, e.event_type, e.partition_key, e.flid, e.state_version,
+            msgx_event_state(e.status, e.target, e.event_id, e.writer_xid, now()) AS status,
+            coalesce(x.attempts, e.attempts) AS attempts, coalesce(x.last_error, e.last_error) AS last_error,
+            e.created_at, e.sent_at, coalesce(e.dead_at, CASE WHEN x.dead THEN x.updated_at END) AS dead_at, e.sent_as,
             CASE WHEN e.target = 'msg' THEN e.value END AS value,
             coalesce((SELECT json_agg(json_build_object('publisher', d.publisher, 'outcome', d.outcome, 'partition', d.partition,
                                                         'offset', d."offset"::text, 'tries', d.tries, 'at', d.at, 'error', d.error)
                                       ORDER BY d.publisher)
                       FROM event_delivery d WHERE d.event_id = e.event_id), '[]'::json) AS deliveries
-     FROM msg_event e WHERE e.source_kind = $1 AND e.source_id = $2 ORDER BY e.event_id`,
+     FROM msg_event e LEFT JOIN outbox_exception x ON x.target = e.target AND x.event_id = e.event_id
+     WHERE e.source_kind = $1 AND e.source_id = $2 ORDER BY e.event_id`,
     [sourceKind, sourceId],
   );
   return r.rows.map((x) => {

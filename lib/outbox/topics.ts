@@ -35,6 +35,8 @@ export async function ensureTopics(
   const wanted = new Map<string, { compact: boolean }>();
   wanted.set(topicMsg, { compact: false });
   wanted.set(topicSchd, { compact: true });
+  // Exactly once: the targets' cursors, the latest per target (compacted like schd).
+  if (config.outbox.exactlyOnce) wanted.set(config.outbox.topicOffsets, { compact: true });
   for (const t of extraTopics) if (!wanted.has(t)) wanted.set(t, { compact: false });
 
   const admin = createKafka(config.kafka, { clientId: 'msgx-admin', log: deps.log }).admin();

@@ -3,6 +3,7 @@ import type { Db, Queryable } from '../db/db.ts';
 import type { Log } from '../observability/logger.ts';
 import type { Clock } from '../shared/clock.ts';
 import type { OutboxMetrics } from './metrics.ts';
+import type { ExactlyOnceSinks } from './exactlyOnce.ts';
 
 /**
  * The relay's central types. A Publisher takes a batch of records for one topic, in event_id
@@ -109,6 +110,11 @@ export interface DispatchOptions {
    */
   hookSources?: string[];
   metrics?: OutboxMetrics;
+  /**
+   * The log relay's Kafka side when MSGX_KAFKA_EXACTLY_ONCE is on: batches and cursors in one Kafka
+   * transaction per target, instead of the publisher it names (`replaces`).
+   */
+  exactlyOnce?: ExactlyOnceSinks;
   /** Only these targets this round (default: every target with open events). */
   targets?: string[];
   /**

@@ -176,10 +176,14 @@ export async function settledInFlight(
   limit: number,
 ): Promise<{ id: string; event_id: number; event_status: 'SENT' | 'DEAD'; sent_at: Date | null; last_error: string | null }[]> {
   const r = await q.query<{ id: string; event_id: number; event_status: 'SENT' | 'DEAD'; sent_at: Date | null; last_error: string | null }>(
-    `SELECT m.id, e.event_id, e.status AS event_status, e.sent_at, e.last_error
-     FROM tx_message m JOIN msg_event e ON e.event_id = m.in_flight_event_id
-     WHERE m.status = 'COMMITTED' AND e.status IN ('SENT', 'DEAD')
-     ORDER BY e.event_id LIMIT $1`,
+    // The event's state as the relay derives it (msgx_event_state, migration 014), not a stored column.
+    `SELECT id, event_id, event_status, sent_at, last_error FROM (
+       SELECT m.id, e.event_id, msgx_event_state(e.status, e.target, e.event_id, e.writer_xid, now()) AS event_status,
+              e.sent_at, coalesce((SELECT d.last_error FROM msgx_outbox_dead() d WHERE d.event_id = e.event_id), e.last_error) AS last_error
+       FROM tx_message m JOIN msg_event e ON e.event_id = m.in_flight_event_id
+       WHERE m.status = 'COMMITTED') s
+     WHERE event_status IN ('SENT', 'DEAD')
+     ORDER BY event_id LIMIT $1`,
     [limit],
   );
   return r.rows;

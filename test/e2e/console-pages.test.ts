@@ -78,7 +78,12 @@ describe('console pages in Chromium: sign-in, trace form, dead letters of every 
     await until(
       'the event to be dead',
       async () =>
-        (await t.pg.db.query<{ status: string }>(`SELECT status FROM msg_event WHERE event_id = $1`, [eventId])).rows[0]?.status === 'DEAD',
+        (
+          await t.pg.db.query<{ status: string }>(
+            `SELECT msgx_event_state(status, target, event_id, writer_xid, now()) AS status FROM msg_event WHERE event_id = $1`,
+            [eventId],
+          )
+        ).rows[0]?.status === 'DEAD',
     );
   }, 120_000);
 
@@ -156,7 +161,12 @@ describe('console pages in Chromium: sign-in, trace form, dead letters of every 
     await until(
       'the replayed event to be sent',
       async () =>
-        (await t.pg.db.query<{ status: string }>(`SELECT status FROM msg_event WHERE event_id = $1`, [eventId])).rows[0]?.status === 'SENT',
+        (
+          await t.pg.db.query<{ status: string }>(
+            `SELECT msgx_event_state(status, target, event_id, writer_xid, now()) AS status FROM msg_event WHERE event_id = $1`,
+            [eventId],
+          )
+        ).rows[0]?.status === 'SENT',
     );
     await until(
       'the page to have no dead event left',

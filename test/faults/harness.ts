@@ -570,8 +570,8 @@ export async function progress(run: FaultRun): Promise<Progress> {
     `SELECT (SELECT count(*)::int FROM proc_state) AS enqueued,
             (SELECT count(*)::int FROM proc_state WHERE status IN ('PENDING', 'FAILED')) AS open,
             (SELECT count(*)::int FROM proc_state WHERE status IN ('SUCCEEDED', 'SKIPPED', 'DEAD')) AS terminal,
-            (SELECT count(*)::int FROM msg_event WHERE status IN ('PENDING', 'DELIVERING')) AS "eventsOpen",
-            (SELECT count(*)::int FROM msg_event WHERE status = 'DEAD') AS "eventsDead"`,
+            (SELECT count(*)::int FROM msgx_outbox_open(now())) AS "eventsOpen",
+            (SELECT count(*)::int FROM msgx_outbox_dead()) AS "eventsDead"`,
   );
   return r.rows[0]!;
 }
@@ -723,7 +723,7 @@ export async function checkInvariants(run: FaultRun, w: FlightWorkload, o: { lat
 
   // Outbox rows in PostgreSQL.
   const ev = await db.query<{ target: string; status: string; n: number }>(
-    `SELECT target, status, count(*)::int AS n FROM msg_event GROUP BY target, status ORDER BY 1, 2`,
+    `SELECT target, msgx_event_state(status, target, event_id, writer_xid, now()) AS status, count(*)::int AS n FROM msg_event GROUP BY 1, 2 ORDER BY 1, 2`,
   );
   for (const r of ev.rows) {
     stats[`events.${r.target}.${r.status}`] = r.n;

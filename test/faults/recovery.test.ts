@@ -115,7 +115,7 @@ async function caughtUp(maxId: number): Promise<boolean> {
   const r = await run.pg.db.query<{ open: number; events: number; enqueued: number }>(
     `SELECT (SELECT count(*)::int FROM proc_state WHERE msg_id <= $1 AND status IN ('PENDING', 'FAILED')) AS open,
             (SELECT count(*)::int FROM proc_state WHERE msg_id <= $1) AS enqueued,
-            (SELECT count(*)::int FROM msg_event WHERE status <> 'SENT' AND source_kind = 'proc' AND source_id::bigint <= $1) AS events`,
+            (SELECT count(*)::int FROM msg_event WHERE msgx_event_state(status, target, event_id, writer_xid, now()) <> 'SENT' AND source_kind = 'proc' AND source_id::bigint <= $1) AS events`,
     [maxId],
   );
   const x = r.rows[0]!;
@@ -153,7 +153,7 @@ async function heldUp(lastId: number): Promise<HeldUp> {
 async function recoveredFrom(h: HeldUp): Promise<boolean> {
   const r = await run.pg.db.query<{ enqueued: number; unsent: number; head_open: boolean }>(
     `SELECT (SELECT count(*)::int FROM proc_state WHERE msg_id <= $1) AS enqueued,
-            (SELECT count(*)::int FROM msg_event WHERE event_id <= $2 AND status <> 'SENT') AS unsent,
+            (SELECT count(*)::int FROM msg_event WHERE event_id <= $2 AND msgx_event_state(status, target, event_id, writer_xid, now()) <> 'SENT') AS unsent,
             EXISTS (SELECT 1 FROM proc_state WHERE msg_id = $3 AND status IN ('PENDING', 'FAILED')) AS head_open`,
     [h.lastId, h.lastEvent, h.head],
   );

@@ -25,6 +25,7 @@ export async function functionServices(): Promise<FunctionServices> {
       MSGX_KAFKA_BROKERS: serviceUrls().kafkaBrokers.join(','),
       MSGX_TOPIC_MSG: randomTopic('msgx.msg'),
       MSGX_TOPIC_SCHD: randomTopic('msgx.schd'),
+      MSGX_TOPIC_OFFSETS: randomTopic('msgx.offsets'),
       MSGX_LOG_LEVEL: 'ERROR',
     },
     async drop() {

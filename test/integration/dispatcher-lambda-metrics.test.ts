@@ -90,11 +90,20 @@ describe('the dispatcher Lambda flushes its metrics in every invocation', () => 
 
   it('a stuck head shows as an old pending event in the same invocation', async () => {
     const [id] = await enqueueEvents(pg.db, [{ target: 'msg', key: 'k', type: 'T', value: 1 }], { now: new Date(Date.now() - 120_000) });
-    // Held back (backing off for an hour), so this invocation cannot deliver it.
-    await pg.db.query(`UPDATE msg_event SET attempts = 3, next_attempt_at = now() + interval '1 hour' WHERE event_id = $1`, [id]);
+    // Held back (a failed head backing off for an hour: its exception, the target's hold), so this
+    // invocation cannot deliver it.
+    await pg.db.query(
+      `WITH t AS (INSERT INTO outbox_target (target, snap_lo, hold_until) VALUES ('msg', msgx_outbox_origin(), now() + interval '1 hour')
+                  ON CONFLICT (target) DO UPDATE SET hold_until = EXCLUDED.hold_until)
+       INSERT INTO outbox_exception (target, event_id, attempts, next_attempt_at, partition_key, at_head)
+       VALUES ('msg', $1, 3, now() + interval '1 hour', 'k', true)`,
+      [id],
+    );
     const docs = await invoke(BUDGET_MARGIN_MS + 1_000);
     const oldest = alarmable(docs, 'OldestPendingEventSeconds', ['service']);
     expect(Number(oldest.at(-1)!.OldestPendingEventSeconds)).toBeGreaterThanOrEqual(120);
     await pg.db.query(`DELETE FROM msg_event WHERE event_id = $1`, [id]);
+    await pg.db.query(`DELETE FROM outbox_exception WHERE event_id = $1`, [id]);
+    await pg.db.query(`UPDATE outbox_target SET hold_until = NULL WHERE target = 'msg'`);
   });
 });

@@ -43,10 +43,7 @@ function setup(env: Record<string, string> = {}) {
 }
 
 async function openCount(target: string): Promise<number> {
-  const r = await pg.db.query<{ n: number }>(
-    `SELECT count(*)::int AS n FROM msg_event WHERE status IN ('PENDING', 'DELIVERING') AND target = $1`,
-    [target],
-  );
+  const r = await pg.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM msgx_outbox_open(now()) WHERE target = $1`, [target]);
   return r.rows[0]!.n;
 }
 

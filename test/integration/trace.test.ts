@@ -86,7 +86,9 @@ describe('trace of an inbound message, throughput, console routes', () => {
       mailbox,
       clock,
       registry: registerFlightProcessors(new ProcessorRegistry()),
-      env: { MSGX_MAX_ATTEMPTS: '1', MSGX_DELIVERY_INITIAL_BACKOFF: '1s' },
+      // Per-publisher outcomes (partition, offset, tries) are rows the per-event path writes; the log
+      // relay writes none (docs/outbox.md "The dispatcher on the log"), so this trace runs on claims.
+      env: { MSGX_MAX_ATTEMPTS: '1', MSGX_DELIVERY_INITIAL_BACKOFF: '1s', MSGX_OUTBOX_RELAY: 'claim' },
     });
     ids.plan = await mailbox.insertInbound(
       wire({ TYPE: 'SCHD', STYP: 'DNLD', SEQN: 1 }, `<SCHD><OPDY>20261129</OPDY><CNT>2</CNT>${flight('1001')}${flight('1002')}</SCHD>`),

@@ -26,7 +26,9 @@ beforeEach(async () => {
   await db.query(`TRUNCATE msg_event, event_delivery, outbox_target, audit_log RESTART IDENTITY CASCADE`);
 });
 
+// The per-event path (claims, marks, event_delivery rows); the log relay has its own, outbox-log-relay.test.ts.
 const baseEnv = {
+  MSGX_OUTBOX_RELAY: 'claim',
   MSGX_DELIVERY_BATCH_SIZE: '100',
   MSGX_DELIVERY_MAX_RETRY_COUNT: '3',
   MSGX_DELIVERY_INITIAL_BACKOFF: '5s',

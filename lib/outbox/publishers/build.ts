@@ -4,6 +4,7 @@ import type { Log } from '../../observability/logger.ts';
 import type { Clock } from '../../shared/clock.ts';
 import { ConfigError } from '../../shared/errors.ts';
 import type { Publisher } from '../types.ts';
+import { ExactlyOnceSinks } from '../exactlyOnce.ts';
 import { FileSinkPublisher } from './file.ts';
 import { KafkaPublisher } from './kafka.ts';
 import { WebhookPublisher } from './webhook.ts';
@@ -30,4 +31,12 @@ export function buildPublishers(config: Config, deps: { log?: Log; clock?: Clock
 
 export async function closePublishers(publishers: Publisher[]): Promise<void> {
   await Promise.allSettled(publishers.map((p) => p.close()));
+}
+
+/**
+ * Exactly once into Kafka for the log relay (MSGX_KAFKA_EXACTLY_ONCE with brokers): the per-target
+ * transactional producers the dispatcher writes Kafka through; undefined when it is off.
+ */
+export function buildExactlyOnce(config: Config, deps: { log?: Log } = {}): ExactlyOnceSinks | undefined {
+  return config.outbox.exactlyOnce ? new ExactlyOnceSinks(config, deps) : undefined;
 }

@@ -1,0 +1,72 @@
+import type { Config } from '../config/config.ts';
+import type { Queryable } from '../db/db.ts';
+import type { Log } from '../observability/logger.ts';
+import { adoptCursor, type Cursor } from './commitLog.ts';
+import { createKafka } from './kafkaClient.ts';
+import { readKafkaCursor, TransactionalTarget, type TxRecord } from './publishers/kafkaTransactional.ts';
+
+/**
+ * The Kafka side of the log relay when MSGX_KAFKA_EXACTLY_ONCE is on (docs/outbox.md "Exactly once
+ * into Kafka"): one transactional producer per target, opened the first time this process delivers
+ * the target (which fences any older producer of the same transactional.id, a zombie dispatcher),
+ * then the cursor Kafka committed is adopted, since Kafka is ahead of PostgreSQL when a dispatcher
+ * died between its Kafka commit and the mirror. A producer whose transaction failed is dropped: the
+ * next batch opens and adopts again.
+ */
+export class ExactlyOnceSinks {
+  /** The name of the publisher the transactional producer stands in for (the fan-out's Kafka). */
+  readonly replaces = 'kafka';
+  readonly #kafka: ReturnType<typeof createKafka>;
+  readonly #open = new Map<string, Promise<TransactionalTarget>>();
+
+  constructor(
+    private readonly config: Pick<Config, 'kafka' | 'outbox'>,
+    deps: { log?: Log } = {},
+  ) {
+    this.#kafka = createKafka(config.kafka, { clientId: 'msgx-eos', requestTimeoutMs: config.outbox.publishTimeoutMs, log: deps.log });
+  }
+
+  /** Opens the target's producer and adopts Kafka's cursor, once; the caller holds the target's lease. */
+  async prepare(db: Queryable, target: string, topic: string): Promise<TransactionalTarget> {
+    let p = this.#open.get(target);
+    if (!p) {
+      p = (async () => {
+        const sink = await TransactionalTarget.open(this.#kafka, {
+          // The offsets topic names the stage: one per deployment, as the transactional.id must be.
+          stage: this.config.outbox.topicOffsets,
+          target,
+          topic,
+          offsetsTopic: this.config.outbox.topicOffsets,
+        });
+        const committed = await readKafkaCursor(this.#kafka, this.config.outbox.topicOffsets, target);
+        if (committed !== null) await adoptCursor(db, target, JSON.parse(committed) as Cursor);
+        return sink;
+      })();
+      this.#open.set(target, p);
+      p.catch(() => this.#open.delete(target));
+    }
+    return p;
+  }
+
+  /** Whether the target's producer is open (its cursor adopted) in this process. */
+  isOpen(target: string): boolean {
+    return this.#open.has(target);
+  }
+
+  /** One Kafka transaction: the records and the cursor they end at; a failure drops the producer. */
+  async deliver(target: string, sink: TransactionalTarget, records: TxRecord[], cursor: Cursor): Promise<void> {
+    try {
+      await sink.deliver(records, JSON.stringify(cursor));
+    } catch (err) {
+      this.#open.delete(target);
+      await sink.close().catch(() => {});
+      throw err;
+    }
+  }
+
+  async close(): Promise<void> {
+    const all = [...this.#open.values()];
+    this.#open.clear();
+    await Promise.allSettled(all.map(async (p) => (await p).close()));
+  }
+}

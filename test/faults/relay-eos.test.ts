@@ -1,0 +1,134 @@
+import { spawn } from 'node:child_process';
+import kafkajs from 'kafkajs';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { loadConfig } from '../../lib/config/config.ts';
+import { dispatchOnce, type DispatchContext } from '../../lib/outbox/dispatcher.ts';
+import { enqueueEvents } from '../../lib/outbox/enqueue.ts';
+import { ExactlyOnceSinks } from '../../lib/outbox/exactlyOnce.ts';
+import { pendingByTarget } from '../../lib/outbox/queries.ts';
+import { silentLog } from '../../lib/observability/logger.ts';
+import { systemClock } from '../../lib/shared/clock.ts';
+import { createTopics, randomTopic } from '../helpers/kafka.ts';
+import { freshPg, serviceUrls, waitFor, type TestPg } from '../helpers/services.ts';
+
+/**
+ * The dispatcher SIGKILLed inside a Kafka transaction (exactly once on): its batch's records are on
+ * the broker, the commit never came. Its replacement fences it (the broker aborts the open
+ * transaction), adopts the cursor Kafka committed and delivers the rest. A read_committed consumer
+ * of the test's own counts every event exactly once, in order; a read_uncommitted one also sees
+ * the aborted records, so the kill did land inside the transaction.
+ */
+const brokers = serviceUrls().kafkaBrokers;
+const topic = randomTopic('msgx-fault-eos');
+const offsets = randomTopic('msgx-fault-offsets');
+const target = `tx:${topic}`;
+let pg: TestPg;
+let kafka: InstanceType<typeof kafkajs.Kafka>;
+
+beforeAll(async () => {
+  await createTopics(brokers, [{ topic }, { topic: offsets, configEntries: [{ name: 'cleanup.policy', value: 'compact' }] }]);
+  pg = await freshPg();
+  kafka = new kafkajs.Kafka({ clientId: 'msgx-fault-eos', brokers, logLevel: kafkajs.logLevel.NOTHING });
+});
+afterAll(async () => {
+  await pg?.drop();
+});
+
+/** The msgx-event-ids of the topic in offset order, as a consumer of the given isolation sees them. */
+async function eventIds(readUncommitted: boolean): Promise<string[]> {
+  const admin = kafka.admin();
+  await admin.connect();
+  const [end] = await admin.fetchTopicOffsets(topic).finally(() => admin.disconnect());
+  const high = Number(end!.high);
+  const consumer = kafka.consumer({ groupId: randomTopic('g'), readUncommitted, maxWaitTimeInMs: 200 });
+  const got: string[] = [];
+  await consumer.connect();
+  await consumer.subscribe({ topic, fromBeginning: true });
+  await new Promise<void>((resolve) => {
+    void consumer.run({
+      eachBatch: async ({ batch }) => {
+        for (const m of batch.messages) got.push(m.headers?.['msgx-event-id']?.toString() ?? '');
+        if (Number(batch.lastOffset()) + 1 >= high) resolve();
+      },
+    });
+  });
+  await consumer.disconnect();
+  return got;
+}
+
+// The child: delivers its first batch, then sends the second inside its transaction and hangs
+// before the commit (the parent SIGKILLs it there).
+const CHILD_SCRIPT = `
+import { PgDb } from './lib/db/pg.ts';
+import { loadConfig } from './lib/config/config.ts';
+import { dispatchOnce } from './lib/outbox/dispatcher.ts';
+import { ExactlyOnceSinks } from './lib/outbox/exactlyOnce.ts';
+import { TransactionalTarget } from './lib/outbox/publishers/kafkaTransactional.ts';
+import { silentLog } from './lib/observability/logger.ts';
+import { systemClock } from './lib/shared/clock.ts';
+const deliver = TransactionalTarget.prototype.deliver;
+let n = 0;
+TransactionalTarget.prototype.deliver = async function (records, cursor) {
+  if (++n === 1) return deliver.call(this, records, cursor);
+  const tx = await this.producer.transaction();
+  await tx.send({ topic: this.topic, messages: records });
+  console.log('in-transaction ' + records.length);
+  await new Promise(() => {});
+};
+const db = new PgDb(process.env.CHILD_PG_URL);
+const config = loadConfig({ MSGX_KAFKA_BROKERS: process.env.CHILD_BROKERS, MSGX_TOPIC_OFFSETS: process.env.CHILD_OFFSETS,
+  MSGX_DELIVERY_BATCH_SIZE: '10', MSGX_DELIVERY_LEASE: '3s', MSGX_DELIVERY_PUBLISH_TIMEOUT: '2s' });
+await dispatchOnce({ db, config, clock: systemClock, log: silentLog }, [],
+  { exactlyOnce: new ExactlyOnceSinks(config), dispatcherId: 'child', targets: [process.env.CHILD_TARGET], maxBatches: 10 });
+`;
+
+it('a dispatcher SIGKILLed inside a Kafka transaction: a read_committed consumer counts every event exactly once', async () => {
+  const ids = (
+    await enqueueEvents(
+      pg.db,
+      Array.from({ length: 50 }, (_, i) => ({ target, key: `k${i % 4}`, type: 'T', value: { i } })),
+    )
+  ).map(String);
+  const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', CHILD_SCRIPT], {
+    cwd: process.cwd(),
+    env: { ...process.env, CHILD_PG_URL: pg.url, CHILD_BROKERS: brokers.join(','), CHILD_OFFSETS: offsets, CHILD_TARGET: target },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  let err = '';
+  child.stdout.on('data', (d) => (out += d));
+  child.stderr.on('data', (d) => (err += d));
+  await waitFor(() => out.includes('in-transaction 10'), {
+    timeoutMs: 60_000,
+    what: `the child inside its transaction (${err.slice(-500)})`,
+  });
+  child.kill('SIGKILL');
+  await new Promise((r) => child.once('exit', r));
+
+  // The replacement: once the child's lease ran out it fences the child's producer and goes on.
+  const config = loadConfig({
+    MSGX_KAFKA_BROKERS: brokers.join(','),
+    MSGX_TOPIC_OFFSETS: offsets,
+    MSGX_DELIVERY_BATCH_SIZE: '10',
+    MSGX_DELIVERY_LEASE: '3s',
+    MSGX_DELIVERY_PUBLISH_TIMEOUT: '2s',
+  });
+  const ctx: DispatchContext = { db: pg.db, config, clock: systemClock, log: silentLog };
+  const sinks = new ExactlyOnceSinks(config);
+  try {
+    await waitFor(
+      async () => {
+        await dispatchOnce(ctx, [], { exactlyOnce: sinks, dispatcherId: 'replacement', targets: [target], maxBatches: 10 });
+        return (await pendingByTarget(pg.db, new Date())).length === 0;
+      },
+      { timeoutMs: 60_000, what: 'the replacement to deliver the rest' },
+    );
+  } finally {
+    await sinks.close();
+  }
+  expect(await eventIds(false)).toEqual(ids);
+  // Aborted, yet on the broker: the ten records of the killed transaction, seen only uncommitted.
+  const uncommitted = await eventIds(true);
+  expect(uncommitted).toHaveLength(60);
+  expect(uncommitted.slice(10, 20)).toEqual(ids.slice(10, 20));
+});

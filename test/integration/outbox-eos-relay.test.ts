@@ -1,0 +1,107 @@
+import kafkajs from 'kafkajs';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { loadConfig } from '../../lib/config/config.ts';
+import type { Db } from '../../lib/db/db.ts';
+import { dispatchOnce, type DispatchContext } from '../../lib/outbox/dispatcher.ts';
+import { enqueueEvents } from '../../lib/outbox/enqueue.ts';
+import { ExactlyOnceSinks } from '../../lib/outbox/exactlyOnce.ts';
+import { KafkaPublisher } from '../../lib/outbox/publishers/kafka.ts';
+import { pendingByTarget } from '../../lib/outbox/queries.ts';
+import { silentLog } from '../../lib/observability/logger.ts';
+import { FakeClock } from '../../lib/shared/clock.ts';
+import { createTopics, randomTopic } from '../helpers/kafka.ts';
+import { freshPg, serviceUrls, type TestPg } from '../helpers/services.ts';
+
+/**
+ * The log relay with exactly once on: each batch and its cursor in one Kafka transaction per
+ * target, PostgreSQL's cursor mirrored after. A dispatcher that dies after its Kafka commit and
+ * before the mirror is replaced by one that adopts Kafka's cursor: a read_committed consumer of the
+ * test's own sees every event once, in order.
+ */
+const brokers = serviceUrls().kafkaBrokers;
+const topic = randomTopic('msgx-eos-relay');
+const offsets = randomTopic('msgx-offsets');
+const target = `tx:${topic}`;
+let pg: TestPg;
+let kafka: InstanceType<typeof kafkajs.Kafka>;
+
+beforeAll(async () => {
+  await createTopics(brokers, [{ topic }, { topic: offsets, configEntries: [{ name: 'cleanup.policy', value: 'compact' }] }]);
+  pg = await freshPg();
+  kafka = new kafkajs.Kafka({ clientId: 'msgx-test-eos-relay', brokers, logLevel: kafkajs.logLevel.NOTHING });
+}, 60_000);
+afterAll(async () => {
+  await pg?.drop();
+});
+
+/** Every record of the topic a read_committed consumer sees (aborted ones never), in offset order. */
+async function committed(of: string): Promise<{ id: string; value: string }[]> {
+  const admin = kafka.admin();
+  await admin.connect();
+  const [end] = await admin.fetchTopicOffsets(of).finally(() => admin.disconnect());
+  const high = Number(end!.high);
+  if (high === 0) return [];
+  const consumer = kafka.consumer({ groupId: randomTopic('g'), readUncommitted: false, maxWaitTimeInMs: 200 });
+  const got: { id: string; value: string }[] = [];
+  await consumer.connect();
+  await consumer.subscribe({ topic: of, fromBeginning: true });
+  await new Promise<void>((resolve) => {
+    void consumer.run({
+      eachBatch: async ({ batch }) => {
+        for (const m of batch.messages) got.push({ id: m.headers?.['msgx-event-id']?.toString() ?? '', value: m.value?.toString() ?? '' });
+        // The high watermark counts the transaction markers, which the batch's last offset covers.
+        if (Number(batch.lastOffset()) + 1 >= high) resolve();
+      },
+    });
+  });
+  await consumer.disconnect();
+  return got;
+}
+
+it('a dispatcher killed between its Kafka commit and the mirror: its replacement adopts the cursor, every event is seen once', async () => {
+  const config = loadConfig({
+    MSGX_KAFKA_BROKERS: brokers.join(','),
+    MSGX_TOPIC_OFFSETS: offsets,
+    MSGX_DELIVERY_BATCH_SIZE: '7',
+    MSGX_DELIVERY_LEASE: '10s',
+  });
+  expect(config.outbox.exactlyOnce).toBe(true);
+  const clock = new FakeClock('2026-11-29T00:00:00Z');
+  const values = Array.from({ length: 20 }, (_, i) => `v${i}`);
+  const ids = await enqueueEvents(
+    pg.db,
+    values.map((v, i) => ({ target, key: `k${i % 3}`, type: 'T', value: v })),
+  );
+
+  // The first dispatcher: its second mirror never reaches PostgreSQL (the process died there).
+  let finishes = 0;
+  const dying: Db = Object.create(pg.db, {
+    query: {
+      value: (sql: string, params?: unknown[]) => {
+        if (/snap_lo = CASE/.test(sql) && ++finishes === 2) return Promise.reject(new Error('killed before the mirror'));
+        return pg.db.query(sql, params);
+      },
+    },
+  }) as Db;
+  const first = new ExactlyOnceSinks(config);
+  const plain = new KafkaPublisher(config.kafka, { publishTimeoutMs: 3000 });
+  const ctx1: DispatchContext = { db: dying, config, clock, log: silentLog };
+  await dispatchOnce(ctx1, [plain], { exactlyOnce: first, dispatcherId: 'first', targets: [target], maxBatches: 10 });
+  expect(finishes).toBe(2);
+  // Two batches are in Kafka, PostgreSQL mirrored one: it still shows the second as being delivered.
+  expect((await committed(topic)).map((r) => r.value)).toEqual(values.slice(0, 14));
+  expect((await pendingByTarget(pg.db, clock.now()))[0]).toMatchObject({ delivering: 13, pending: 0 });
+
+  // Its replacement, once the lease ran out: it fences the old producer and adopts Kafka's cursor.
+  clock.advance(10_000);
+  const second = new ExactlyOnceSinks(config);
+  const ctx2: DispatchContext = { db: pg.db, config, clock, log: silentLog };
+  for (let i = 0; i < 10 && (await pendingByTarget(pg.db, clock.now())).length > 0; i++)
+    await dispatchOnce(ctx2, [plain], { exactlyOnce: second, dispatcherId: 'second', targets: [target], maxBatches: 10 });
+  expect(await pendingByTarget(pg.db, clock.now())).toEqual([]);
+  const seen = await committed(topic);
+  expect(seen.map((r) => r.id)).toEqual(ids.map(String));
+  expect(seen.map((r) => r.value)).toEqual(values);
+
+  await Promise.all([first.close(), second.close(), plain.close()]);
+}, 120_000);
