@@ -5,8 +5,15 @@ const MAX_PENDING = 10_000;
 
 interface Listener {
   onNotify: (payload: string) => void;
+  /** Wakes announced and not yet delivered: whichever comes first, the commit or the NOTIFY, wakes. */
+  pending: Set<string>;
   /** Payloads already delivered locally: their NOTIFY is skipped when it arrives. */
   delivered: Set<string>;
+}
+
+function remember(set: Set<string>, payload: string): void {
+  set.add(payload);
+  if (set.size > MAX_PENDING) set.delete(set.values().next().value!);
 }
 
 /** A wake-up sent by this process: the NOTIFY's payload, and `now()` once its commit is done. */
@@ -28,13 +35,16 @@ export class LocalWakes {
 
   /** Registers a listener; `notified` is what to call for each NOTIFY the server delivers. */
   add(channel: string, onNotify: (payload: string) => void): { notified: (payload: string) => void; remove: () => void } {
-    const listener: Listener = { onNotify, delivered: new Set() };
+    const listener: Listener = { onNotify, pending: new Set(), delivered: new Set() };
     let set = this.#listeners.get(channel);
     if (!set) this.#listeners.set(channel, (set = new Set()));
     set.add(listener);
     return {
       notified: (payload) => {
-        if (!listener.delivered.delete(payload)) onNotify(payload);
+        if (listener.delivered.delete(payload)) return;
+        // On a busy machine the NOTIFY can arrive before the committer calls now(): it wakes, now() does not.
+        listener.pending.delete(payload);
+        onNotify(payload);
       },
       remove: () => set.delete(listener),
     };
@@ -42,12 +52,13 @@ export class LocalWakes {
 
   /** `payload` must be unique to this wake (a mailbox ID is); by default one is made up. */
   wake(channel: string, payload = `${this.#prefix}${this.#next++}`): LocalWake {
+    for (const l of this.#listeners.get(channel) ?? []) remember(l.pending, payload);
     return {
       payload,
       now: () => {
         for (const l of this.#listeners.get(channel) ?? []) {
-          l.delivered.add(payload);
-          if (l.delivered.size > MAX_PENDING) l.delivered.delete(l.delivered.values().next().value!);
+          if (!l.pending.delete(payload)) continue; // its NOTIFY came first and woke it
+          remember(l.delivered, payload);
           l.onNotify(payload);
         }
       },

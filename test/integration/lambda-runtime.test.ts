@@ -156,7 +156,8 @@ describe('scheduled handlers (warm Lambda instance)', () => {
       await probe.close();
     }
 
-    const again = await handler({}, { getRemainingTimeInMillis: () => BUDGET_MARGIN_MS + 200 });
+    // Two seconds of budget: on a loaded machine a connection and the lock alone can take 200 ms.
+    const again = await handler({}, { getRemainingTimeInMillis: () => BUDGET_MARGIN_MS + 2_000 });
     expect(again).toMatchObject({ role: 'overrun', acquired: true, errors: 0, stoppedBy: 'budget' });
     expect(again.steps).toBeGreaterThan(0);
   });
