@@ -314,6 +314,13 @@ describe('resilience journeys from outside', () => {
     await write(40);
     twin = await startTwin(twinEnv, twinDir);
     await judge(flids);
+    // Exactly once into Kafka (on by default with brokers): a read_committed consumer sees each
+    // event once across the kill (test/faults/relay-eos.test.ts kills inside the transaction itself).
+    const ids = (await readTopicToEnd(brokers, topicMsg)).map((r) => r.headers['msgx-event-id']!);
+    expect(
+      ids.filter((id, i) => ids.indexOf(id) !== i),
+      'msgx.msg event ids seen twice',
+    ).toEqual([]);
   });
 
   it('fan-out: Kafka and the webhook received the same change events, per flight in the same order', async () => {
