@@ -5,6 +5,7 @@ const MAX_PENDING = 10_000;
 
 interface Listener {
   onNotify: (payload: string) => void;
+  holdsRoleLock: boolean;
   /** Payloads already delivered locally: their NOTIFY is skipped when it arrives. */
   delivered: Set<string>;
 }
@@ -12,7 +13,16 @@ interface Listener {
 /** A wake-up sent by this process: the NOTIFY's payload, and `now()` once its commit is done. */
 export interface LocalWake {
   payload: string;
-  now(): void;
+  /**
+   * Wakes this process's listeners; true when one of them is a worker holding its role's lock
+   * (nobody elsewhere does that role's work until it lets go, and its successor starts with a step).
+   */
+  now(): boolean;
+}
+
+export interface ListenOptions {
+  /** The listener is a worker that holds the lock of the role the channel wakes. */
+  holdsRoleLock?: boolean;
 }
 
 /**
@@ -27,8 +37,12 @@ export class LocalWakes {
   #next = 0;
 
   /** Registers a listener; `notified` is what to call for each NOTIFY the server delivers. */
-  add(channel: string, onNotify: (payload: string) => void): { notified: (payload: string) => void; remove: () => void } {
-    const listener: Listener = { onNotify, delivered: new Set() };
+  add(
+    channel: string,
+    onNotify: (payload: string) => void,
+    options: ListenOptions = {},
+  ): { notified: (payload: string) => void; remove: () => void } {
+    const listener: Listener = { onNotify, holdsRoleLock: options.holdsRoleLock === true, delivered: new Set() };
     let set = this.#listeners.get(channel);
     if (!set) this.#listeners.set(channel, (set = new Set()));
     set.add(listener);
@@ -45,11 +59,14 @@ export class LocalWakes {
     return {
       payload,
       now: () => {
+        let owner = false;
         for (const l of this.#listeners.get(channel) ?? []) {
           l.delivered.add(payload);
           if (l.delivered.size > MAX_PENDING) l.delivered.delete(l.delivered.values().next().value!);
           l.onNotify(payload);
+          owner ||= l.holdsRoleLock;
         }
+        return owner;
       },
     };
   }
