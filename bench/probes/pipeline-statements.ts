@@ -10,7 +10,9 @@
  *   (they overlap; none here is pipelined on one connection);
  * - rows written: inserted, updated and deleted rows per table from pg_stat_user_tables (every
  *   pool connection is made to flush its counters first), and the mailbox rows written;
- * - WAL bytes per message (pg_current_wal_lsn).
+ * - on-CPU time per message (/proc/<pid>/schedstat) of this process and of the database's
+ *   PostgreSQL backends: less sensitive to a busy machine than wall time, still noisy (compare
+ *   trees by alternating runs). WAL is not counted: the server is shared with other databases.
  *
  * The poller and the pump run as their roles' steps (lib/jobs/roles.ts) until each would rest.
  * Two shapes: `drain` (N rows stored, then polled, then pumped: the backlog path, groups of
@@ -19,6 +21,7 @@
  *
  *   npx tsx bench/probes/pipeline-statements.ts [drain|trickle] [messages=2000]
  */
+import { readFileSync } from 'node:fs';
 import pg from 'pg';
 import type { PgDb } from '../../lib/db/pg.ts';
 import { MysqlMailbox } from '../../lib/mailbox/mysql.ts';
@@ -100,32 +103,49 @@ const admin = new pg.Client({ connectionString: pgDb.url });
 await admin.connect();
 const pool = (pgDb.db as PgDb).pool;
 
-/** Rows written per table since the last call, and WAL bytes. */
+const onCpuNs = (pid: number | 'self'): number | null => {
+  try {
+    return Number(readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[0]);
+  } catch {
+    return null;
+  }
+};
+const adminPid = (await admin.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
+const dbName = new URL(pgDb.url).pathname.slice(1);
+/** On-CPU ns of this process and of the database's backends (a backend gone since keeps what it had). */
+let cpuSeen = new Map<number, number>();
+async function cpuNow(): Promise<{ self: number; pg: number }> {
+  const r = await admin.query<{ pid: number }>(`SELECT pid FROM pg_stat_activity WHERE datname = $1 AND pid <> $2`, [dbName, adminPid]);
+  const seen = new Map(cpuSeen);
+  for (const { pid } of r.rows) seen.set(pid, onCpuNs(pid) ?? seen.get(pid) ?? 0);
+  cpuSeen = seen;
+  return { self: onCpuNs('self') ?? 0, pg: [...seen.values()].reduce((a, b) => a + b, 0) };
+}
+
+/** Rows written per table since the last call, and the CPU spent. */
 let lastRows = new Map<string, number>();
-let lastLsn = '0/0';
-async function snapshot(): Promise<{ rows: Map<string, number>; wal: number }> {
+let lastCpu = { self: 0, pg: 0 };
+async function snapshot(): Promise<{ rows: Map<string, number>; cpu: { self: number; pg: number } }> {
+  const c = await cpuNow();
+  const cpu = { self: c.self - lastCpu.self, pg: c.pg - lastCpu.pg };
   // Each connection's counters reach the shared stats when it next goes idle after this.
   const clients = await Promise.all(Array.from({ length: pool.totalCount }, () => pool.connect()));
-  await Promise.all(clients.map((c) => clientQuery.call(c, 'SELECT pg_stat_force_next_flush()')));
-  clients.forEach((c) => c.release());
-  await clientQuery.call(admin, 'SELECT pg_stat_force_next_flush()');
+  await Promise.all(clients.map((cl) => clientQuery.call(cl, 'SELECT pg_stat_force_next_flush()')));
+  clients.forEach((cl) => cl.release());
   await new Promise((r) => setTimeout(r, 300));
   await admin.query('SELECT pg_stat_clear_snapshot()');
-  const r = await admin.query<{ relname: string; n: string; lsn: string; wal: string }>(
-    `SELECT relname, (n_tup_ins + n_tup_upd + n_tup_del)::text AS n, pg_current_wal_lsn()::text AS lsn,
-            (pg_current_wal_lsn() - $1::pg_lsn)::text AS wal FROM pg_stat_user_tables`,
-    [lastLsn],
+  const r = await admin.query<{ relname: string; n: string }>(
+    `SELECT relname, (n_tup_ins + n_tup_upd + n_tup_del)::text AS n FROM pg_stat_user_tables`,
   );
   const now = new Map(r.rows.map((x) => [x.relname, Number(x.n)]));
   const rows = new Map([...now].map(([t, n]) => [t, n - (lastRows.get(t) ?? 0)] as [string, number]).filter(([, n]) => n > 0));
   lastRows = now;
-  const wal = lastLsn === '0/0' ? 0 : Number(r.rows[0]!.wal);
-  lastLsn = r.rows[0]!.lsn;
-  return { rows, wal };
+  lastCpu = await cpuNow();
+  return { rows, cpu };
 }
 
 const rowsBy = new Map<string, Map<string, number>>();
-const walBy = new Map<string, number>();
+const cpuBy = new Map<string, { self: number; pg: number }>();
 await snapshot();
 const texts = Array.from({ length: N }, (_, i) => flopText(i, FLIGHTS));
 // The roles' own steps, as their workers run them until they rest.
@@ -140,19 +160,19 @@ if (MODE === 'drain') {
   stage = null;
   let s = await snapshot();
   rowsBy.set('ingress', s.rows);
-  walBy.set('ingress', s.wal);
+  cpuBy.set('ingress', s.cpu);
   stage = 'poller';
   await untilRest(poller);
   stage = null;
   s = await snapshot();
   rowsBy.set('poller', s.rows);
-  walBy.set('poller', s.wal);
+  cpuBy.set('poller', s.cpu);
   stage = 'pump';
   await untilRest(pump);
   stage = null;
   s = await snapshot();
   rowsBy.set('pump+backfill', s.rows);
-  walBy.set('pump+backfill', s.wal);
+  cpuBy.set('pump+backfill', s.cpu);
 } else {
   for (const t of texts) {
     stage = 'ingress';
@@ -165,7 +185,7 @@ if (MODE === 'drain') {
   }
   const s = await snapshot();
   rowsBy.set('all', s.rows);
-  walBy.set('all', s.wal);
+  cpuBy.set('all', s.cpu);
 }
 const open = await pgDb.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM proc_state WHERE status <> 'SUCCEEDED'`);
 const unprocessed = await mailbox.scanUnprocessed(0, 10);
@@ -178,14 +198,16 @@ for (const s of STAGES) {
   const c = counts.get(s)!;
   console.log(`${s.padEnd(10)} ${per(c.statements).padStart(14)} ${per(c.roundTrips).padStart(16)} ${per(c.mailboxRows).padStart(17)}`);
 }
-console.log('\nPostgreSQL rows written per message (inserted + updated + deleted), and WAL bytes per message:');
+console.log('\nPostgreSQL rows written per message (inserted + updated + deleted); on-CPU µs per message (this process, PostgreSQL):');
 for (const [s, rows] of rowsBy) {
   const total = [...rows.values()].reduce((a, b) => a + b, 0);
   const detail = [...rows]
     .sort((a, b) => b[1] - a[1])
     .map(([t, n]) => `${t} ${per(n)}`)
     .join(', ');
-  console.log(`${s.padEnd(14)} ${per(total).padStart(6)}  WAL ${Math.round(walBy.get(s)! / N)} B   (${detail})`);
+  const cpu = cpuBy.get(s)!;
+  const us = (ns: number) => Math.round(ns / 1000 / N);
+  console.log(`${s.padEnd(14)} ${per(total).padStart(6)}  cpu ${us(cpu.self)} + ${us(cpu.pg)} µs   (${detail})`);
 }
 console.log('\nstatements per message by kind:');
 for (const s of STAGES)
