@@ -1,7 +1,7 @@
 /**
  * What each stage of the inbound path costs per message, in counts a busy machine does not
  * change (bench/README.md "What each remaining statement buys"): the real ingress
- * (acceptInbound), poller (pollOnce), pump (pumpOnce) and back-fill, with the MariaDB mailbox, the
+ * (acceptInbound), the poller's and the pump's role steps and the back-fill, with the MariaDB mailbox, the
  * day plan of 2,000 flights and N FLOPs each changing its flight.
  *
  * - statements: every PostgreSQL statement a `pg` client sent (BEGIN, COMMIT and SAVEPOINT
@@ -10,6 +10,7 @@
  *   (they overlap; none here is pipelined on one connection);
  * - rows written: inserted, updated and deleted rows per table from pg_stat_user_tables (every
  *   pool connection is made to flush its counters first), and the mailbox rows written;
+ * - NOTIFYs per message as a listener in another process hears them, per channel;
  * - on-CPU time per message (/proc/<pid>/schedstat) of this process and of the database's
  *   PostgreSQL backends: less sensitive to a busy machine than wall time, still noisy (compare
  *   trees by alternating runs). WAL is not counted: the server is shared with other databases.
@@ -19,7 +20,10 @@
  * MSGX_GROUP_COMMIT) and `trickle` (each message stored, polled and pumped before the next: the
  * path of a send at 25/s, one message per poll and per group).
  *
- *   npx tsx bench/probes/pipeline-statements.ts [drain|trickle] [messages=2000]
+ * The poller and the pump of the twin listen holding their locks, so the ingress and the poller
+ * wake them in-process without a NOTIFY; MSGX_PROBE_CLOUD=1 counts the cloud's path instead.
+ *
+ *   [MSGX_PROBE_CLOUD=1] npx tsx bench/probes/pipeline-statements.ts [drain|trickle] [messages]
  */
 import { readFileSync } from 'node:fs';
 import pg from 'pg';
@@ -27,6 +31,7 @@ import type { PgDb } from '../../lib/db/pg.ts';
 import { MysqlMailbox } from '../../lib/mailbox/mysql.ts';
 import { acceptInbound } from '../../lib/pipeline/ingress.ts';
 import { MAILBOX_CHANNEL } from '../../lib/pipeline/poller.ts';
+import { INBOX_CHANNEL } from '../../lib/pipeline/procState.ts';
 import { pollerRole, pumpRole } from '../../lib/jobs/roles.ts';
 import { benchContext, freshMysql, freshPg } from '../lib/env.ts';
 import { flopText, loadPlan } from '../lib/workload.ts';
@@ -95,9 +100,12 @@ const ctx = benchContext({ db: pgDb.db, mailbox, env: { MSGX_GROUP_COMMIT: proce
 await mailbox.markColumns();
 await loadPlan(ctx, mailbox, FLIGHTS);
 // The twin's poller worker listens while it holds the poller's lock (lib/jobs/worker.ts); the
-// ingress of that process then wakes it without a NOTIFY. MSGX_PROBE_NO_LOCAL_POLLER=1: the cloud's
-// ingress, with the poller in another process.
-if (!process.env.MSGX_PROBE_NO_LOCAL_POLLER) await pgDb.db.listen(MAILBOX_CHANNEL, () => {}, { holdsRoleLock: true });
+// ingress of that process then wakes it without a NOTIFY. MSGX_PROBE_CLOUD=1: the cloud's ingress
+// and poller, each role in a function of its own. The same for the poller's wake of the pump.
+if (!process.env.MSGX_PROBE_CLOUD) {
+  await pgDb.db.listen(MAILBOX_CHANNEL, () => {}, { holdsRoleLock: true });
+  await pgDb.db.listen(INBOX_CHANNEL, () => {}, { holdsRoleLock: true });
+}
 
 const admin = new pg.Client({ connectionString: pgDb.url });
 await admin.connect();
@@ -110,12 +118,22 @@ const onCpuNs = (pid: number | 'self'): number | null => {
     return null;
   }
 };
+// NOTIFYs as another process hears them: each is work for the server at commit and for every listener.
+const ear = new pg.Client({ connectionString: pgDb.url });
+await ear.connect();
+let heard = new Map<string, number>();
+ear.on('notification', (n) => heard.set(n.channel, (heard.get(n.channel) ?? 0) + 1));
+for (const c of [MAILBOX_CHANNEL, INBOX_CHANNEL, 'msgx_outbox']) await ear.query(`LISTEN ${c}`);
 const adminPid = (await admin.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
+const earPid = (await ear.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
 const dbName = new URL(pgDb.url).pathname.slice(1);
 /** On-CPU ns of this process and of the database's backends (a backend gone since keeps what it had). */
 let cpuSeen = new Map<number, number>();
 async function cpuNow(): Promise<{ self: number; pg: number }> {
-  const r = await admin.query<{ pid: number }>(`SELECT pid FROM pg_stat_activity WHERE datname = $1 AND pid <> $2`, [dbName, adminPid]);
+  const r = await admin.query<{ pid: number }>(`SELECT pid FROM pg_stat_activity WHERE datname = $1 AND pid <> ALL($2::int[])`, [
+    dbName,
+    [adminPid, earPid],
+  ]);
   const seen = new Map(cpuSeen);
   for (const { pid } of r.rows) seen.set(pid, onCpuNs(pid) ?? seen.get(pid) ?? 0);
   cpuSeen = seen;
@@ -125,7 +143,7 @@ async function cpuNow(): Promise<{ self: number; pg: number }> {
 /** Rows written per table since the last call, and the CPU spent. */
 let lastRows = new Map<string, number>();
 let lastCpu = { self: 0, pg: 0 };
-async function snapshot(): Promise<{ rows: Map<string, number>; cpu: { self: number; pg: number } }> {
+async function snapshot(): Promise<{ rows: Map<string, number>; cpu: { self: number; pg: number }; notifies: Map<string, number> }> {
   const c = await cpuNow();
   const cpu = { self: c.self - lastCpu.self, pg: c.pg - lastCpu.pg };
   // Each connection's counters reach the shared stats when it next goes idle after this.
@@ -141,11 +159,14 @@ async function snapshot(): Promise<{ rows: Map<string, number>; cpu: { self: num
   const rows = new Map([...now].map(([t, n]) => [t, n - (lastRows.get(t) ?? 0)] as [string, number]).filter(([, n]) => n > 0));
   lastRows = now;
   lastCpu = await cpuNow();
-  return { rows, cpu };
+  const notifies = heard;
+  heard = new Map();
+  return { rows, cpu, notifies };
 }
 
 const rowsBy = new Map<string, Map<string, number>>();
 const cpuBy = new Map<string, { self: number; pg: number }>();
+const notifiesBy = new Map<string, Map<string, number>>();
 await snapshot();
 const texts = Array.from({ length: N }, (_, i) => flopText(i, FLIGHTS));
 // The roles' own steps, as their workers run them until they rest.
@@ -161,18 +182,21 @@ if (MODE === 'drain') {
   let s = await snapshot();
   rowsBy.set('ingress', s.rows);
   cpuBy.set('ingress', s.cpu);
+  notifiesBy.set('ingress', s.notifies);
   stage = 'poller';
   await untilRest(poller);
   stage = null;
   s = await snapshot();
   rowsBy.set('poller', s.rows);
   cpuBy.set('poller', s.cpu);
+  notifiesBy.set('poller', s.notifies);
   stage = 'pump';
   await untilRest(pump);
   stage = null;
   s = await snapshot();
   rowsBy.set('pump+backfill', s.rows);
   cpuBy.set('pump+backfill', s.cpu);
+  notifiesBy.set('pump+backfill', s.notifies);
 } else {
   for (const t of texts) {
     stage = 'ingress';
@@ -186,6 +210,7 @@ if (MODE === 'drain') {
   const s = await snapshot();
   rowsBy.set('all', s.rows);
   cpuBy.set('all', s.cpu);
+  notifiesBy.set('all', s.notifies);
 }
 const open = await pgDb.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM proc_state WHERE status <> 'SUCCEEDED'`);
 const unprocessed = await mailbox.scanUnprocessed(0, 10);
@@ -207,12 +232,14 @@ for (const [s, rows] of rowsBy) {
     .join(', ');
   const cpu = cpuBy.get(s)!;
   const us = (ns: number) => Math.round(ns / 1000 / N);
-  console.log(`${s.padEnd(14)} ${per(total).padStart(6)}  cpu ${us(cpu.self)} + ${us(cpu.pg)} µs   (${detail})`);
+  const notifies = [...notifiesBy.get(s)!].map(([c, n]) => `${c} ${per(n)}`).join(', ') || 'none';
+  console.log(`${s.padEnd(14)} ${per(total).padStart(6)}  cpu ${us(cpu.self)} + ${us(cpu.pg)} µs   (${detail})   NOTIFYs: ${notifies}`);
 }
 console.log('\nstatements per message by kind:');
 for (const s of STAGES)
   for (const [k, n] of [...counts.get(s)!.kinds].sort((a, b) => b[1] - a[1])) console.log(`${s.padEnd(10)} ${per(n).padStart(6)}  ${k}`);
 await admin.end();
+await ear.end();
 await mailbox.close();
 await my.drop();
 await pgDb.drop();

@@ -14,6 +14,11 @@ interface Listener {
 export interface LocalWake {
   payload: string;
   /**
+   * When the wake was made, a listener of this process held the lock of the role the channel
+   * wakes: `now()` reaches the only worker doing that role's work, so a NOTIFY would reach nobody.
+   */
+  owned: boolean;
+  /**
    * Wakes this process's listeners; true when one of them is a worker holding its role's lock
    * (nobody elsewhere does that role's work until it lets go, and its successor starts with a step).
    */
@@ -58,6 +63,7 @@ export class LocalWakes {
   wake(channel: string, payload = `${this.#prefix}${this.#next++}`): LocalWake {
     return {
       payload,
+      owned: [...(this.#listeners.get(channel) ?? [])].some((l) => l.holdsRoleLock),
       now: () => {
         let owner = false;
         for (const l of this.#listeners.get(channel) ?? []) {

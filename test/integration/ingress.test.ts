@@ -8,7 +8,8 @@ import { systemClock } from '../../lib/shared/clock.ts';
 import type { AppContext } from '../../lib/app/context.ts';
 import { MAILBOX_CHANNEL } from '../../lib/pipeline/poller.ts';
 import { PgDb } from '../../lib/db/pg.ts';
-import { pollerRole } from '../../lib/jobs/roles.ts';
+import { pollerRole, pumpRole } from '../../lib/jobs/roles.ts';
+import { INBOX_CHANNEL } from '../../lib/pipeline/procState.ts';
 import { runWorker } from '../../lib/jobs/worker.ts';
 import { drainPoller, drainPump, makeContext, wire } from '../helpers/pipeline.ts';
 import { freshMysql, freshPg, type TestMysql, type TestPg } from '../helpers/services.ts';
@@ -97,6 +98,7 @@ describe('ingress over HTTP', () => {
         if (i > 500) throw new Error('the poller never enqueued the first row');
         await new Promise((r) => setTimeout(r, 10));
       }
+      await heardUpToMarker('marker-0'); // whatever was sent before, the first row's NOTIFY included
       heard.length = 0;
       const id = Number(await (await send(wire({ TYPE: 'LDM', SEQN: 'lock-2' }))).text());
       for (let i = 0; !(await enqueued(id)); i++) {
@@ -110,6 +112,52 @@ describe('ingress over HTTP', () => {
       heard.length = 0;
       const next = Number(await (await send(wire({ TYPE: 'LDM', SEQN: 'lock-3' }))).text());
       expect(await heardUpToMarker('marker-2')).toEqual([String(next)]);
+    } finally {
+      stop.abort();
+      await worker;
+      await unlisten();
+      await other.close();
+    }
+  });
+
+  it('the poller NOTIFYs the pump only when no pump of this process holds the lock', async () => {
+    const other = new PgDb(pg.url, { max: 1 });
+    const heard: string[] = [];
+    const unlisten = await other.listen(INBOX_CHANNEL, (payload) => heard.push(payload));
+    const heardUpToMarker = async (marker: string) => {
+      await other.query(`SELECT pg_notify($1, $2)`, [INBOX_CHANNEL, marker]);
+      await until(() => heard.includes(marker));
+      return heard.filter((p) => p !== marker);
+    };
+    const stop = new AbortController();
+    const pumpCtx = makeContext({ db: pg.db, mailbox: my.mailbox, clock: systemClock, env: { MSGX_POLL_INTERVAL_MS: '600000' } });
+    const worker = runWorker(pumpCtx, { ...pumpRole(pumpCtx), signal: stop.signal });
+    const status = async (id: number) =>
+      (await pg.db.query<{ status: string }>(`SELECT status FROM proc_state WHERE msg_id = $1`, [id])).rows[0]?.status;
+    const settled = async (id: number) => {
+      for (let i = 0; (await status(id)) !== 'SKIPPED'; i++) {
+        if (i > 500) throw new Error(`message ${id} was not processed`);
+        await new Promise((r) => setTimeout(r, 10));
+      }
+    };
+    try {
+      // The pump's first step finds this row, whenever it holds the lock: then it listens.
+      const first = await my.mailbox.insertInbound(wire({ TYPE: 'LDM', SEQN: 'inbox-1' }));
+      await drainPoller(pumpCtx);
+      await settled(first);
+      await heardUpToMarker('marker-0'); // whatever was sent before, the first row's NOTIFY included
+      heard.length = 0;
+      // Woken in-process by the poller's enqueue, with no NOTIFY sent.
+      const id = await my.mailbox.insertInbound(wire({ TYPE: 'LDM', SEQN: 'inbox-2' }));
+      await drainPoller(pumpCtx);
+      await settled(id);
+      expect(await heardUpToMarker('marker-1')).toEqual([]);
+      stop.abort();
+      await worker;
+      heard.length = 0;
+      await my.mailbox.insertInbound(wire({ TYPE: 'LDM', SEQN: 'inbox-3' }));
+      await drainPoller(pumpCtx);
+      expect(await heardUpToMarker('marker-2')).toHaveLength(1);
     } finally {
       stop.abort();
       await worker;
