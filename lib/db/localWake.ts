@@ -15,14 +15,12 @@ export interface LocalWake {
   payload: string;
   /**
    * When the wake was made, a listener of this process held the lock of the role the channel
-   * wakes: `now()` reaches the only worker doing that role's work, so a NOTIFY would reach nobody.
+   * wakes: `now()` reaches the only worker doing that role's work (nobody elsewhere does it until
+   * that worker lets go, and its successor starts with a step), so the sender sends no NOTIFY.
    */
   owned: boolean;
-  /**
-   * Wakes this process's listeners; true when one of them is a worker holding its role's lock
-   * (nobody elsewhere does that role's work until it lets go, and its successor starts with a step).
-   */
-  now(): boolean;
+  /** Wakes this process's listeners. */
+  now(): void;
 }
 
 export interface ListenOptions {
@@ -61,18 +59,19 @@ export class LocalWakes {
 
   /** `payload` must be unique to this wake (a mailbox ID is); by default one is made up. */
   wake(channel: string, payload = `${this.#prefix}${this.#next++}`): LocalWake {
+    // Owned, the sender sends no NOTIFY: there is nothing to skip when it arrives.
+    const owned = [...(this.#listeners.get(channel) ?? [])].some((l) => l.holdsRoleLock);
     return {
       payload,
-      owned: [...(this.#listeners.get(channel) ?? [])].some((l) => l.holdsRoleLock),
+      owned,
       now: () => {
-        let owner = false;
         for (const l of this.#listeners.get(channel) ?? []) {
-          l.delivered.add(payload);
-          if (l.delivered.size > MAX_PENDING) l.delivered.delete(l.delivered.values().next().value!);
+          if (!owned) {
+            l.delivered.add(payload);
+            if (l.delivered.size > MAX_PENDING) l.delivered.delete(l.delivered.values().next().value!);
+          }
           l.onNotify(payload);
-          owner ||= l.holdsRoleLock;
         }
-        return owner;
       },
     };
   }

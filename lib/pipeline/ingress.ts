@@ -57,7 +57,8 @@ export async function acceptInbound(
   // not hold the poller's lock: while it does, no other process polls, and whoever takes the lock
   // next starts with a poll (one statement and one round trip less per send in the twin).
   const wake = ctx.db.localWake(MAILBOX_CHANNEL, String(msgId));
-  let woken = wake.now();
+  wake.now();
+  let woken = wake.owned;
   if (!woken)
     try {
       await ctx.db.query(`SELECT pg_notify($1, $2)`, [MAILBOX_CHANNEL, wake.payload]);
