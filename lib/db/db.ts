@@ -1,4 +1,4 @@
-import type { LocalWake } from './localWake.ts';
+import type { ListenOptions, LocalWake } from './localWake.ts';
 
 /**
  * The one database port: PostgreSQL through `pg`, or embedded PGlite in the twin. Same SQL for both.
@@ -25,7 +25,7 @@ export interface Db extends Queryable {
   /** Runs `fn` in one transaction; commits when it resolves, rolls back when it throws. */
   tx<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
   /** Calls `onNotify` for each NOTIFY on `channel` until the returned function is called. */
-  listen(channel: string, onNotify: (payload: string) => void): Promise<() => Promise<void>>;
+  listen(channel: string, onNotify: (payload: string) => void, options?: ListenOptions): Promise<() => Promise<void>>;
   /**
    * A wake-up of this process's own listeners on `channel` without waiting for the server: send
    * `payload` with the NOTIFY and call `now()` once the notifying transaction committed; that

@@ -5,6 +5,7 @@ const MAX_PENDING = 10_000;
 
 interface Listener {
   onNotify: (payload: string) => void;
+  holdsRoleLock: boolean;
   /** Wakes announced and not yet delivered: whichever comes first, the commit or the NOTIFY, wakes. */
   pending: Set<string>;
   /** Payloads already delivered locally: their NOTIFY is skipped when it arrives. */
@@ -19,7 +20,19 @@ function remember(set: Set<string>, payload: string): void {
 /** A wake-up sent by this process: the NOTIFY's payload, and `now()` once its commit is done. */
 export interface LocalWake {
   payload: string;
+  /**
+   * When the wake was made, a listener of this process held the lock of the role the channel
+   * wakes: `now()` reaches the only worker doing that role's work (nobody elsewhere does it until
+   * that worker lets go, and its successor starts with a step), so the sender sends no NOTIFY.
+   */
+  owned: boolean;
+  /** Wakes this process's listeners. */
   now(): void;
+}
+
+export interface ListenOptions {
+  /** The listener is a worker that holds the lock of the role the channel wakes. */
+  holdsRoleLock?: boolean;
 }
 
 /**
@@ -34,8 +47,12 @@ export class LocalWakes {
   #next = 0;
 
   /** Registers a listener; `notified` is what to call for each NOTIFY the server delivers. */
-  add(channel: string, onNotify: (payload: string) => void): { notified: (payload: string) => void; remove: () => void } {
-    const listener: Listener = { onNotify, pending: new Set(), delivered: new Set() };
+  add(
+    channel: string,
+    onNotify: (payload: string) => void,
+    options: ListenOptions = {},
+  ): { notified: (payload: string) => void; remove: () => void } {
+    const listener: Listener = { onNotify, holdsRoleLock: options.holdsRoleLock === true, pending: new Set(), delivered: new Set() };
     let set = this.#listeners.get(channel);
     if (!set) this.#listeners.set(channel, (set = new Set()));
     set.add(listener);
@@ -52,13 +69,18 @@ export class LocalWakes {
 
   /** `payload` must be unique to this wake (a mailbox ID is); by default one is made up. */
   wake(channel: string, payload = `${this.#prefix}${this.#next++}`): LocalWake {
-    for (const l of this.#listeners.get(channel) ?? []) remember(l.pending, payload);
+    // Owned, the sender sends no NOTIFY: there is nothing to skip when it arrives.
+    const owned = [...(this.#listeners.get(channel) ?? [])].some((l) => l.holdsRoleLock);
+    if (!owned) for (const l of this.#listeners.get(channel) ?? []) remember(l.pending, payload);
     return {
       payload,
+      owned,
       now: () => {
         for (const l of this.#listeners.get(channel) ?? []) {
-          if (!l.pending.delete(payload)) continue; // its NOTIFY came first and woke it
-          remember(l.delivered, payload);
+          if (!owned) {
+            if (!l.pending.delete(payload)) continue; // its NOTIFY came first and woke it
+            remember(l.delivered, payload);
+          }
           l.onNotify(payload);
         }
       },

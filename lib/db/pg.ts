@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { retryOnAuthFailure } from '../config/credentials.ts';
 import type { Db, Queryable, QueryResult, Session } from './db.ts';
-import { type LocalWake, LocalWakes } from './localWake.ts';
+import { type ListenOptions, type LocalWake, LocalWakes } from './localWake.ts';
 import { isStalePlan, queryConfig } from './prepared.ts';
 
 // int8 (ids, counts) as JS numbers: ids stay far below 2^53, and numbers keep the code simple.
@@ -148,9 +148,9 @@ export class PgDb implements Db {
     }
   }
 
-  async listen(channel: string, onNotify: (payload: string) => void): Promise<() => Promise<void>> {
+  async listen(channel: string, onNotify: (payload: string) => void, options?: ListenOptions): Promise<() => Promise<void>> {
     const client = await this.#connect();
-    const local = this.#wakes.add(channel, onNotify);
+    const local = this.#wakes.add(channel, onNotify, options);
     client.on('notification', (n) => {
       if (n.channel === channel) local.notified(n.payload ?? '');
     });

@@ -90,7 +90,7 @@ export class PgliteDb implements Db {
 
   localWake(_channel: string, payload = ''): LocalWake {
     // PGlite delivers its notifications in this process as the notifying statement ends.
-    return { payload, now: () => {} };
+    return { payload, owned: false, now: () => {} };
   }
 
   async session(): Promise<Session> {

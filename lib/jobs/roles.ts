@@ -23,7 +23,8 @@ export function pumpRole(ctx: AppContext): RoleSpec {
     wakeOn: [INBOX_CHANNEL],
     async step() {
       const r = await pumpOnce(ctx, { maxGroups: GROUPS_PER_STEP });
-      if (r.kind === 'processed') return { busy: true };
+      // Drained: rest until the next wake-up (one that came during the step starts the next at once).
+      if (r.kind === 'processed') return { busy: !r.drained };
       if (r.kind === 'waiting') return { busy: false, restMs: r.untilMs - ctx.clock.now().getTime() };
       if (r.kind === 'paused') return { busy: false, paused: true };
       return { busy: false };

@@ -81,7 +81,8 @@ export async function runWorker(ctx: Pick<AppContext, 'db' | 'config' | 'clock' 
   // itself (its socket closed).
   let checkedAtRest: Promise<void> | null = null;
   try {
-    for (const channel of o.wakeOn ?? []) unlisten.push(await ctx.db.listen(channel, () => wake.abort()));
+    // Listening starts once the lock is held: a wake-up may then count on this worker doing the work.
+    for (const channel of o.wakeOn ?? []) unlisten.push(await ctx.db.listen(channel, () => wake.abort(), { holdsRoleLock: lock !== null }));
     while (!o.signal?.aborted && Date.now() - started < budget) {
       handOver();
       if (lock) {

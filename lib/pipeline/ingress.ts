@@ -53,16 +53,19 @@ export async function acceptInbound(
   // The row goes through the poller like any other, so it cannot overtake an older mailbox row
   // the poller has not read yet (docs/ordering.md); the NOTIFY wakes the poller at once. If it is
   // lost, the poller finds the row on its next tick.
-  // A poller in this process (the twin) starts now, while the NOTIFY goes out to any other.
+  // A poller in this process (the twin) starts now. The NOTIFY goes out only when that poller does
+  // not hold the poller's lock: while it does, no other process polls, and whoever takes the lock
+  // next starts with a poll (one statement and one round trip less per send in the twin).
   const wake = ctx.db.localWake(MAILBOX_CHANNEL, String(msgId));
   wake.now();
-  let woken = false;
-  try {
-    await ctx.db.query(`SELECT pg_notify($1, $2)`, [MAILBOX_CHANNEL, wake.payload]);
-    woken = true;
-  } catch (err) {
-    ctx.log.warn('waking the poller after a mailbox insert failed; it finds the row on its next tick', { msgId, error: String(err) });
-  }
+  let woken = wake.owned;
+  if (!woken)
+    try {
+      await ctx.db.query(`SELECT pg_notify($1, $2)`, [MAILBOX_CHANNEL, wake.payload]);
+      woken = true;
+    } catch (err) {
+      ctx.log.warn('waking the poller after a mailbox insert failed; it finds the row on its next tick', { msgId, error: String(err) });
+    }
   logIngress(ctx.log, { msg_id: msgId, check_ms: checkMs, mailbox_ms: mailboxMs, wake_ms: since(tWake), woken, total_ms: since(t0) });
   return { msgId, woken };
 }

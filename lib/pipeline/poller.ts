@@ -52,7 +52,15 @@ export async function pollOnce(ctx: Pick<AppContext, 'db' | 'mailbox' | 'clock' 
   const woke = r.frontier.accounted > frontier.accounted;
   if (r.late.length === 0 && r.newHoles.length === 0 && JSON.stringify(r.gaps) === JSON.stringify(gaps)) {
     const wake = ctx.db.localWake(INBOX_CHANNEL);
-    const { ids, notified } = await enqueueWithFact(ctx.db, r.enqueue, now, { key: FRONTIER_KEY, value: r.frontier }, woke, wake.payload);
+    const { ids, notified } = await enqueueWithFact(
+      ctx.db,
+      r.enqueue,
+      now,
+      { key: FRONTIER_KEY, value: r.frontier },
+      woke,
+      wake.payload,
+      !wake.owned,
+    );
     noteEnqueued(ctx.mailbox, ids, ctx.config.pipeline.groupCommit);
     if (notified) wake.now();
     lastScanned.set(ctx.db, r.frontier.scanned);
@@ -67,13 +75,14 @@ export async function pollOnce(ctx: Pick<AppContext, 'db' | 'mailbox' | 'clock' 
 
   // Gaps opened, closed or given up: the frontier's tables change with the enqueue, in one
   // transaction. Its wake reaches this process's pump at commit, like the common tick's.
+  // As on the common tick, no NOTIFY while the pump of this process holds the lock.
   const wake = ctx.db.localWake(INBOX_CHANNEL);
   const enqueued = await ctx.db.tx(async (tx) => {
     // The mailbox is the durable record: a commit lost in a crash is read again by the next poll.
     // (WAL is one sequence: a pump commit that follows is durable only with this one before it.)
     // So the wake-up path does not wait for a WAL flush here.
     await tx.query(`SET LOCAL synchronous_commit TO OFF`);
-    const ids = await enqueueMessages(tx, r.enqueue, now, wake.payload);
+    const ids = await enqueueMessages(tx, r.enqueue, now, wake.payload, !wake.owned);
     const fresh = new Set(ids);
     await saveFrontier(tx, {
       loaded: gaps,
@@ -84,7 +93,7 @@ export async function pollOnce(ctx: Pick<AppContext, 'db' | 'mailbox' | 'clock' 
       now,
     });
     // The pump waits on the frontier, not only on new rows: wake it when the frontier moves.
-    if (woke && ids.length === 0) await tx.query(`SELECT pg_notify($1, $2)`, [INBOX_CHANNEL, wake.payload]);
+    if (woke && ids.length === 0 && !wake.owned) await tx.query(`SELECT pg_notify($1, $2)`, [INBOX_CHANNEL, wake.payload]);
     return ids.length;
   });
   if (enqueued > 0 || woke) wake.now();

@@ -22,13 +22,15 @@ export const INBOX_CHANNEL = 'msgx_inbox';
 
 /**
  * Idempotent enqueue of mailbox rows; archived IDs are never enqueued again. Returns new IDs.
- * The NOTIFY for new rows carries `wakePayload` (a local wake's, lib/db/localWake.ts).
+ * The NOTIFY for new rows carries `wakePayload` (a local wake's, lib/db/localWake.ts); none is
+ * sent with `notify` false (the caller wakes the pump of its own process, which holds the lock).
  */
 export async function enqueueMessages(
   q: Queryable,
   rows: { id: number; receivedAt: Date | null }[],
   now: Date,
   wakePayload = '',
+  notify = true,
 ): Promise<number[]> {
   if (rows.length === 0) return [];
   const r = await q.query<{ msg_id: number }>(
@@ -40,14 +42,16 @@ export async function enqueueMessages(
      RETURNING msg_id`,
     [rows.map((r) => r.id), rows.map((r) => r.receivedAt), now],
   );
-  if (r.rowCount > 0) await q.query(`SELECT pg_notify($1, $2)`, [INBOX_CHANNEL, wakePayload]);
+  if (r.rowCount > 0 && notify) await q.query(`SELECT pg_notify($1, $2)`, [INBOX_CHANNEL, wakePayload]);
   return r.rows.map((x) => x.msg_id);
 }
 
 /**
  * The poller's fast path as ONE statement (its own transaction, one round trip): enqueue these
  * rows, write a msgx_state fact (the mailbox frontier, lib/pipeline/frontier.ts) and NOTIFY the
- * pump when a row is new or `wake` is set. The wake-up latency of every message pays for this path.
+ * pump when a row is new or `wake` is set (and `others`: a pump of this process that holds the
+ * lock is woken in-process, and a NOTIFY would reach nobody else). The wake-up latency of every
+ * message pays for this path.
  */
 export async function enqueueWithFact(
   q: Queryable,
@@ -56,6 +60,7 @@ export async function enqueueWithFact(
   fact: { key: string; value: unknown },
   wake: boolean,
   wakePayload = '',
+  others = true,
 ): Promise<{ ids: number[]; notified: boolean }> {
   const r = await q.query<{ ids: (number | string)[] | null; notified: boolean }>(
     prepared(`WITH ins AS (
@@ -72,11 +77,21 @@ export async function enqueueWithFact(
      wake AS (SELECT $6::boolean OR EXISTS (SELECT 1 FROM ins) AS due)
      SELECT (SELECT array_agg(msg_id ORDER BY msg_id) FROM ins) AS ids,
             (SELECT due FROM wake) AS notified,
-            CASE WHEN (SELECT due FROM wake) THEN pg_notify($7, $8) END AS notify,
+            CASE WHEN (SELECT due FROM wake) AND $9::boolean THEN pg_notify($7, $8) END AS notify,
             -- Like the poller's transaction path, no wait for the WAL flush: the mailbox is the
             -- durable record, and an enqueue lost in a crash (with its frontier) is read again.
             set_config('synchronous_commit', 'off', true) AS async_commit`),
-    [rows.map((x) => x.id), rows.map((x) => x.receivedAt), now, fact.key, JSON.stringify(fact.value), wake, INBOX_CHANNEL, wakePayload],
+    [
+      rows.map((x) => x.id),
+      rows.map((x) => x.receivedAt),
+      now,
+      fact.key,
+      JSON.stringify(fact.value),
+      wake,
+      INBOX_CHANNEL,
+      wakePayload,
+      others,
+    ],
   );
   return { ids: (r.rows[0]?.ids ?? []).map(Number), notified: r.rows[0]?.notified === true };
 }

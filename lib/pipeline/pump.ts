@@ -11,7 +11,12 @@ import { holdHead, type OpenRow, readHead, writeAttempts } from './procState.ts'
 import { logFailedAttempts, logPumpStep, since } from './stepLog.ts';
 
 export type PumpStep =
-  | { kind: 'processed'; count: number; stopped: boolean }
+  /**
+   * `drained`: the last head read returned no more than the step applied (nothing else open up to
+   * the frontier, nothing held back): the next open row can only come with a wake-up (the poller's
+   * or a replay's NOTIFY), so the caller may rest instead of reading the head again at once.
+   */
+  | { kind: 'processed'; count: number; stopped: boolean; drained?: boolean }
   | { kind: 'idle' }
   /** Open messages exist, but above the mailbox frontier: the poller wakes the pump when it moves. */
   | { kind: 'held'; msgId: number }
@@ -82,8 +87,8 @@ export async function pumpOnce(ctx: AppContext, options: PumpOptions = {}): Prom
         break;
       }
       processed += next.count;
-      if (next.stopped || g >= maxGroups) {
-        step = { kind: 'processed', count: processed, stopped: next.stopped };
+      if (next.stopped || next.drained || g >= maxGroups) {
+        step = { kind: 'processed', count: processed, stopped: next.stopped, drained: next.drained === true };
         break;
       }
     }
@@ -141,7 +146,8 @@ async function applyNextGroup(
   const t0 = performance.now();
   const groupCommit = ctx.config.pipeline.groupCommit;
   // With more groups to come, the next group's rows are read too, to be prepared ahead.
-  const { paused, rows, heldBack } = await readHead(ctx.db, more ? groupCommit * 2 : groupCommit);
+  const limit = more ? groupCommit * 2 : groupCommit;
+  const { paused, rows, heldBack } = await readHead(ctx.db, limit);
   const readHeadMs = since(t0);
   if (paused) return { kind: 'paused' };
   const head = rows[0];
@@ -214,7 +220,10 @@ async function applyNextGroup(
     backfill_ms: since(tBackfill),
     total_ms: since(t0),
   });
-  return { kind: 'processed', count: result.records.length, stopped: result.stopped };
+  // Every open row the head read saw is now applied: reading the head again would find only what
+  // was enqueued since, and whoever enqueues wakes the pump.
+  const drained = !result.stopped && heldBack === null && rows.length < limit && result.records.length === rows.length;
+  return { kind: 'processed', count: result.records.length, stopped: result.stopped, drained };
 }
 
 /**

@@ -7,6 +7,10 @@ import { startHttpServer } from '../../lib/http/node.ts';
 import { systemClock } from '../../lib/shared/clock.ts';
 import type { AppContext } from '../../lib/app/context.ts';
 import { MAILBOX_CHANNEL } from '../../lib/pipeline/poller.ts';
+import { PgDb } from '../../lib/db/pg.ts';
+import { pollerRole, pumpRole } from '../../lib/jobs/roles.ts';
+import { INBOX_CHANNEL } from '../../lib/pipeline/procState.ts';
+import { runWorker } from '../../lib/jobs/worker.ts';
 import { drainPoller, drainPump, makeContext, wire } from '../helpers/pipeline.ts';
 import { freshMysql, freshPg, type TestMysql, type TestPg } from '../helpers/services.ts';
 
@@ -68,6 +72,97 @@ describe('ingress over HTTP', () => {
       }
     } finally {
       await unlisten();
+    }
+  });
+
+  it('sends the poller NOTIFY only when no poller of this process holds the lock', async () => {
+    // Another process's view of the channel: a pool of its own, so nothing here is delivered locally.
+    const other = new PgDb(pg.url, { max: 1 });
+    const heard: string[] = [];
+    const unlisten = await other.listen(MAILBOX_CHANNEL, (payload) => heard.push(payload));
+    // NOTIFYs arrive in commit order: once a marker sent after the send arrives, the send's NOTIFY would have.
+    const heardUpToMarker = async (marker: string) => {
+      await other.query(`SELECT pg_notify($1, $2)`, [MAILBOX_CHANNEL, marker]);
+      await until(() => heard.includes(marker));
+      return heard.filter((p) => p !== marker);
+    };
+    const stop = new AbortController();
+    // The twin's poller in this process, resting far longer than the test: only a wake moves it.
+    const pollCtx = makeContext({ db: pg.db, mailbox: my.mailbox, clock: systemClock, env: { MSGX_POLL_INTERVAL_MS: '600000' } });
+    const worker = runWorker(pollCtx, { ...pollerRole(pollCtx), signal: stop.signal });
+    try {
+      const enqueued = async (id: number) => (await pg.db.query(`SELECT 1 FROM proc_state WHERE msg_id = $1`, [id])).rowCount === 1;
+      // Wait until the worker holds the lock and listens: its first poll finds earlier rows.
+      const first = Number(await (await send(wire({ TYPE: 'LDM', SEQN: 'lock-1' }))).text());
+      for (let i = 0; !(await enqueued(first)); i++) {
+        if (i > 500) throw new Error('the poller never enqueued the first row');
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      await heardUpToMarker('marker-0'); // whatever was sent before, the first row's NOTIFY included
+      heard.length = 0;
+      const id = Number(await (await send(wire({ TYPE: 'LDM', SEQN: 'lock-2' }))).text());
+      for (let i = 0; !(await enqueued(id)); i++) {
+        if (i > 500) throw new Error('the local poller was not woken');
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      expect(await heardUpToMarker('marker-1')).toEqual([]);
+      stop.abort();
+      expect((await worker).acquired).toBe(true);
+      // No poller here any more: the next send wakes whichever process polls.
+      heard.length = 0;
+      const next = Number(await (await send(wire({ TYPE: 'LDM', SEQN: 'lock-3' }))).text());
+      expect(await heardUpToMarker('marker-2')).toEqual([String(next)]);
+    } finally {
+      stop.abort();
+      await worker;
+      await unlisten();
+      await other.close();
+    }
+  });
+
+  it('the poller NOTIFYs the pump only when no pump of this process holds the lock', async () => {
+    const other = new PgDb(pg.url, { max: 1 });
+    const heard: string[] = [];
+    const unlisten = await other.listen(INBOX_CHANNEL, (payload) => heard.push(payload));
+    const heardUpToMarker = async (marker: string) => {
+      await other.query(`SELECT pg_notify($1, $2)`, [INBOX_CHANNEL, marker]);
+      await until(() => heard.includes(marker));
+      return heard.filter((p) => p !== marker);
+    };
+    const stop = new AbortController();
+    const pumpCtx = makeContext({ db: pg.db, mailbox: my.mailbox, clock: systemClock, env: { MSGX_POLL_INTERVAL_MS: '600000' } });
+    const worker = runWorker(pumpCtx, { ...pumpRole(pumpCtx), signal: stop.signal });
+    const status = async (id: number) =>
+      (await pg.db.query<{ status: string }>(`SELECT status FROM proc_state WHERE msg_id = $1`, [id])).rows[0]?.status;
+    const settled = async (id: number) => {
+      for (let i = 0; (await status(id)) !== 'SKIPPED'; i++) {
+        if (i > 500) throw new Error(`message ${id} was not processed`);
+        await new Promise((r) => setTimeout(r, 10));
+      }
+    };
+    try {
+      // The pump's first step finds this row, whenever it holds the lock: then it listens.
+      const first = await my.mailbox.insertInbound(wire({ TYPE: 'LDM', SEQN: 'inbox-1' }));
+      await drainPoller(pumpCtx);
+      await settled(first);
+      await heardUpToMarker('marker-0'); // whatever was sent before, the first row's NOTIFY included
+      heard.length = 0;
+      // Woken in-process by the poller's enqueue, with no NOTIFY sent.
+      const id = await my.mailbox.insertInbound(wire({ TYPE: 'LDM', SEQN: 'inbox-2' }));
+      await drainPoller(pumpCtx);
+      await settled(id);
+      expect(await heardUpToMarker('marker-1')).toEqual([]);
+      stop.abort();
+      await worker;
+      heard.length = 0;
+      await my.mailbox.insertInbound(wire({ TYPE: 'LDM', SEQN: 'inbox-3' }));
+      await drainPoller(pumpCtx);
+      expect(await heardUpToMarker('marker-2')).toHaveLength(1);
+    } finally {
+      stop.abort();
+      await worker;
+      await unlisten();
+      await other.close();
     }
   });
 

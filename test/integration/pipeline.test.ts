@@ -3,6 +3,7 @@ import type { Mailbox } from '../../lib/mailbox/mailbox.ts';
 import { PgMailbox } from '../../lib/mailbox/pg.ts';
 import { archiveProcState } from '../../lib/pipeline/procArchive.ts';
 import { pumpOnce } from '../../lib/pipeline/pump.ts';
+import { pumpRole } from '../../lib/jobs/roles.ts';
 import { rescanOnce } from '../../lib/pipeline/rescan.ts';
 import { setPaused } from '../../lib/pipeline/pause.ts';
 import { FakeClock } from '../../lib/shared/clock.ts';
@@ -224,6 +225,31 @@ describe.each(['mysql', 'pg'] as const)('inbox pipeline (mailbox in %s)', (mailb
     expect(step).toMatchObject({ kind: 'processed', count: 3, stopped: true });
     expect((await states()).map((r) => r.status)).toEqual(['SUCCEEDED', 'SUCCEEDED', 'FAILED', 'PENDING', 'PENDING']);
     expect(await effects()).toEqual([ids[0], ids[1]]);
+  });
+
+  it('the pump role rests after a step only when that step applied every open row it saw', async () => {
+    // Groups of 2; pumpOnce alone applies one group a step, the role's step up to eight.
+    ctx = makeContext({ db: pg.db, mailbox, clock, registry: testRegistry(), env: { MSGX_GROUP_COMMIT: '2' } });
+    const ids: number[] = [];
+    const postAndPoll = async (n: number, body = (_i: number) => '') => {
+      for (let i = 0; i < n; i++) ids.push(await post(wire({ TYPE: 'TEST', SEQN: 80 + ids.length }, body(i))));
+      await drainPoller(ctx);
+    };
+    await postAndPoll(3);
+    expect(await pumpOnce(ctx)).toMatchObject({ kind: 'processed', count: 2, drained: false });
+    expect(await pumpOnce(ctx)).toMatchObject({ kind: 'processed', count: 1, drained: true });
+    // Exactly a group's worth: the read may have stopped at its limit, so the pump reads again.
+    await postAndPoll(2);
+    expect(await pumpOnce(ctx)).toMatchObject({ kind: 'processed', count: 2, drained: false });
+    expect(await pumpOnce(ctx)).toEqual({ kind: 'idle' });
+    // The role's step goes on to the next group by itself and rests once nothing is left.
+    await postAndPoll(5);
+    expect(await pumpRole(ctx).step()).toEqual({ busy: false });
+    expect(await effects()).toEqual(ids);
+    // A failed head holds rows behind it: never drained.
+    await postAndPoll(2, (i) => (i === 0 ? '<TEST><FAIL>INFRA</FAIL></TEST>' : ''));
+    expect(await pumpOnce(ctx)).toMatchObject({ kind: 'processed', count: 1, stopped: true, drained: false });
+    expect(await effects()).toEqual(ids.slice(0, 10));
   });
 
   it('a transaction that fails at commit is charged to the message that caused it, not to an innocent head', async () => {
