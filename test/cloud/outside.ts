@@ -258,7 +258,9 @@ function perFlid(records: ReadRecord[], pick: (value: unknown) => number): Map<s
   const seen = new Set<string>();
   const out = new Map<string, number[]>();
   for (const r of records) {
-    const id = r.headers['msgx-event-id'] ?? `${r.partition}:${r.offset}`;
+    // Per flight: a kept synth (MSGX_CLOUD_ASSEMBLY) reuses the topics, and each run's fresh
+    // database numbers its events from 1 again, so an id alone would match an earlier run's event.
+    const id = `${r.key}|${r.headers['msgx-event-id'] ?? `${r.partition}:${r.offset}`}`;
     if (seen.has(id) || !r.value || !r.key) continue;
     seen.add(id);
     out.set(r.key, [...(out.get(r.key) ?? []), pick(JSON.parse(r.value))]);

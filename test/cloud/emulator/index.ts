@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import mysql from 'mysql2/promise';
 import pg from 'pg';
 import { type MariadbInstance, mariadbStart, mariadbStop } from '../../faults/privateServices.ts';
@@ -87,6 +87,8 @@ export async function start(stage: string, o: StartOptions = {}): Promise<Emulat
   const cleanup: (() => Promise<void>)[] = [];
   const stop = async () => {
     for (const c of cleanup.reverse()) await c().catch(() => {});
+    // MSGX_CLOUD_KEEP_LOGS=<dir>: the functions' output survives the run, to read after a failure.
+    if (process.env.MSGX_CLOUD_KEEP_LOGS) cpSync(logDir, join(process.env.MSGX_CLOUD_KEEP_LOGS, basename(dir)), { recursive: true });
     rmSync(dir, { recursive: true, force: true });
   };
   try {
