@@ -33,16 +33,20 @@ const ROLES = ['ingress', 'poller', 'pump', 'dispatcher', 'sweep'] as const;
 
 export async function cloudScenario(o: RunOptions): Promise<ScenarioResult> {
   const p = progress('cloud');
-  const rows = o.quick ? 60 : 180;
-  const sends = o.quick ? 60 : 240;
+  const rows = o.quick ? 60 : 120;
+  const sends = o.quick ? 60 : 160;
   const burst = 1_000;
   const inFlight = 16;
   const keep = process.env.MSGX_CLOUD_ASSEMBLY;
   let assembly: CloudAssembly;
+  // MSGX_BENCH_CLOUD_STAGE='{"functions":{…}}': cdk.json's dev stage with these settings merged, to compare.
+  const stageSettings = process.env.MSGX_BENCH_CLOUD_STAGE
+    ? (JSON.parse(process.env.MSGX_BENCH_CLOUD_STAGE) as Record<string, unknown>)
+    : undefined;
   if (keep && existsSync(keep)) assembly = JSON.parse(readFileSync(keep, 'utf8')) as CloudAssembly;
   else {
-    p.step('', 'cdk synth of the dev stage (1-3 min)');
-    assembly = await synthStage('dev');
+    p.step('', `cdk synth of the dev stage (1-3 min)${stageSettings ? ` with ${JSON.stringify(stageSettings)}` : ''}`);
+    assembly = await synthStage('dev', { stageSettings });
   }
   p.step('', `deploying ${assembly.outdir}`);
   const emu = await start('dev', { assembly, clockFactor: 1 });
@@ -59,15 +63,30 @@ export async function cloudScenario(o: RunOptions): Promise<ScenarioResult> {
       const t = `${DAY}${String(6 + (s % 16)).padStart(2, '0')}${String(s % 60).padStart(2, '0')}00`;
       return flop('ETOT', { seqn: `b${RUN}-${s}`, dttm: t }, flight({ FLID: flids[i % flids.length]!, ETOT: t }));
     };
+    const refused: string[] = [];
+    // As an upstream sends: a 5xx (a function that failed, e.g. a cold start past its init limit)
+    // is sent again, up to 3 times; a repeat of a stored message is a duplicate msgx skips.
     const send = async (xml: string) => {
-      const res = await fetch(`${emu.apiUrl}/cminmsgs/send`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/xml', [IAM_PRINCIPAL_HEADER]: UPSTREAM },
-        body: xml,
-      });
-      const text = await res.text();
-      if (res.status !== 200) throw new Error(`POST /cminmsgs/send: ${res.status} ${text.slice(0, 200)}`);
-      return Number(text);
+      for (let attempt = 1; ; attempt++) {
+        const res = await fetch(`${emu.apiUrl}/cminmsgs/send`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/xml', [IAM_PRINCIPAL_HEADER]: UPSTREAM },
+          body: xml,
+        }).catch((err: Error) => {
+          if (attempt === 3) throw err;
+          refused.push(`network: ${err.message}`);
+          return null;
+        });
+        if (!res) {
+          await sleep(200);
+          continue;
+        }
+        const text = await res.text();
+        if (res.status === 200) return Number(text);
+        refused.push(`${res.status} ${text.slice(0, 120)}`);
+        if (res.status < 500 || attempt === 3) throw new Error(`POST /cminmsgs/send: ${res.status} ${text.slice(0, 200)}`);
+        await sleep(200);
+      }
     };
 
     // Warm: the day plan, and the first tick of the pump's schedule (a minute after the deploy).
@@ -91,7 +110,7 @@ export async function cloudScenario(o: RunOptions): Promise<ScenarioResult> {
       const [r] = await owner.query<mysql.ResultSetHeader>('INSERT INTO CMINMSGS (MSG_TEXT) VALUES (?)', [change(i)]);
       rowStart.set(r.insertId, { t0: performance.now(), phase: phase(Date.now()) });
       rowTick(i + 1);
-      // 1,013 ms apart: over three minutes every second of the minute is hit, at drifting offsets.
+      // 1,013 ms apart: over two minutes every second of the minute is hit, at drifting offsets.
       await sleep(1_013);
     }
     await reader.wait([...rowStart.keys()], 60_000);
@@ -129,7 +148,7 @@ export async function cloudScenario(o: RunOptions): Promise<ScenarioResult> {
     );
 
     // ---- a burst of 1,000 sends ----------------------------------------------------------------
-    const watch = new ConnectionWatch(emu.pg.superUrl, owner);
+    const watch = new ConnectionWatch(emu.pg.superUrl, emu.mailbox.ownerUrl);
     await watch.start();
     const idle = { pg: watch.pgPeak, mariadb: watch.mariadbPeak };
     watch.reset();
@@ -144,13 +163,17 @@ export async function cloudScenario(o: RunOptions): Promise<ScenarioResult> {
     const t0 = performance.now();
     const ids: number[] = [];
     let next = 0;
+    let lost = 0;
     const burstTick = p.counter('burst', burst, 'sends');
     await Promise.all(
       Array.from({ length: inFlight }, async () => {
         while (next < burst) {
           const i = next++;
-          ids.push(await send(change(i)));
-          burstTick(ids.length);
+          // A send refused three times is counted, not fatal: how many a burst loses is a figure.
+          const id = await send(change(i)).catch(() => null);
+          if (id === null) lost++;
+          else ids.push(id);
+          burstTick(ids.length + lost);
         }
       }),
     );
@@ -170,6 +193,14 @@ export async function cloudScenario(o: RunOptions): Promise<ScenarioResult> {
       `${n(burst)} sends answered in ${(answered / 1000).toFixed(1)} s, all read in ${(drained / 1000).toFixed(1)} s; invocations ${JSON.stringify(perRole)}; peak PG ${watch.pgPeak}, MariaDB ${watch.mariadbPeak}`,
     );
     const throttled = during.filter((i) => i.outcome === 'throttled').length;
+    const failed = during.filter((i) => i.outcome === 'error' || i.outcome === 'timeout');
+    if (refused.length > 0 || failed.length > 0)
+      notes.push(
+        `${refused.length} sends answered 5xx and were sent again (${[...new Set(refused)].join('; ')}); failed invocations: ${failed
+          .map((i) => `${i.functionName.split('-')[2] ?? i.functionName} ${i.outcome} ${i.error?.errorType ?? ''}`)
+          .join(', ')}.`,
+      );
+    if (watch.failedSamples > 0) notes.push(`burst: ${watch.failedSamples} connection samples failed (last: ${watch.lastError}).`);
     notes.push(
       `burst: invocations ${ROLES.map((r) => `${r} ${perRole[r]} (peak ${concurrent[r]} at once, ${envPeak.get(r) ?? 0} environments)`).join(', ')}; ${throttled} throttled; connections before the burst PG ${idle.pg}, MariaDB ${idle.mariadb}.`,
     );
@@ -195,6 +226,7 @@ export async function cloudScenario(o: RunOptions): Promise<ScenarioResult> {
         ...ROLES.map((r) =>
           figure(`cloud.burst.invocations.${r}`, `burst: ${r} invocations`, 'count', one(perRole[r]!), { better: 'lower' }),
         ),
+        figure('cloud.burst.lost', 'burst: sends refused three times (5xx)', 'count', one(lost), { target: { op: '<', value: 1 } }),
         figure('cloud.burst.pg', 'burst: peak PostgreSQL connections (pg_stat_activity)', 'count', one(watch.pgPeak), { better: 'lower' }),
         figure('cloud.burst.mariadb', 'burst: peak MariaDB connections (processlist)', 'count', one(watch.mariadbPeak), {
           better: 'lower',
@@ -209,11 +241,14 @@ export async function cloudScenario(o: RunOptions): Promise<ScenarioResult> {
         burst,
         inFlight,
         clockFactor: 1,
+        stageSettings: assembly.stageSettings ?? null,
         perRole,
         concurrent,
         environments: Object.fromEntries(envPeak),
         idleConnections: idle,
         burstAnsweredSeconds: answered / 1000,
+        resent: refused.length,
+        lost,
       },
     };
   } finally {
@@ -231,6 +266,8 @@ export async function cloudScenario(o: RunOptions): Promise<ScenarioResult> {
 /** A consumer of msgx.msg in a group of its own (read_committed): when each mailbox ID's first change event was read. */
 class Reader {
   readonly readAt = new Map<number, number>();
+  /** Records produced before this reader started (a kept assembly's topics, earlier runs' mailbox IDs) are not ours. */
+  private readonly since = Date.now();
   private readonly kafka;
   private consumer?: kafkajs.Consumer;
 
@@ -248,6 +285,7 @@ class Reader {
     await this.consumer.run({
       eachMessage: async ({ message }) => {
         const at = performance.now();
+        if (Number(message.timestamp) < this.since) return;
         const v = message.value ? (JSON.parse(message.value.toString()) as { source?: { msgId?: number } }) : null;
         const id = Number(v?.source?.msgId);
         if (Number.isFinite(id) && !this.readAt.has(id)) this.readAt.set(id, at);
@@ -268,22 +306,27 @@ class Reader {
   }
 }
 
-/** Peak PostgreSQL client connections (every user but the watcher's) and MariaDB connections (every user but the owner's), sampled every 100 ms. */
+/**
+ * Peak PostgreSQL client connections (every user but the watcher's) and MariaDB connections
+ * (every user but the watcher's), sampled every 100 ms on connections of its own; a failed sample
+ * is counted and the connection opened again at the next one.
+ */
 class ConnectionWatch {
   pgPeak = 0;
   mariadbPeak = 0;
-  private client?: pg.Client;
+  failedSamples = 0;
+  lastError = '';
+  private pgClient?: pg.Client;
+  private my?: mysql.Connection;
   private timer?: NodeJS.Timeout;
   private busy = false;
 
   constructor(
     private readonly superUrl: string,
-    private readonly owner: mysql.Connection,
+    private readonly mariadbUrl: string,
   ) {}
 
   async start(): Promise<void> {
-    this.client = new pg.Client({ connectionString: this.superUrl });
-    await this.client.connect();
     await this.sample();
     this.timer = setInterval(() => void this.sample(), 100);
   }
@@ -297,14 +340,32 @@ class ConnectionWatch {
     if (this.busy) return;
     this.busy = true;
     try {
-      const r = await this.client!.query<{ n: string }>(
+      if (!this.pgClient) {
+        const c = new pg.Client({ connectionString: this.superUrl });
+        c.on('error', () => (this.pgClient = undefined));
+        await c.connect();
+        this.pgClient = c;
+      }
+      const r = await this.pgClient.query<{ n: string }>(
         `SELECT count(*) AS n FROM pg_stat_activity WHERE backend_type = 'client backend' AND usename <> current_user`,
       );
       this.pgPeak = Math.max(this.pgPeak, Number(r.rows[0]!.n));
-      const [m] = await this.owner.query<mysql.RowDataPacket[]>(
-        `SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST WHERE USER <> SUBSTRING_INDEX(CURRENT_USER(), '@', 1) AND COMMAND <> 'Daemon'`,
+      if (!this.my) {
+        const c = await mysql.createConnection({ uri: this.mariadbUrl });
+        c.on('error', () => (this.my = undefined));
+        this.my = c;
+      }
+      const [m] = await this.my.query<mysql.RowDataPacket[]>(
+        `SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST WHERE ID <> CONNECTION_ID() AND COMMAND <> 'Daemon'`,
       );
       this.mariadbPeak = Math.max(this.mariadbPeak, Number(m[0]!.n));
+    } catch (err) {
+      this.failedSamples++;
+      this.lastError = (err as Error).message;
+      await this.pgClient?.end().catch(() => {});
+      this.my?.destroy();
+      this.pgClient = undefined;
+      this.my = undefined;
     } finally {
       this.busy = false;
     }
@@ -314,7 +375,8 @@ class ConnectionWatch {
     clearInterval(this.timer);
     while (this.busy) await sleep(10);
     await this.sample();
-    await this.client?.end();
+    await this.pgClient?.end().catch(() => {});
+    this.my?.destroy();
   }
 }
 
