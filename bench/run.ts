@@ -15,6 +15,7 @@ import { ensureServices } from './lib/env.ts';
 import { waitForQuiet } from './lib/quiet.ts';
 import { renderTable } from './lib/table.ts';
 import { bundleScenario } from './scenarios/bundle.ts';
+import { cloudScenario } from './scenarios/cloud.ts';
 import { decoderScenario } from './scenarios/decoder.ts';
 import { e2eScenario } from './scenarios/e2e.ts';
 import { footprintScenario } from './scenarios/footprint.ts';
@@ -38,6 +39,7 @@ const SCENARIOS: Record<string, (o: RunOptions) => Promise<ScenarioResult>> = {
   bundle: bundleScenario,
   decoder: decoderScenario,
   gate: gateScenario,
+  cloud: cloudScenario,
 };
 
 function parseArgs(argv: string[]) {

@@ -447,6 +447,12 @@ export function readSettings(node: Node): MsgxSettings {
     },
     problems,
   );
+  check(() =>
+    checkSharedCluster(at, stage, settings.existing.msk?.clusterArn, stages, functionEnv, {
+      msg: str(node, 'topicMsg') ?? 'msgx.msg',
+      schd: str(node, 'topicSchd') ?? 'msgx.schd',
+    }),
+  );
   if (problems.length > 0) throw new SettingsError(stage, problems);
 
   return {
@@ -614,6 +620,36 @@ function checkExisting(at: string, e: ExistingSettings): void {
   }
   if (e.postgres && !e.vpc) throw new Error(`${at}.existing.postgres needs ${at}.existing.vpc (the database's network)`);
   if (e.msk && !e.vpc) throw new Error(`${at}.existing.msk needs ${at}.existing.vpc (the cluster's network)`);
+}
+
+/**
+ * Stages of cdk.json that use the same existing MSK cluster must not write each other's topics:
+ * the dispatcher's grant is its stage's topic names, so two stages on `msgx.msg` could each write
+ * the other's. Each such stage names its own (stages.<stage>.env.MSGX_TOPIC_MSG / MSGX_TOPIC_SCHD).
+ */
+function checkSharedCluster(
+  at: string,
+  stage: string,
+  clusterArn: string | undefined,
+  stages: unknown,
+  env: Record<string, string>,
+  context: { msg: string; schd: string },
+): void {
+  // A malformed ARN is reported by checkExisting.
+  if (!clusterArn || !MSK_ARN.test(clusterArn) || !isObject(stages)) return;
+  const mine = [env.MSGX_TOPIC_MSG ?? context.msg, env.MSGX_TOPIC_SCHD ?? context.schd];
+  for (const [other, block] of Object.entries(stages)) {
+    if (other === stage || !isObject(block)) continue;
+    const existing = isObject(block.existing) ? block.existing : {};
+    if (!isObject(existing.msk) || existing.msk.clusterArn !== clusterArn) continue;
+    const theirEnv = isObject(block.env) ? block.env : {};
+    const theirs = [String(theirEnv.MSGX_TOPIC_MSG ?? context.msg), String(theirEnv.MSGX_TOPIC_SCHD ?? context.schd)];
+    const shared = mine.filter((t) => theirs.includes(t));
+    if (shared.length > 0)
+      throw new Error(
+        `${at}.env.MSGX_TOPIC_MSG and MSGX_TOPIC_SCHD: stage ${other} uses the same MSK cluster (${clusterNameOf(clusterArn)}) and the same topic${shared.length > 1 ? 's' : ''} ${shared.join(', ')}, so each could write the other's; give every stage on the cluster its own, e.g. msgx.${stage}.msg and msgx.${stage}.schd`,
+      );
+  }
 }
 
 /** The name of an MSK cluster from its ARN. */

@@ -24,9 +24,22 @@ export class AdminCallError extends Error {
     readonly status: number,
     readonly body: unknown,
   ) {
-    const b = body as { error?: string; detail?: string };
-    super(`${status} ${b?.error ?? ''}: ${b?.detail ?? JSON.stringify(body)}`);
+    super(`${status} ${describe(status, body)}`);
   }
+}
+
+/**
+ * msgx answers `{error, detail}`; API Gateway answers `{message}` when it refuses a call before
+ * msgx sees it (an unsigned or badly signed request), which an operator fixes on the laptop.
+ */
+function describe(status: number, body: unknown): string {
+  const b = (typeof body === 'object' && body !== null ? body : {}) as { error?: unknown; detail?: unknown; message?: unknown };
+  if (typeof b.error === 'string') return `${b.error}: ${typeof b.detail === 'string' ? b.detail : JSON.stringify(body)}`;
+  if (typeof b.message === 'string')
+    return status === 403
+      ? `${b.message} (API Gateway refused the call before msgx saw it: sign with credentials of this API's account, AWS_PROFILE or AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, and its region, AWS_REGION)`
+      : b.message;
+  return `: ${typeof body === 'string' ? body : JSON.stringify(body)}`;
 }
 
 export async function openAdminApi(env = process.env, o: { sigv4?: boolean } = {}): Promise<AdminApi> {

@@ -33,6 +33,8 @@ export default async function setup(project: TestProject): Promise<() => void> {
       txTopics: `msgx.cloud.orders.${Date.now().toString(36)}`,
       operatorPrincipals: OPERATOR_ROLE_ARN,
     },
+    // A msgx setting of the stage, as an operator writes it in cdk.json (a journey checks it took effect).
+    stageSettings: { env: { MSGX_MAX_BODY_BYTES: 48 * 1024 } },
   });
   project.provide('cloudAssembly', assembly);
   if (keep) {

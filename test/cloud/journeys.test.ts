@@ -11,9 +11,12 @@ import {
   createTopic,
   FlightModel,
   judgeFlights,
+  OPERATOR_KEY,
   OPERATOR_ROLE,
   partitionsOf,
   readTopicToEnd,
+  runCli,
+  UPSTREAM_KEY,
   waitFor,
   type Fields,
 } from './outside.ts';
@@ -46,7 +49,7 @@ beforeAll(async () => {
     producer.once('error', reject); // a port taken meanwhile fails the file instead of hanging it
     producer.listen(Number(origin.port), origin.hostname, () => resolve());
   });
-  emu = await start('dev', { assembly });
+  emu = await start('dev', { assembly, accessKeys: [OPERATOR_KEY, UPSTREAM_KEY] });
   owner = await mysql.createConnection({ uri: emu.mailbox.ownerUrl });
 }, 600_000);
 
@@ -177,6 +180,39 @@ describe('the dev stage in the emulated cloud', () => {
     expect((await readTopicToEnd(emu.kafka.brokers, txTopic)).map((r) => r.key)).toEqual(['order-1']);
   });
 
+  it("a setting of the stage in cdk.json reaches the functions: the stage's body limit holds at the API and for rows in CMINMSGS", async () => {
+    // globalSetup's synth merged stages.dev.env.MSGX_MAX_BODY_BYTES into cdk.json: well under the 1 MiB default.
+    const limit = Number((assembly.stageSettings?.env as Record<string, unknown> | undefined)?.MSGX_MAX_BODY_BYTES);
+    expect(limit).toBeGreaterThan(0);
+    expect(limit).toBeLessThan(1024 * 1024);
+    const flid = F(151);
+    expect((await call(emu.apiUrl, 'POST', '/cminmsgs/send', { xml: plan([flid]) })).status).toBe(200);
+    model.plan(flid, planned(flid));
+    // Whitespace after the root element keeps the XML well formed at any size.
+    const sized = (text: string, bytes: number) => text + '\n'.padEnd(bytes - Buffer.byteLength(text), ' ');
+    const over = change(flid);
+    const refused = await call(emu.apiUrl, 'POST', '/cminmsgs/send', { xml: sized(over.text, limit + 1) });
+    expect(refused).toMatchObject({ status: 413, body: { error: 'payload_too_large', detail: `the body is larger than ${limit} bytes` } });
+    const atLimit = change(flid);
+    expect((await call(emu.apiUrl, 'POST', '/cminmsgs/send', { xml: sized(atLimit.text, limit) })).status).toBe(200);
+    model.apply(flid, atLimit.fields);
+    // The pump reads the mailbox with the same limit: a row over it is dead, its owner told why, the flight untouched.
+    const [inserted] = await owner.query<mysql.ResultSetHeader>('INSERT INTO CMINMSGS (MSG_TEXT) VALUES (?)', [
+      sized(change(flid).text, limit + 4096),
+    ]);
+    const row = await waitFor(
+      async () => {
+        const [rows] = await owner.query<mysql.RowDataPacket[]>('SELECT PROC_STATUS, PROC_NOTE FROM CMINMSGS WHERE ID = ?', [
+          inserted.insertId,
+        ]);
+        return rows[0]?.PROC_STATUS ? rows[0] : null;
+      },
+      { what: `mailbox row ${inserted.insertId} back-filled` },
+    );
+    expect(row).toMatchObject({ PROC_STATUS: 'DEAD', PROC_NOTE: `MALFORMED: message larger than ${limit} bytes` });
+    await judge([flid]);
+  });
+
   it('pause and resume as a named operator: heads wait while the schedules keep running; an upstream caller is refused', async () => {
     const operator = { principal: OPERATOR_ROLE };
     // Admin routes answer the stage's operators only: unsigned at the gateway, an upstream role in the ingress.
@@ -200,6 +236,92 @@ describe('the dev stage in the emulated cloud', () => {
     expect(((await call(emu.apiUrl, 'GET', `/v1/flights/${held}`)).body as { stateVersion: number }).stateVersion).toBe(version);
     expect((await call(emu.apiUrl, 'POST', '/admin/resume', operator)).body).toMatchObject({ paused: false, changed: true });
     await judge([held]);
+  });
+
+  it("the operator's CLI from a laptop, signed with SigV4: status, dead, trace, replay, pause and resume; the upstream's keys are refused", async () => {
+    const op = (...args: string[]) => runCli(emu.apiUrl, OPERATOR_KEY, args);
+    const api = /\(the API at 127\.0\.0\.1:\d+ \(SigV4, eu-west-1\)\)/;
+    const status = await op('status');
+    expect(status).toMatchObject({ code: 0, stderr: '' });
+    expect(status.stdout).toMatch(/^pipeline +running$/m);
+    expect(status.stdout).toMatch(/^messages by status$/m);
+
+    // The upstream's keys verify (the gateway lets them through), and the ingress refuses them as no operator.
+    const refusal =
+      /^msgx: 403 forbidden: admin route: arn:aws:sts::210987654321:assumed-role\/cmin-upstream\/feeder is not an operator \(its role is not in MSGX_OPERATOR_PRINCIPALS\)\n$/;
+    for (const args of [['status'], ['dead'], ['trace', '1'], ['replay', '--kind', 'proc', '--ids', '1'], ['pause'], ['resume']]) {
+      const r = await runCli(emu.apiUrl, UPSTREAM_KEY, args);
+      expect(r, args.join(' ')).toMatchObject({ code: 1, stdout: '', stderr: expect.stringMatching(refusal) });
+    }
+    // Keys the account does not know, a wrong secret, no signature: the gateway refuses, saying so.
+    const forged = await runCli(emu.apiUrl, { ...OPERATOR_KEY, secretAccessKey: 'not-alice-secret/0123456789abcdefghijkl' }, ['pause']);
+    expect(forged).toMatchObject({
+      code: 1,
+      stderr: expect.stringMatching(/^msgx: 403 Forbidden: the signature does not match \(API Gateway refused/),
+    });
+    const unsigned = await runCli(emu.apiUrl, null, ['pause']);
+    expect(unsigned).toMatchObject({ code: 1, stderr: expect.stringMatching(/^msgx: 403 Forbidden \(API Gateway refused/) });
+    // None of those paused anything: a change goes through at once.
+    const [held, behind] = [F(161), F(162)];
+    expect((await call(emu.apiUrl, 'POST', '/cminmsgs/send', { xml: plan([held, behind]) })).status).toBe(200);
+    for (const f of [held, behind]) model.plan(f, planned(f));
+    expect(await sendOverApi(held)).toBe(200);
+    await judge([held]);
+
+    // A message msgx cannot process holds the head until it dies EXHAUSTED; the one behind it waits (FIFO).
+    const blocked = await call(emu.apiUrl, 'POST', '/cminmsgs/send', {
+      xml: flop('WXYZ', { seqn: `cli-unsupported-${RUN}`, dttm: `${DAY}120000` }, flight({ FLID: held, ETOT: `${DAY}120000` })),
+    });
+    expect(blocked.status).toBe(200);
+    const blocker = Number(blocked.text);
+    expect(await sendOverApi(behind)).toBe(200);
+    const dead = await waitFor(
+      async () => {
+        const r = await op('dead', '--kind', 'proc');
+        return new RegExp(`^\\s*${blocker}\\b.*EXHAUSTED`, 'm').test(r.stdout) ? r : null;
+      },
+      { timeoutMs: 180_000, what: `msgx dead to list #${blocker} EXHAUSTED` },
+    );
+    expect(dead).toMatchObject({ code: 0, stderr: '' });
+    await judge([behind]);
+    const trace = await op('trace', String(blocker));
+    expect(trace).toMatchObject({ code: 0, stderr: '' });
+    expect(trace.stdout).toMatch(new RegExp(`^message #${blocker}  FLOP/WXYZ  DEAD$`, 'm'));
+    expect(trace.stdout).toMatch(/^ATTEMPTS$/m);
+    expect(trace.stdout).toMatch(/EXHAUSTED +UNSUPPORTED: FLOP subtype "WXYZ" is not supported \(after 5 attempts\)/);
+
+    // Replayed, it heads the queue again: a change sent now waits behind it, then goes through once it dies again.
+    const replay = await op('replay', '--kind', 'proc', '--ids', String(blocker));
+    expect(replay).toMatchObject({ code: 0, stderr: '' });
+    expect(replay.stdout).toMatch(/^moved 1$/m);
+    const version = model.get(behind)!.version;
+    expect(await sendOverApi(behind)).toBe(200);
+    await new Promise((r) => setTimeout(r, 6_000));
+    expect(((await call(emu.apiUrl, 'GET', `/v1/flights/${behind}`)).body as { stateVersion: number }).stateVersion).toBe(version);
+    await judge([behind]);
+
+    // Pause and resume from the CLI: the head waits across two ticks of the pump's schedule, then goes on.
+    const paused = await op('pause');
+    expect(paused).toMatchObject({ code: 0, stderr: '' });
+    expect(paused.stdout).toMatch(/^pipeline paused: no head processing; ingress, delivery and check-backs go on /);
+    expect(paused.stdout).toMatch(api);
+    expect((await op('status')).stdout).toMatch(/^pipeline +PAUSED$/m);
+    const before = model.get(held)!.version;
+    expect(await sendOverApi(held)).toBe(200);
+    const group = String(outputs().ScheduleGroupName!.Value);
+    const pump = String(outputs().ScheduleNames!.Value)
+      .split(',')
+      .find((n) => n.endsWith('-pump'))!;
+    const since = emu.schedules.firings.length;
+    await waitFor(
+      async () => emu.schedules.firings.slice(since).filter((f) => f.schedule === `${group}/${pump}` && f.invoked).length >= 2,
+      { what: "two invoked ticks of the pump's schedule" },
+    );
+    expect(((await call(emu.apiUrl, 'GET', `/v1/flights/${held}`)).body as { stateVersion: number }).stateVersion).toBe(before);
+    const resumed = await op('resume');
+    expect(resumed).toMatchObject({ code: 0, stderr: '' });
+    expect(resumed.stdout).toMatch(/^pipeline running /);
+    await judge([held, behind]);
   });
 
   it('a credential rotation while the functions are warm: the next logins are refused, the functions re-read the secret and carry on', async () => {

@@ -1,7 +1,11 @@
+import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
 import kafkajs from 'kafkajs';
 import { expect } from 'vitest';
-import { IAM_PRINCIPAL_HEADER } from './emulator/index.ts';
+import { type AccessKey, IAM_PRINCIPAL_HEADER } from './emulator/index.ts';
+import { REPO } from './emulator/synth.ts';
 
 /**
  * What a journey through the emulated cloud uses to look at msgx from outside: the HTTP API as
@@ -14,6 +18,58 @@ export const UPSTREAM_ROLE = 'arn:aws:sts::210987654321:assumed-role/cmin-upstre
 /** The stage's one operator role (context operatorPrincipals), and a session of it as API Gateway names the caller. */
 export const OPERATOR_ROLE_ARN = 'arn:aws:iam::210987654321:role/msgx-operator';
 export const OPERATOR_ROLE = 'arn:aws:sts::210987654321:assumed-role/msgx-operator/alice';
+
+/** Temporary credentials of those two callers, as the emulated account issued them (API Gateway verifies their signatures). */
+export const OPERATOR_KEY: AccessKey = {
+  accessKeyId: 'ASIAOPERATORALICE001',
+  secretAccessKey: 'alice/operator/secret/0123456789abcdefghij',
+  sessionToken: 'alice-operator-session-token',
+  principal: OPERATOR_ROLE,
+};
+export const UPSTREAM_KEY: AccessKey = {
+  accessKeyId: 'ASIAUPSTREAMFEEDER01',
+  secretAccessKey: 'feeder/upstream/secret/0123456789abcdefghi',
+  sessionToken: 'feeder-upstream-session-token',
+  principal: UPSTREAM_ROLE,
+};
+
+const runFile = promisify(execFile);
+
+/**
+ * `bin/msgx.mjs` as a person runs it from a laptop: pointed at the API (MSGX_API_URL, signing on
+ * with MSGX_API_SIGV4 as for a custom domain) with `key` as the only credentials of the default
+ * chain (no profile, no instance metadata), in the API's region.
+ */
+export async function runCli(
+  apiUrl: string,
+  key: Pick<AccessKey, 'accessKeyId' | 'secretAccessKey' | 'sessionToken'> | null,
+  args: string[],
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('MSGX_') && !k.startsWith('AWS_')));
+  const env: Record<string, string> = {
+    ...(clean as Record<string, string>),
+    MSGX_API_URL: apiUrl,
+    AWS_REGION: 'eu-west-1',
+    AWS_CONFIG_FILE: '/dev/null',
+    AWS_SHARED_CREDENTIALS_FILE: '/dev/null',
+    AWS_EC2_METADATA_DISABLED: 'true',
+    ...(key
+      ? {
+          MSGX_API_SIGV4: '1',
+          AWS_ACCESS_KEY_ID: key.accessKeyId,
+          AWS_SECRET_ACCESS_KEY: key.secretAccessKey,
+          ...(key.sessionToken ? { AWS_SESSION_TOKEN: key.sessionToken } : {}),
+        }
+      : {}),
+  };
+  try {
+    const r = await runFile(process.execPath, [join(REPO, 'bin', 'msgx.mjs'), ...args], { cwd: REPO, env, timeout: 120_000 });
+    return { code: 0, stdout: r.stdout, stderr: r.stderr };
+  } catch (err) {
+    const e = err as { code: number; stdout: string; stderr: string };
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  }
+}
 
 export async function waitFor<T>(check: () => Promise<T | null | false | undefined>, o: { timeoutMs?: number; what: string }): Promise<T> {
   const until = Date.now() + (o.timeoutMs ?? 60_000);
@@ -202,7 +258,9 @@ function perFlid(records: ReadRecord[], pick: (value: unknown) => number): Map<s
   const seen = new Set<string>();
   const out = new Map<string, number[]>();
   for (const r of records) {
-    const id = r.headers['msgx-event-id'] ?? `${r.partition}:${r.offset}`;
+    // Per flight: a kept synth (MSGX_CLOUD_ASSEMBLY) reuses the topics, and each run's fresh
+    // database numbers its events from 1 again, so an id alone would match an earlier run's event.
+    const id = `${r.key}|${r.headers['msgx-event-id'] ?? `${r.partition}:${r.offset}`}`;
     if (seen.has(id) || !r.value || !r.key) continue;
     seen.add(id);
     out.set(r.key, [...(out.get(r.key) ?? []), pick(JSON.parse(r.value))]);

@@ -57,6 +57,63 @@ describe('least privilege on a shared MSK cluster', () => {
   });
 });
 
+describe('several stages on one existing MSK cluster', () => {
+  const VPC = {
+    id: 'vpc-0a1b2c3d4e5f60718',
+    cidr: '10.20.0.0/16',
+    availabilityZones: ['eu-west-1a', 'eu-west-1b'],
+    appSubnetIds: ['subnet-0aa1', 'subnet-0bb2'],
+  };
+  const MSK = {
+    clusterArn: 'arn:aws:kafka:eu-west-1:210987654321:cluster/platform-kafka/1f2e3d4c-aaaa-bbbb-cccc-0123456789ab-3',
+    bootstrapBrokers: 'b-1.platformkafka.x1.c3.kafka.eu-west-1.amazonaws.com:9098',
+  };
+  const onCluster = (env: Record<string, string>, arn = MSK.clusterArn) => ({
+    existing: { vpc: VPC, msk: { ...MSK, clusterArn: arn } },
+    env,
+  });
+  /** Every topic any function of the stage is granted (several functions write or create topics). */
+  const topicGrants = (s: MsgxStacks) =>
+    [
+      ...new Set(
+        kafkaStatements(s)
+          .flatMap((st) => list(st.Resource).map(resourceTail))
+          .filter((t) => t?.kind === 'topic')
+          .map((t) => t!.name),
+      ),
+    ].sort();
+
+  it("refuses two stages writing the same topics on it, naming the stage's setting and the other stage", () => {
+    expect(() => synth({ stage: 'dev', stages: { dev: onCluster({}), prod: onCluster({}) } })).toThrow(
+      /stages\.dev\.env\.MSGX_TOPIC_MSG and MSGX_TOPIC_SCHD: stage prod uses the same MSK cluster \(platform-kafka\) and the same topics msgx\.msg, msgx\.schd/,
+    );
+    // One topic in common is one too many.
+    expect(() =>
+      synth({
+        stage: 'prod',
+        stages: { dev: onCluster({ MSGX_TOPIC_MSG: 'msgx.dev.msg' }), prod: onCluster({ MSGX_TOPIC_MSG: 'msgx.prod.msg' }) },
+      }),
+    ).toThrow(/stages\.prod\.env\.MSGX_TOPIC_MSG and MSGX_TOPIC_SCHD: stage dev .* the same topic msgx\.schd,/);
+    // Another cluster, the same names: nothing shared.
+    const other = 'arn:aws:kafka:eu-west-1:210987654321:cluster/other-kafka/9f2e3d4c-aaaa-bbbb-cccc-0123456789ab-3';
+    expect(() => synth({ stage: 'dev', stages: { dev: onCluster({}), prod: onCluster({}, other) } })).not.toThrow();
+  });
+
+  it("with a stage's own topic names, each stage's dispatcher may write its own topics and not the other's", () => {
+    const stages = {
+      dev: onCluster({ MSGX_TOPIC_MSG: 'msgx.dev.msg', MSGX_TOPIC_SCHD: 'msgx.dev.schd' }),
+      prod: onCluster({ MSGX_TOPIC_MSG: 'msgx.prod.msg', MSGX_TOPIC_SCHD: 'msgx.prod.schd' }),
+    };
+    for (const stage of ['dev', 'prod']) {
+      const s = synth({ stage, stages });
+      expect(topicGrants(s), stage).toEqual(
+        [`msgx.${stage}.msg`, `msgx.${stage}.msg.shadow`, `msgx.${stage}.schd`, `msgx.${stage}.schd.shadow`].sort(),
+      );
+      expect(s.settings.functionEnv).toMatchObject({ MSGX_TOPIC_MSG: `msgx.${stage}.msg`, MSGX_TOPIC_SCHD: `msgx.${stage}.schd` });
+    }
+  });
+});
+
 describe('data that outlives the stack', () => {
   let dev: MsgxStacks;
   let prod: MsgxStacks;

@@ -1,16 +1,16 @@
 import { execFile } from 'node:child_process';
-import { createHash, createHmac } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type AccessKey, verifySigV4 } from '../helpers/sigv4Verify.ts';
 
 /**
  * The CLI from a laptop against the cloud API: `bin/msgx.mjs` run as a user runs it, with test
  * credentials in the environment (the default chain's first source), against a local server that
- * checks SigV4 the way API Gateway does — the canonical request rebuilt here from what arrived,
- * by hand (node:crypto), not with the signer the CLI uses — and answers like the admin API.
+ * checks SigV4 the way API Gateway does (test/helpers/sigv4Verify.ts: the canonical request rebuilt
+ * from what arrived, by hand, not with the signer the CLI uses) and answers like the admin API.
  */
 const ROOT = resolve(import.meta.dirname, '..', '..');
 const run = promisify(execFile);
@@ -19,35 +19,19 @@ const SECRET = 'msgx-test-secret-key/0123456789abcdefghij';
 const TOKEN = 'msgx-test-session-token';
 const REGION = 'eu-west-1';
 
-const sha256 = (data: string | Buffer) => createHash('sha256').update(data).digest('hex');
-const hmac = (key: string | Buffer, data: string) => createHmac('sha256', key).update(data).digest();
-const rfc3986 = (s: string) => encodeURIComponent(s).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+const KEYS: AccessKey[] = [
+  {
+    accessKeyId: KEY_ID,
+    secretAccessKey: SECRET,
+    sessionToken: TOKEN,
+    principal: 'arn:aws:sts::210987654321:assumed-role/msgx-operator/cli',
+  },
+];
 
 /** The reason a request's SigV4 signature does not verify, or undefined when it does. */
-function verify(req: { method: string; url: string; headers: Record<string, string>; body: Buffer }, secret: string): string | undefined {
-  const auth =
-    /^AWS4-HMAC-SHA256 Credential=([^/]+)\/(\d{8})\/([^/]+)\/([^/]+)\/aws4_request, ?SignedHeaders=([^,]+), ?Signature=([0-9a-f]{64})$/.exec(
-      req.headers.authorization ?? '',
-    );
-  if (!auth) return 'no SigV4 Authorization header';
-  const [, keyId, day, region, service, signedHeaders, signature] = auth as unknown as string[];
-  if (keyId !== KEY_ID || region !== REGION || service !== 'execute-api') return `wrong scope ${keyId}/${region}/${service}`;
-  const amzDate = req.headers['x-amz-date'] ?? '';
-  if (!amzDate.startsWith(day!)) return 'x-amz-date is not the credential day';
-  const names = signedHeaders!.split(';');
-  if (!names.includes('host') || !names.includes('x-amz-date')) return 'host and x-amz-date must be signed';
-  if (req.headers['x-amz-security-token'] !== TOKEN || !names.includes('x-amz-security-token')) return 'the session token is not signed';
-  const url = new URL(req.url, 'http://x');
-  const query = [...url.searchParams]
-    .map(([k, v]) => `${rfc3986(k)}=${rfc3986(v)}`)
-    .sort()
-    .join('&');
-  const headers = names.map((n) => `${n}:${(req.headers[n] ?? '').trim().replace(/\s+/g, ' ')}\n`).join('');
-  // The payload hash of the bytes that arrived, not the one the client claims.
-  const canonical = [req.method, url.pathname, query, headers, signedHeaders, sha256(req.body)].join('\n');
-  const toSign = ['AWS4-HMAC-SHA256', amzDate, `${day}/${region}/${service}/aws4_request`, sha256(canonical)].join('\n');
-  const key = hmac(hmac(hmac(hmac(`AWS4${secret}`, day!), region), service), 'aws4_request');
-  return createHmac('sha256', key).update(toSign).digest('hex') === signature ? undefined : 'the signature does not match';
+function verify(req: { method: string; url: string; headers: Record<string, string>; body: Buffer }): string | undefined {
+  const r = verifySigV4(req, KEYS, { region: REGION });
+  return r.ok ? undefined : r.reason;
 }
 
 interface Seen {
@@ -88,7 +72,7 @@ beforeAll(async () => {
   server = createServer((req, res) => {
     void body(req).then((b) => {
       const s: Seen = { method: req.method!, url: req.url!, headers: req.headers as Record<string, string>, body: b };
-      s.refused = verify(s, SECRET);
+      s.refused = verify(s);
       seen.push(s);
       const answer = ANSWERS[`${req.method} ${new URL(req.url!, 'http://x').pathname}`];
       if (s.refused) res.writeHead(403, { 'content-type': 'application/json' }).end(JSON.stringify({ message: s.refused }));

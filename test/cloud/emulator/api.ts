@@ -1,12 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { type AccessKey, isSigned, verifySigV4 } from '../../helpers/sigv4Verify.ts';
 import { listen, type Listening, readBody, sendJson } from './http.ts';
 
 /**
- * A caller's IAM identity. Real callers sign with SigV4; the emulator checks no signature and
- * takes the principal a test names in this header instead (removed before the function sees the
- * request). A route with AWS_IAM authorization answers 403 without it, as API Gateway does for
- * an unsigned request.
+ * A caller's IAM identity, two ways. A request signed with SigV4 is verified as API Gateway
+ * verifies it, against the emulated account's access keys (each naming its caller's ARN); a bad
+ * signature is refused with 403 whatever else it carries. A test that is not about signing may
+ * instead name the principal in this header (removed before the function sees the request). A
+ * route with AWS_IAM authorization answers 403 with neither, as API Gateway does for an unsigned
+ * request.
  */
 export const IAM_PRINCIPAL_HEADER = 'x-emulator-iam-principal';
 
@@ -36,7 +39,7 @@ export class HttpApi {
 
   constructor(
     readonly apiId: string,
-    private readonly o: { account: string; invoke: ApiInvoke },
+    private readonly o: { account: string; region: string; invoke: ApiInvoke; accessKeys?: readonly AccessKey[] },
   ) {}
 
   get url(): string {
@@ -73,7 +76,17 @@ export class HttpApi {
     const body = await readBody(req);
     const hit = this.match(method, url.pathname);
     if (!hit) return sendJson(res, 404, { message: 'Not Found' });
-    const principal = req.headers[IAM_PRINCIPAL_HEADER];
+    let principal = req.headers[IAM_PRINCIPAL_HEADER];
+    let accessKey = 'ASIAEMULATEDCALLER00';
+    if (hit.route.authorizationType === 'AWS_IAM' && isSigned(req)) {
+      const v = verifySigV4({ method, url: req.url ?? '/', headers: req.headers, body }, this.o.accessKeys ?? [], {
+        region: this.o.region,
+      });
+      // API Gateway's words for a signature it cannot verify, with the emulator's reason after them.
+      if (!v.ok) return sendJson(res, 403, { message: `Forbidden: ${v.reason}` });
+      principal = v.key.principal;
+      accessKey = v.key.accessKeyId;
+    }
     if (hit.route.authorizationType === 'AWS_IAM' && typeof principal !== 'string') return sendJson(res, 403, { message: 'Forbidden' });
     const headers: Record<string, string> = {};
     for (const [k, v] of Object.entries(req.headers))
@@ -89,6 +102,7 @@ export class HttpApi {
       resource: hit.resource,
       routeKey: hit.route.routeKey,
       principal: typeof principal === 'string' ? principal : undefined,
+      accessKey,
       sourceIp: req.socket.remoteAddress ?? '127.0.0.1',
     };
     const event = hit.route.integration.payloadFormatVersion === '1.0' ? this.eventV1(request) : this.eventV2(request);
@@ -151,7 +165,7 @@ export class HttpApi {
         resourceId: r.routeKey,
         resourcePath: r.resource,
         identity: {
-          accessKey: r.principal ? 'ASIAEMULATEDCALLER00' : null,
+          accessKey: r.principal ? r.accessKey : null,
           accountId: r.principal ? this.o.account : null,
           caller: r.principal ?? null,
           cognitoAuthenticationProvider: null,
@@ -188,7 +202,7 @@ export class HttpApi {
           ? {
               authorizer: {
                 iam: {
-                  accessKey: 'ASIAEMULATEDCALLER00',
+                  accessKey: r.accessKey,
                   accountId: this.o.account,
                   callerId: r.principal,
                   principalOrgId: null,
@@ -226,6 +240,7 @@ interface Request {
   resource: string;
   routeKey: string;
   principal?: string;
+  accessKey: string;
   sourceIp: string;
 }
 

@@ -1,13 +1,14 @@
 import { randomBytes } from 'node:crypto';
 import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import mysql from 'mysql2/promise';
 import pg from 'pg';
 import { type MariadbInstance, mariadbStart, mariadbStop } from '../../faults/privateServices.ts';
 import { freePort } from '../../helpers/freePort.ts';
 import { startPrivatePg, type PrivatePg } from '../../helpers/privatePg.ts';
 import { makeCa, makeServerCert } from '../../helpers/testCa.ts';
+import type { AccessKey } from '../../helpers/sigv4Verify.ts';
 import { HttpApi } from './api.ts';
 import { CloudFormation } from './deploy.ts';
 import { listen, type Listening, readBody, sendJson } from './http.ts';
@@ -18,6 +19,7 @@ import { SecretsExtension, SecretStore } from './secrets.ts';
 import { assetDir, type CloudAssembly, MAILBOX_SECRET_ARN, readTemplates, REPO, synthStage, type Template } from './synth.ts';
 
 export { IAM_PRINCIPAL_HEADER } from './api.ts';
+export type { AccessKey } from '../../helpers/sigv4Verify.ts';
 export type { CloudAssembly } from './synth.ts';
 
 const REGION = 'eu-west-1';
@@ -30,6 +32,8 @@ export interface StartOptions {
   assembly?: CloudAssembly;
   /** How much faster than real time the schedules' clock runs (rate(1 minute) fires every 60/factor s). */
   clockFactor?: number;
+  /** The account's access keys: a SigV4-signed request to the API is verified against these and calls as its key's principal. */
+  accessKeys?: readonly AccessKey[];
 }
 
 export interface Emulator {
@@ -83,6 +87,8 @@ export async function start(stage: string, o: StartOptions = {}): Promise<Emulat
   const cleanup: (() => Promise<void>)[] = [];
   const stop = async () => {
     for (const c of cleanup.reverse()) await c().catch(() => {});
+    // MSGX_CLOUD_KEEP_LOGS=<dir>: the functions' output survives the run, to read after a failure.
+    if (process.env.MSGX_CLOUD_KEEP_LOGS) cpSync(logDir, join(process.env.MSGX_CLOUD_KEEP_LOGS, basename(dir)), { recursive: true });
     rmSync(dir, { recursive: true, force: true });
   };
   try {
@@ -143,6 +149,8 @@ export async function start(stage: string, o: StartOptions = {}): Promise<Emulat
     cleanup.push(() => awsServer.close());
     const api = new HttpApi(randomBytes(5).toString('hex'), {
       account: ACCOUNT,
+      region: REGION,
+      accessKeys: o.accessKeys,
       invoke: async (arn, event) => lambda.invoke(arn, event).catch((err: Error) => ({ ok: false, payload: err.message })),
     });
     await api.start();

@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, symlinkSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -20,6 +20,8 @@ export interface CloudAssembly {
   topics: { msg: string; schd: string };
   /** The context given to `cdk synth` on its command line (the site settings). */
   context: Record<string, string>;
+  /** What was merged over cdk.json's `stages.<stage>` for this synth (per-stage settings), if anything. */
+  stageSettings?: Record<string, unknown>;
 }
 
 /**
@@ -28,7 +30,10 @@ export interface CloudAssembly {
  * The runtime's AWS SDK is placed beside the folder (node_modules/@aws-sdk), where a bundle's
  * external `@aws-sdk/*` imports find it, as they find the runtime's copy in Lambda.
  */
-export async function synthStage(stage: string, o: { runId?: string; context?: Record<string, string> } = {}): Promise<CloudAssembly> {
+export async function synthStage(
+  stage: string,
+  o: { runId?: string; context?: Record<string, string>; stageSettings?: Record<string, unknown> } = {},
+): Promise<CloudAssembly> {
   const root = mkdtempSync(join(tmpdir(), 'msgx-cloud-'));
   const outdir = join(root, 'cdk.out');
   const runId = o.runId ?? `${Date.now().toString(36)}${process.pid.toString(36)}`;
@@ -43,14 +48,41 @@ export async function synthStage(stage: string, o: { runId?: string; context?: R
   };
   const args = ['synth', '--quiet', '--no-notices', '-o', outdir, ...Object.entries(context).flatMap(([k, v]) => ['-c', `${k}=${v}`])];
   try {
-    await run(join(REPO, 'node_modules', '.bin', 'cdk'), args, { cwd: REPO, maxBuffer: 64 << 20, timeout: 600_000 });
+    await run(join(REPO, 'node_modules', '.bin', 'cdk'), args, {
+      cwd: o.stageSettings ? projectWith(root, stage, o.stageSettings) : REPO,
+      maxBuffer: 64 << 20,
+      timeout: 600_000,
+    });
   } catch (err) {
     const e = err as { stderr?: string; stdout?: string; message: string };
     throw new Error(`cdk synth failed: ${e.message}\n${e.stderr ?? ''}${e.stdout ?? ''}`.slice(0, 8000));
   }
   mkdirSync(join(root, 'node_modules'));
   symlinkSync(join(REPO, 'node_modules', '@aws-sdk'), join(root, 'node_modules', '@aws-sdk'));
-  return { outdir, stage, topics, context };
+  return { outdir, stage, topics, context, ...(o.stageSettings ? { stageSettings: o.stageSettings } : {}) };
+}
+
+/**
+ * A project folder whose cdk.json is the repository's with `stages.<stage>` edited as an operator
+ * edits it (`settings` merged over it), running the repository's app: per-stage settings (cdk.json
+ * objects) cannot be given with `-c`, which sets strings.
+ */
+function projectWith(root: string, stage: string, settings: Record<string, unknown>): string {
+  const dir = join(root, 'project');
+  mkdirSync(dir);
+  const cdkJson = JSON.parse(readFileSync(join(REPO, 'cdk.json'), 'utf8')) as { app: string; context: { stages: Record<string, unknown> } };
+  cdkJson.context.stages[stage] = merge(cdkJson.context.stages[stage], settings);
+  cdkJson.app = `${join(REPO, 'node_modules', '.bin', 'tsx')} --tsconfig ${join(REPO, 'tsconfig.json')} ${join(REPO, 'infra-cdk', 'app.ts')}`;
+  writeFileSync(join(dir, 'cdk.json'), JSON.stringify(cdkJson, null, 2));
+  return dir;
+}
+
+function merge(base: unknown, over: unknown): unknown {
+  const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+  if (!isObject(base) || !isObject(over)) return over;
+  const out: Record<string, unknown> = { ...base };
+  for (const [k, v] of Object.entries(over)) out[k] = merge(base[k], v);
+  return out;
 }
 
 /** The templates of one stage's stacks (`Msgx-<stage>-*.template.json`), by stack name. */
