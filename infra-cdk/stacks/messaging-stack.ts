@@ -37,7 +37,7 @@ export class MessagingStack extends Stack {
   constructor(scope: Construct, id: string, props: MessagingStackProps) {
     super(scope, id, props);
     const { stage, settings } = props.msgx;
-    const { vpc, functionSg } = props.network;
+    const { functionSg } = props.network;
     const existing = settings.existing.msk;
 
     if (existing) {
@@ -52,13 +52,22 @@ export class MessagingStack extends Stack {
       return;
     }
 
+    this.clusterName = `msgx-${stage}`;
+    this.brokerCount = settings.kafka.brokers;
+    const cluster = this.createCluster(props);
+    this.cluster = cluster;
+    this.clusterArn = cluster.attrArn;
+    if (settings.kafka.maxVolumeGb > 0) this.scaleStorage(cluster, settings.kafka);
+    this.bootstrapBrokers = this.bootstrapBrokersOf(cluster);
+  }
+
+  private createCluster(props: MessagingStackProps): msk.CfnCluster {
+    const { stage, settings } = props.msgx;
+    const { vpc, functionSg } = props.network;
+    const k = settings.kafka;
     const kafkaSg = new ec2.SecurityGroup(this, 'KafkaSg', { vpc, description: 'msgx MSK brokers', allowAllOutbound: false });
     // 9098 is the IAM-authenticated TLS listener of MSK.
     kafkaSg.addIngressRule(functionSg, ec2.Port.tcp(9098), 'msgx functions to MSK (IAM/TLS)');
-    this.clusterName = `msgx-${stage}`;
-    const k = settings.kafka;
-    this.brokerCount = k.brokers;
-
     const removalPolicy = dataRemovalPolicy(stage);
     const brokerLogs = new logs.LogGroup(this, 'BrokerLogs', {
       retention: settings.functions.logRetentionDays,
@@ -95,27 +104,28 @@ export class MessagingStack extends Stack {
     });
     configuration.applyRemovalPolicy(removalPolicy);
     cluster.applyRemovalPolicy(removalPolicy);
-    this.cluster = cluster;
-    this.clusterArn = cluster.attrArn;
+    return cluster;
+  }
 
-    if (k.maxVolumeGb > 0) {
-      // MSK storage autoscaling is Application Auto Scaling on the broker volume size.
-      const target = new appscaling.ScalableTarget(this, 'StorageScaling', {
-        serviceNamespace: appscaling.ServiceNamespace.KAFKA,
-        scalableDimension: 'kafka:broker-storage:VolumeSize',
-        resourceId: cluster.attrArn,
-        minCapacity: k.volumeGb,
-        maxCapacity: k.maxVolumeGb,
-      });
-      target.scaleToTrackMetric('StorageUtilization', {
-        predefinedMetric: appscaling.PredefinedMetric.KAFKA_BROKER_STORAGE_UTILIZATION,
-        targetValue: 60,
-        // MSK cannot shrink a volume.
-        disableScaleIn: true,
-      });
-    }
+  /** MSK storage autoscaling is Application Auto Scaling on the broker volume size. */
+  private scaleStorage(cluster: msk.CfnCluster, k: MsgxSettings['settings']['kafka']): void {
+    const target = new appscaling.ScalableTarget(this, 'StorageScaling', {
+      serviceNamespace: appscaling.ServiceNamespace.KAFKA,
+      scalableDimension: 'kafka:broker-storage:VolumeSize',
+      resourceId: cluster.attrArn,
+      minCapacity: k.volumeGb,
+      maxCapacity: k.maxVolumeGb,
+    });
+    target.scaleToTrackMetric('StorageUtilization', {
+      predefinedMetric: appscaling.PredefinedMetric.KAFKA_BROKER_STORAGE_UTILIZATION,
+      targetValue: 60,
+      // MSK cannot shrink a volume.
+      disableScaleIn: true,
+    });
+  }
 
-    // CloudFormation has no attribute for the bootstrap string; ask the Kafka API once per deploy.
+  /** CloudFormation has no attribute for the bootstrap string; ask the Kafka API once per deploy. */
+  private bootstrapBrokersOf(cluster: msk.CfnCluster): string {
     const brokers = new cr.AwsCustomResource(this, 'BootstrapBrokers', {
       onUpdate: {
         service: 'Kafka',
@@ -128,8 +138,6 @@ export class MessagingStack extends Stack {
       installLatestAwsSdk: false,
       timeout: Duration.minutes(2),
     });
-    this.bootstrapBrokers = brokers.getResponseField('BootstrapBrokerStringSaslIam');
-
     acknowledge(this, [
       {
         id: 'AwsSolutions-IAM4',
@@ -141,6 +149,7 @@ export class MessagingStack extends Stack {
         reason: 'The AwsCustomResource handler runtime is chosen by aws-cdk-lib, not by msgx.',
       },
     ]);
+    return brokers.getResponseField('BootstrapBrokerStringSaslIam');
   }
 }
 
