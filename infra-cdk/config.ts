@@ -322,7 +322,7 @@ export class SettingsError extends Error {
 export function readSettings(node: Node): MsgxSettings {
   const problems: string[] = [];
   // Runs one check; its error becomes one line of the report instead of ending the read.
-  const check = <T>(fn: () => T): T | undefined => {
+  const check: Check = (fn) => {
     try {
       return fn();
     } catch (err) {
@@ -342,90 +342,13 @@ export function readSettings(node: Node): MsgxSettings {
     problems.push(`context stages has no entry "${stage}" (have: ${Object.keys(stages).join(', ')})`);
   const settings = deepMerge(DEFAULT_STAGE, stageOverrides);
   const at = `stages.${stage}`;
-  check(() => {
-    if (![2, 3].includes(settings.azs)) throw new Error(`${at}.azs must be 2 or 3, got ${settings.azs}`);
-  });
-  check(() => {
-    if (!/^(15|16|17)\.\d+$/.test(settings.db.engineVersion))
-      throw new Error(`${at}.db.engineVersion must be a full PostgreSQL 15/16/17 version such as 16.13, got ${settings.db.engineVersion}`);
-  });
-  check(() => checkKafka(at, settings));
-  for (const role of SCHEDULED_ROLES)
-    check(() => {
-      const t = settings.functions.timeoutSeconds[role];
-      // Below 60 s the loop would end long before the next tick; see docs/deploy.md for the budget.
-      if (t < 60 || t > 900) throw new Error(`${at}.functions.timeoutSeconds.${role} must be 60..900, got ${t}`);
-    });
-  check(() => {
-    if (settings.functions.timeoutSeconds.ingress > 29)
-      throw new Error(`${at}.functions.timeoutSeconds.ingress must be <= 29 (API Gateway integration limit)`);
-  });
-  for (const [role, n] of Object.entries(settings.functions.reservedConcurrency))
-    check(() => {
-      // 0 would stop the function altogether; an account needs 10 unreserved, so keep these small.
-      if (!Number.isInteger(n) || n < 1)
-        throw new Error(`${at}.functions.reservedConcurrency.${role} must be a positive integer, got ${n}`);
-    });
-  check(() => checkExisting(at, settings.existing));
+  checkStage(at, settings, check);
   // A site may name its operators at deploy (`-c operatorPrincipals=arn…,arn…`) instead of in cdk.json.
   const siteOperators = node.tryGetContext('operatorPrincipals') as unknown;
   if (siteOperators !== undefined) settings.operatorPrincipals = list(node, 'operatorPrincipals', []);
   check(() => checkOperators(at, settings.operatorPrincipals));
-
-  const bundling = (str(node, 'bundling') ?? 'esbuild') as BundlingMode;
-  check(() => {
-    if (bundling !== 'esbuild' && bundling !== 'skip') throw new Error(`context bundling must be esbuild|skip, got ${bundling}`);
-  });
-
-  const lambdaRuntime = (str(node, 'lambdaRuntime') ?? 'nodejs22.x') as LambdaRuntime;
-  check(() => {
-    if (!['nodejs20.x', 'nodejs22.x', 'nodejs24.x'].includes(lambdaRuntime))
-      throw new Error(`context lambdaRuntime must be nodejs20.x|nodejs22.x|nodejs24.x, got ${lambdaRuntime}`);
-  });
-
-  const upstreamAuth = (str(node, 'upstreamAuth') ?? 'iam') as UpstreamAuth;
-  const jwtIssuer = str(node, 'jwtIssuer');
-  const authorizerFunctionArn = str(node, 'authorizerFunctionArn');
-  check(() => {
-    if (!['iam', 'jwt', 'lambda'].includes(upstreamAuth))
-      throw new Error(`context upstreamAuth must be iam|jwt|lambda, got ${upstreamAuth}`);
-    if (upstreamAuth === 'jwt' && !jwtIssuer) throw new Error('context upstreamAuth=jwt needs jwtIssuer (and jwtAudience)');
-    if (upstreamAuth === 'lambda' && !authorizerFunctionArn) throw new Error('context upstreamAuth=lambda needs authorizerFunctionArn');
-  });
-
-  // Every stage needs the real mailbox: a placeholder deploys "successfully" and then fails every poll.
-  const mailboxHost = str(node, 'mailboxHost');
-  const mailboxSecretArn = str(node, 'mailboxSecretArn');
-  check(() => {
-    if (!mailboxHost) throw new Error(`context mailboxHost is required (stage ${stage}): the shared MySQL mailbox's host`);
-    // The functions verify the mailbox's TLS certificate by host name; an address cannot be checked.
-    if (/^[\d.]+$|:/.test(mailboxHost))
-      throw new Error(
-        `context mailboxHost must be the mailbox's DNS name (the one its TLS certificate names), not an IP address: ${mailboxHost}`,
-      );
-  });
-  check(() => {
-    if (!mailboxSecretArn) throw new Error(`context mailboxSecretArn is required (stage ${stage}): the mailbox secret's complete ARN`);
-    if (!SECRET_ARN.test(mailboxSecretArn))
-      throw new Error(`context mailboxSecretArn must be a complete secret ARN (ending in -XXXXXX), got ${mailboxSecretArn}`);
-  });
-  const alarmEmail = str(node, 'alarmEmail');
-  check(() => {
-    // 36 alarms that tell nobody are no alarms: prod needs someone to tell.
-    if (stage === 'prod' && !alarmEmail)
-      throw new Error('context alarmEmail is required (stage prod): the address the alarms notify (e.g. the on-call list)');
-  });
-  const site: Record<string, string | undefined> = {
-    mailboxHost,
-    mailboxSecretArn,
-    mailboxSecurityGroupId: str(node, 'mailboxSecurityGroupId'),
-    account: str(node, 'account'),
-    alarmEmail,
-    jwtIssuer,
-    authorizerFunctionArn,
-    txCheckAllowedOrigins: str(node, 'txCheckAllowedOrigins'),
-  };
-  for (const [key, value] of Object.entries(site)) check(() => refusePlaceholder(key, value));
+  const choices = readChoices(node, check);
+  const site = readSite(node, stage, check);
   for (const [key, value] of flatten(`${at}.existing`, settings.existing)) check(() => refusePlaceholder(key, value));
 
   const mailboxPort = check(() => num(node, 'mailboxPort', 3306)) ?? 3306;
@@ -460,19 +383,24 @@ export function readSettings(node: Node): MsgxSettings {
     prefix: `Msgx-${stage}`,
     account: str(node, 'account'),
     region: str(node, 'region'),
-    bundling,
-    lambdaRuntime,
+    bundling: choices.bundling,
+    lambdaRuntime: choices.lambdaRuntime,
     secretsExtension: bool(node, 'secretsExtension', true),
     nag: bool(node, 'nag', true),
     settings,
     mailbox: {
-      host: mailboxHost!,
+      host: site.mailboxHost!,
       port: mailboxPort,
       database: str(node, 'mailboxDatabase') ?? 'mailbox',
-      secretArn: mailboxSecretArn!,
+      secretArn: site.mailboxSecretArn!,
       securityGroupId: str(node, 'mailboxSecurityGroupId'),
     },
-    api: { upstreamAuth, jwtIssuer, jwtAudience: list(node, 'jwtAudience', []), authorizerFunctionArn },
+    api: {
+      upstreamAuth: choices.upstreamAuth,
+      jwtIssuer: site.jwtIssuer,
+      jwtAudience: list(node, 'jwtAudience', []),
+      authorizerFunctionArn: site.authorizerFunctionArn,
+    },
     kafka: {
       topicMsg: functionEnv.MSGX_TOPIC_MSG ?? 'msgx.msg',
       topicSchd: functionEnv.MSGX_TOPIC_SCHD ?? 'msgx.schd',
@@ -483,8 +411,106 @@ export function readSettings(node: Node): MsgxSettings {
     timezone: functionEnv.MSGX_TIMEZONE ?? 'Asia/Shanghai',
     txCheckAllowedOrigins: functionEnv.MSGX_TX_CHECK_ALLOWED_ORIGINS ?? '',
     functionEnv,
-    alarmEmail,
+    alarmEmail: site.alarmEmail,
   };
+}
+
+/** Runs one check of the settings; a refusal is collected rather than thrown. */
+type Check = <T>(fn: () => T) => T | undefined;
+
+/** The stage block's own rules: sizes, versions, timeouts, reservations, existing resources. */
+function checkStage(at: string, settings: StageSettings, check: Check): void {
+  check(() => {
+    if (![2, 3].includes(settings.azs)) throw new Error(`${at}.azs must be 2 or 3, got ${settings.azs}`);
+  });
+  check(() => {
+    if (!/^(15|16|17)\.\d+$/.test(settings.db.engineVersion))
+      throw new Error(`${at}.db.engineVersion must be a full PostgreSQL 15/16/17 version such as 16.13, got ${settings.db.engineVersion}`);
+  });
+  check(() => checkKafka(at, settings));
+  for (const role of SCHEDULED_ROLES)
+    check(() => {
+      const t = settings.functions.timeoutSeconds[role];
+      // Below 60 s the loop would end long before the next tick; see docs/deploy.md for the budget.
+      if (t < 60 || t > 900) throw new Error(`${at}.functions.timeoutSeconds.${role} must be 60..900, got ${t}`);
+    });
+  check(() => {
+    if (settings.functions.timeoutSeconds.ingress > 29)
+      throw new Error(`${at}.functions.timeoutSeconds.ingress must be <= 29 (API Gateway integration limit)`);
+  });
+  for (const [role, n] of Object.entries(settings.functions.reservedConcurrency))
+    check(() => {
+      // 0 would stop the function altogether; an account needs 10 unreserved, so keep these small.
+      if (!Number.isInteger(n) || n < 1)
+        throw new Error(`${at}.functions.reservedConcurrency.${role} must be a positive integer, got ${n}`);
+    });
+  check(() => checkExisting(at, settings.existing));
+}
+
+/** How to build: bundling, the Lambda runtime and the upstream routes' authorizer. */
+function readChoices(node: Node, check: Check) {
+  const bundling = (str(node, 'bundling') ?? 'esbuild') as BundlingMode;
+  check(() => {
+    if (bundling !== 'esbuild' && bundling !== 'skip') throw new Error(`context bundling must be esbuild|skip, got ${bundling}`);
+  });
+
+  const lambdaRuntime = (str(node, 'lambdaRuntime') ?? 'nodejs22.x') as LambdaRuntime;
+  check(() => {
+    if (!['nodejs20.x', 'nodejs22.x', 'nodejs24.x'].includes(lambdaRuntime))
+      throw new Error(`context lambdaRuntime must be nodejs20.x|nodejs22.x|nodejs24.x, got ${lambdaRuntime}`);
+  });
+
+  const upstreamAuth = (str(node, 'upstreamAuth') ?? 'iam') as UpstreamAuth;
+  const jwtIssuer = str(node, 'jwtIssuer');
+  const authorizerFunctionArn = str(node, 'authorizerFunctionArn');
+  check(() => {
+    if (!['iam', 'jwt', 'lambda'].includes(upstreamAuth))
+      throw new Error(`context upstreamAuth must be iam|jwt|lambda, got ${upstreamAuth}`);
+    if (upstreamAuth === 'jwt' && !jwtIssuer) throw new Error('context upstreamAuth=jwt needs jwtIssuer (and jwtAudience)');
+    if (upstreamAuth === 'lambda' && !authorizerFunctionArn) throw new Error('context upstreamAuth=lambda needs authorizerFunctionArn');
+  });
+
+  return { bundling, lambdaRuntime, upstreamAuth };
+}
+
+/** The site's resources and contacts (`-c` at deploy or cdk.json), none of them a placeholder. */
+function readSite(node: Node, stage: string, check: Check) {
+  const jwtIssuer = str(node, 'jwtIssuer');
+  const authorizerFunctionArn = str(node, 'authorizerFunctionArn');
+  // Every stage needs the real mailbox: a placeholder deploys "successfully" and then fails every poll.
+  const mailboxHost = str(node, 'mailboxHost');
+  const mailboxSecretArn = str(node, 'mailboxSecretArn');
+  check(() => {
+    if (!mailboxHost) throw new Error(`context mailboxHost is required (stage ${stage}): the shared MySQL mailbox's host`);
+    // The functions verify the mailbox's TLS certificate by host name; an address cannot be checked.
+    if (/^[\d.]+$|:/.test(mailboxHost))
+      throw new Error(
+        `context mailboxHost must be the mailbox's DNS name (the one its TLS certificate names), not an IP address: ${mailboxHost}`,
+      );
+  });
+  check(() => {
+    if (!mailboxSecretArn) throw new Error(`context mailboxSecretArn is required (stage ${stage}): the mailbox secret's complete ARN`);
+    if (!SECRET_ARN.test(mailboxSecretArn))
+      throw new Error(`context mailboxSecretArn must be a complete secret ARN (ending in -XXXXXX), got ${mailboxSecretArn}`);
+  });
+  const alarmEmail = str(node, 'alarmEmail');
+  check(() => {
+    // 36 alarms that tell nobody are no alarms: prod needs someone to tell.
+    if (stage === 'prod' && !alarmEmail)
+      throw new Error('context alarmEmail is required (stage prod): the address the alarms notify (e.g. the on-call list)');
+  });
+  const site: Record<string, string | undefined> = {
+    mailboxHost,
+    mailboxSecretArn,
+    mailboxSecurityGroupId: str(node, 'mailboxSecurityGroupId'),
+    account: str(node, 'account'),
+    alarmEmail,
+    jwtIssuer,
+    authorizerFunctionArn,
+    txCheckAllowedOrigins: str(node, 'txCheckAllowedOrigins'),
+  };
+  for (const [key, value] of Object.entries(site)) check(() => refusePlaceholder(key, value));
+  return site;
 }
 
 function checkOperators(at: string, principals: unknown): void {
