@@ -17,8 +17,8 @@ export interface EventRetentionResult {
  * Removes delivered events older than the retention window by RANGE (docs/outbox.md "Retention").
  * One cut is computed: the smallest event_id that must stay because it is inside the window, still
  * open for its target (anything msgx_outbox_open returns: not passed by the cursor, a failed head,
- * an exception still retried, a row the per-event path holds), or the delivery a transactional
- * message still waits for. Below the cut everything is delivered or dead; dead events and any event
+ * an exception still retried, a row the per-event path holds), or `keepFrom` (the delivery a
+ * transactional message still waits for, which lib/txmsg reads). Below the cut everything is delivered or dead; dead events and any event
  * with an exception row stay (replay needs them). The delete then goes in chunks of `chunk` ids, one
  * statement each. event_delivery outcomes go with their events (the statement trigger of 009).
  * Cursors keep their after_id and snapshots: a cursor below the cut only points at ids no longer there.
@@ -28,6 +28,8 @@ export async function sweepDeliveredEvents(
   opts: {
     now: Date;
     retentionDays: number;
+    /** An id to keep and everything above it: the oldest delivery a transactional message still waits for. */
+    keepFrom?: number | null;
     chunk?: number;
     maxChunks?: number;
     /** performance.now() at which to stop between chunks (the sweep's share). */
@@ -44,7 +46,7 @@ export async function sweepDeliveredEvents(
     `WITH bounds AS (
        SELECT (SELECT e.event_id FROM msg_event e WHERE e.created_at >= $1 ORDER BY e.event_id LIMIT 1) AS in_window,
               (SELECT min(o.event_id) FROM msgx_outbox_open($2) o) AS open,
-              (SELECT min(t.in_flight_event_id) FROM tx_message t WHERE t.in_flight_event_id IS NOT NULL) AS in_flight,
+              $3::bigint AS in_flight,
               (SELECT max(e.event_id) + 1 FROM msg_event e) AS past_end)
      SELECT least(in_window, open, in_flight, past_end)::text AS cut,
             (SELECT min(e.event_id) FROM msg_event e
@@ -52,7 +54,7 @@ export async function sweepDeliveredEvents(
                 AND e.dead_at IS NULL AND e.status <> 'DEAD'
                 AND NOT EXISTS (SELECT 1 FROM outbox_exception x WHERE x.target = e.target AND x.event_id = e.event_id))::text AS lo
      FROM bounds b`,
-    [windowStart, opts.now],
+    [windowStart, opts.now, opts.keepFrom ?? null],
   );
   const cut = r.rows[0]?.cut == null ? null : Number(r.rows[0].cut);
   let lo = r.rows[0]?.lo == null ? null : Number(r.rows[0].lo);

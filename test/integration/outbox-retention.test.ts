@@ -167,4 +167,14 @@ describe('event retention: delivered events below one cut go by range', () => {
     expect((await sweepDeliveredEvents(db, { now: clock.now(), retentionDays: 30 })).deleted).toBe(0);
     expect(db.statements).toHaveLength(1);
   });
+
+  it('a delivery a transactional message still waits for keeps itself and what follows', async () => {
+    const batch = await insert('msg', 'f', 20, new Date(clock.now().getTime() - 40 * DAY));
+    await deliver();
+    // Everything outside the window now: only keepFrom holds the cut.
+    await pg.db.query(`UPDATE msg_event SET created_at = $1`, [new Date(clock.now().getTime() - 40 * DAY)]);
+    const r = await sweepDeliveredEvents(pg.db, { now: clock.now(), retentionDays: 30, keepFrom: batch[9] });
+    expect(r.cut).toBe(batch[9]);
+    expect(await present(batch)).toEqual(batch.slice(9));
+  });
 });
