@@ -54,6 +54,8 @@ const SURFACES = {
     'publishers/build.ts',
     'queries.ts',
     'replay.ts',
+    // The sweep's event retention (lib/jobs/roles.ts), as pipeline exposes procArchive.ts.
+    'retention.ts',
     'sourceEvents.ts',
     'topicCatalog.ts',
     'topics.ts',

@@ -142,6 +142,9 @@ const schema = z
     // Lifecycle (docs/flights.md "Lifecycle")
     MSGX_HISTORY_RETENTION_DAYS: positiveInt(7),
     MSGX_PROC_RETENTION_DAYS: positiveInt(30),
+    // Delivered msg_event rows older than this go (docs/outbox.md "Retention"); a message's trace
+    // lists its events for as long as the message is traceable, so not below MSGX_PROC_RETENTION_DAYS.
+    MSGX_EVENT_RETENTION_DAYS: positiveInt(30),
     MSGX_SNAP_LOG_RETENTION_DAYS: positiveInt(90),
     MSGX_HISTORY_SWEEP_AT: z
       .string()
@@ -153,6 +156,12 @@ const schema = z
     MSGX_REQUEST_RECEIVER: wireCode('FIMS'),
   })
   .superRefine((c, ctx) => {
+    if (c.MSGX_EVENT_RETENTION_DAYS < c.MSGX_PROC_RETENTION_DAYS)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['MSGX_EVENT_RETENTION_DAYS'],
+        message: 'must not be below MSGX_PROC_RETENTION_DAYS (a traceable message would lose its events)',
+      });
     if (c.MSGX_BACKOFF_INITIAL > c.MSGX_BACKOFF_MAX)
       ctx.addIssue({ code: 'custom', path: ['MSGX_BACKOFF_INITIAL'], message: 'must not exceed MSGX_BACKOFF_MAX' });
     if (c.MSGX_DELIVERY_INITIAL_BACKOFF > c.MSGX_DELIVERY_MAX_BACKOFF)
@@ -276,6 +285,7 @@ export interface Config {
   lifecycle: {
     historyRetentionDays: number;
     procRetentionDays: number;
+    eventRetentionDays: number;
     snapLogRetentionDays: number;
     historySweepAt: string;
     requestTimeoutMs: number;
@@ -367,6 +377,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     lifecycle: {
       historyRetentionDays: e.MSGX_HISTORY_RETENTION_DAYS,
       procRetentionDays: e.MSGX_PROC_RETENTION_DAYS,
+      eventRetentionDays: e.MSGX_EVENT_RETENTION_DAYS,
       snapLogRetentionDays: e.MSGX_SNAP_LOG_RETENTION_DAYS,
       historySweepAt: e.MSGX_HISTORY_SWEEP_AT,
       requestTimeoutMs: e.MSGX_REQUEST_TIMEOUT,

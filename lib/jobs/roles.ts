@@ -1,5 +1,6 @@
 // Direct imports, not the barrels: a Lambda bundle then carries only what its role uses.
 import { archiveProcState } from '../pipeline/procArchive.ts';
+import { sweepDeliveredEvents } from '../outbox/retention.ts';
 import { historySweepIfDue } from '../flights/history.ts';
 import { backfillSweep, reconcileBackfill } from '../pipeline/backfill.ts';
 import { MAILBOX_CHANNEL, pollOnce } from '../pipeline/poller.ts';
@@ -10,7 +11,7 @@ import { expireRequests } from '../requests/send.ts';
 import { reconcileRequests } from '../requests/reconcile.ts';
 import { type PipelineGauges, readGauges } from '../observability/metrics.ts';
 import type { AppContext } from '../app/context.ts';
-import { archiveConsumed } from '../txmsg/archive.ts';
+import { archiveConsumed, oldestInFlightEvent } from '../txmsg/archive.ts';
 import { checkBackRunner } from '../txmsg/checkBack.ts';
 import { emitDeadLetter, reportDeadLetters } from '../txmsg/dead.ts';
 import { redeliverOnce } from '../txmsg/redeliver.ts';
@@ -96,6 +97,18 @@ export function defaultSweepTasks(ctx: AppContext, gauges?: (g: PipelineGauges) 
       name: 'proc-archive',
       everyMs: HOUR,
       run: (c) => archiveProcState(c.db, { now: c.clock.now(), retentionDays: lifecycle.procRetentionDays }),
+    },
+    {
+      name: 'event-retention',
+      everyMs: HOUR,
+      run: async (c, share) =>
+        sweepDeliveredEvents(c.db, {
+          now: c.clock.now(),
+          retentionDays: lifecycle.eventRetentionDays,
+          keepFrom: await oldestInFlightEvent(c.db),
+          until: share.until,
+          log: c.log,
+        }),
     },
     { name: 'tx-archive', everyMs: HOUR, run: (c) => archiveConsumed(c) },
     // The alarms' pipeline gauges; in the twin nobody reads EMF (no sink), so they stay off its
