@@ -120,14 +120,30 @@ export async function relayBatch(
 
   const go = rows.filter((r) => !held.has(keyOf(r.partition_key)));
   const byId = new Map<number, PublishResult[]>();
-  if (go.length > 0) {
-    const out = await publishRun(ctx, pubs, target, settings, go, report);
-    out.rows.forEach((r, i) =>
+  // A page of several batches goes out one batch per publish, in order, as a plain producer would
+  // send it; after a batch with a failure the rest are not tried (the cursor stops there anyway).
+  const step = isSchd ? Math.max(1, go.length) : settings.batchSize;
+  let failedAt: string | null = null;
+  for (let i = 0; i < go.length; i += step) {
+    const chunk = go.slice(i, i + step);
+    if (failedAt !== null) {
+      const skipped: PublishResult = { ok: false, error: `not sent: an earlier event failed (${failedAt})`, notAttempted: true };
+      for (const r of chunk)
+        byId.set(
+          r.event_id,
+          pubs.map(() => skipped),
+        );
+      continue;
+    }
+    const out = await publishRun(ctx, pubs, target, settings, chunk, report);
+    out.rows.forEach((r, k) =>
       byId.set(
         r.event_id,
-        out.results.map((rs) => rs[i]!),
+        out.results.map((rs) => rs[k]!),
       ),
     );
+    const bad = out.results.flat().find((x) => !x.ok);
+    if (bad && !bad.ok) failedAt = bad.error;
   }
   const verdictCache = new Map<number, Verdict>();
   const verdictFor = (r: ClaimedRow): Verdict => {

@@ -26,6 +26,9 @@ import type { DispatchContext, DispatchOptions, Publisher } from './types.ts';
  * logFailures.ts the exceptions and their retries, logSchd.ts schd's flights.
  */
 
+/** Batches read, published and finished as one page when a round may relay that many. */
+const PAGE_BATCHES = 10;
+
 /** The log relay's round: every target with something to do, each under its own lease. */
 export async function dispatchLogTargets(
   ctx: DispatchContext,
@@ -105,11 +108,16 @@ async function deliverLogTarget(
     const held = new Set<string>();
     if (t.has_exceptions || report.retried > 0 || report.dead > 0)
       for (const r of (await ctx.db.query<{ partition_key: string | null }>(KEYS_SQL, [target])).rows) held.add(keyOf(r.partition_key));
-    const limit = isSchd ? ctx.config.outbox.schdFlushLimit : settings.batchSize;
+    // Pages of several batches: the read and the finish are paid once per page, not per batch,
+    // while the batches are published one after another as before.
     const maxBatches = isSchd ? 1 : Math.max(1, options.maxBatches ?? 1);
-    for (let b = 0; b < maxBatches; b++) {
+    for (let b = 0; b < maxBatches;) {
+      // A page is as many batches as the round has left, at most PAGE_BATCHES; what it held counts.
+      const limit = isSchd ? ctx.config.outbox.schdFlushLimit : settings.batchSize * Math.min(PAGE_BATCHES, maxBatches - b);
+      const before = report.claimed;
       const r = await relayBatch(ctx, pubs, target, settings, limit, me, leaseUntil(), held, options, report);
       holding = r !== 'lost';
+      b += Math.max(1, Math.ceil((report.claimed - before) / settings.batchSize));
       if (r !== 'more') break;
       holding = false;
       if (ctx.clock.now().getTime() - nowMs >= ctx.config.outbox.leaseMs / 2) {
