@@ -1,0 +1,118 @@
+import { prepared } from '../db/prepared.ts';
+import type { ClaimedRow } from './claim.ts';
+
+// The log's cursor rows: the targets with work, the lease on one and the read of its pages.
+
+/** The null key as a set member: events without a key are ordered among themselves. */
+export const keyOf = (k: string | null): string => (k === null ? '\u0000' : k);
+
+export interface TargetRow {
+  target: string;
+  has_cursor: boolean;
+  open_batch: boolean;
+  has_new: boolean;
+  lease_owner: string | null;
+  lease_until: Date | null;
+  hold_until: Date | null;
+  last_flush_at: Date | null;
+  exception_due: Date | null;
+  has_exceptions: boolean;
+  created_at: Date;
+}
+
+// Targets: a loose index scan (one probe per target) over the rows no per-event mark settled; per
+// target, whether its cursor has anything new, its lease, hold and exceptions. Reads only.
+export const DISCOVER_SQL = prepared(`
+WITH RECURSIVE tg AS (
+  (SELECT target FROM msg_event WHERE sent_at IS NULL AND dead_at IS NULL ORDER BY target LIMIT 1)
+  UNION ALL
+  SELECT (SELECT m.target FROM msg_event m WHERE m.sent_at IS NULL AND m.dead_at IS NULL AND m.target > tg.target
+          ORDER BY m.target LIMIT 1)
+  FROM tg WHERE tg.target IS NOT NULL
+)
+SELECT tg.target, t.snap_lo IS NOT NULL AS has_cursor, t.snap_hi IS NOT NULL AS open_batch,
+       t.lease_owner, t.lease_until, t.hold_until, t.last_flush_at,
+       n.created_at IS NOT NULL AS has_new, coalesce(n.created_at, now()) AS created_at,
+       x.due AS exception_due, x.n > 0 AS has_exceptions
+FROM tg
+LEFT JOIN outbox_target t ON t.target = tg.target
+LEFT JOIN LATERAL (
+  SELECT m.created_at FROM msg_event m
+  WHERE m.target = tg.target AND m.status = 'PENDING' AND m.sent_at IS NULL AND m.dead_at IS NULL
+    AND m.writer_xid >= pg_snapshot_xmin(coalesce(t.snap_lo, msgx_outbox_origin()))
+    AND NOT pg_visible_in_snapshot(m.writer_xid, coalesce(t.snap_lo, msgx_outbox_origin()))
+  LIMIT 1) n ON true
+LEFT JOIN LATERAL (
+  SELECT min(next_attempt_at) AS due, count(*) AS n FROM outbox_exception e WHERE e.target = tg.target AND NOT e.dead AND NOT e.at_head) x ON true
+WHERE tg.target IS NOT NULL`);
+
+export const ENSURE_CURSOR_SQL = prepared(`INSERT INTO outbox_target (target, snap_lo) VALUES ($1, msgx_outbox_origin())
+  ON CONFLICT (target) DO UPDATE SET snap_lo = coalesce(outbox_target.snap_lo, msgx_outbox_origin())`);
+
+// Lease, open (snap_hi = now unless a batch is open) and read in one statement. Opening a batch
+// starts after_id just below its first possible event (the writer index finds it among the recent
+// transactions), so each page reads the target's events in event_id order from there and stops at
+// the page's end instead of sorting the whole window again. Neither this nor the finish waits for
+// its WAL flush: a lost one only means the batch is read, and delivered, again.
+export const READ_SQL = prepared(`
+WITH cur AS (
+  UPDATE outbox_target t SET snap_hi = coalesce(t.snap_hi, pg_current_snapshot()), lease_owner = $3, lease_until = $4,
+    after_id = CASE WHEN t.snap_hi IS NOT NULL THEN t.after_id ELSE coalesce(
+      (SELECT min(m.event_id) - 1 FROM msg_event m
+       WHERE m.writer_xid >= pg_snapshot_xmin(t.snap_lo) AND m.target = $1 AND m.sent_at IS NULL AND m.dead_at IS NULL),
+      t.after_id) END
+  WHERE t.target = $1 AND t.snap_lo IS NOT NULL AND (t.lease_owner IS NULL OR t.lease_owner = $3 OR t.lease_until <= $5)
+  RETURNING t.snap_lo, t.snap_hi, t.after_id)
+SELECT c.snap_lo::text AS lo, c.snap_hi::text AS hi, c.after_id, c.snap_hi::text <> pg_current_snapshot()::text AS stale,
+       set_config('synchronous_commit', 'off', true) AS async_commit,
+       e.event_id, e.partition_key, e.event_type, e.value, e.headers, e.source_kind, e.source_id,
+       e.flid, e.state_version, coalesce(h.attempts, 0) AS attempts, array_to_string(h.delivered_to, ',') AS delivered_to,
+       h.event_id IS NOT NULL AS at_head
+FROM cur c LEFT JOIN LATERAL (
+  SELECT m.event_id, m.partition_key, m.event_type, m.value, m.headers, m.source_kind, m.source_id, m.flid, m.state_version
+  FROM msg_event m
+  WHERE m.target = $1 AND m.event_id > c.after_id AND m.sent_at IS NULL AND m.dead_at IS NULL AND m.status = 'PENDING'
+    AND pg_visible_in_snapshot(m.writer_xid, c.snap_hi) AND NOT pg_visible_in_snapshot(m.writer_xid, c.snap_lo)
+    AND NOT EXISTS (SELECT 1 FROM outbox_exception x WHERE x.target = $1 AND x.event_id = m.event_id AND NOT x.at_head)
+  ORDER BY m.event_id LIMIT $2) e ON true
+LEFT JOIN outbox_exception h ON h.target = $1 AND h.event_id = e.event_id AND h.at_head
+ORDER BY e.event_id`);
+
+export const LEASE_SQL = prepared(
+  `UPDATE outbox_target SET lease_owner = $2, lease_until = $3 WHERE target = $1 AND (lease_owner IS NULL OR lease_owner = $2 OR lease_until <= $4)`,
+);
+export const RELEASE_SQL = prepared(
+  `UPDATE outbox_target SET lease_owner = NULL, lease_until = NULL WHERE target = $1 AND lease_owner = $2`,
+);
+
+export interface LogRow {
+  event_id: string | number;
+  partition_key: string | null;
+  event_type: string;
+  value: string | null;
+  headers: Record<string, unknown> | null;
+  source_kind: string | null;
+  source_id: string | null;
+  flid: string | null;
+  state_version: number | null;
+  attempts?: number;
+  delivered_to?: string | null;
+  at_head?: boolean;
+}
+
+export function toClaimed(r: LogRow, isSchd: boolean): ClaimedRow {
+  const dto = r.delivered_to ? r.delivered_to.split(',').filter(Boolean) : null;
+  return {
+    event_id: Number(r.event_id),
+    partition_key: r.partition_key,
+    event_type: r.event_type,
+    value: r.value,
+    headers: r.headers,
+    attempts: r.attempts ?? 0,
+    source_kind: r.source_kind,
+    source_id: r.source_id,
+    delivered_to: dto,
+    ...(isSchd ? { grp: r.flid ?? r.partition_key ?? `event:${r.event_id}` } : {}),
+    ...(r.at_head ? { at_head: true } : {}),
+  };
+}
