@@ -534,6 +534,7 @@ const FROM_STACK: Record<string, string> = {
   MSGX_KAFKA_IAM_REGION: "the stack's region",
   MSGX_SIGNING_SECRET: 'read from the signing secret',
   MSGX_OPERATOR_PRINCIPALS: "the stage's operatorPrincipals",
+  MSGX_STAGE: "the stage's name, which the transactional-id grant names",
 };
 
 function splitList(v: string | undefined): string[] {

@@ -39,3 +39,21 @@ export const SEND_PATH = '/cminmsgs/send';
 
 /** Largest message body accepted, in UTF-8 bytes: the XML gate's limit and MSGX_MAX_BODY_BYTES's default. */
 export const MAX_MESSAGE_BYTES = 1024 * 1024;
+
+/*
+ * Exactly once into Kafka (docs/outbox.md "Exactly once into Kafka"): the names the dispatcher
+ * gives Kafka per deployment, here so the CDK app grants the very prefix the code uses
+ * (infra-cdk/constructs/msgx-function.ts bindKafka).
+ */
+
+/** Every transactional.id and cursor group of a stage starts with this; the stage has no dot, so no stage's prefix covers another's. */
+export const stagePrefix = (stage: string): string => `msgx.${stage}.`;
+
+/** One per stage and target: a replacement dispatcher's producer fences the older one of the same id. */
+export const transactionalId = (stage: string, target: string): string => `${stagePrefix(stage)}${target}`;
+
+/** What every cursor group of a stage starts with (the grant's pattern). */
+export const cursorGroupPrefix = (stage: string): string => `${stagePrefix(stage)}cursor-`;
+
+/** The throwaway consumer group that reads the offsets topic at start; unique per process start. */
+export const cursorGroupId = (stage: string): string => `${cursorGroupPrefix(stage)}${process.pid}-${Date.now()}`;

@@ -10,6 +10,7 @@ import { Construct, type IConstruct } from 'constructs';
 import type { BundlingMode, FunctionRole, LambdaRuntime } from '../config.ts';
 import { topicArnOf } from '../stacks/messaging-stack.ts';
 import { acknowledge } from '../nag.ts';
+import { cursorGroupPrefix, stagePrefix } from '../../lib/constants.ts';
 import { bundleConsoleSync, bundleFunctionSync, functionEntry } from '../bundle.ts';
 
 const RUNTIMES: Record<LambdaRuntime, lambda.Runtime> = {
@@ -101,10 +102,12 @@ export interface KafkaBinding {
   /** Topics written to, exact names (ARN bound to this cluster's UUID): msgx's and MSGX_TX_TOPICS. */
   writeTopics?: string[];
   /**
-   * The stage's transactional ids (`msgx.<stage>.<target>`, lib/outbox/publishers/kafkaTransactional.ts),
-   * as a prefix: a writer may fence only its own stage's producers on a shared cluster.
+   * Exactly once into Kafka (docs/outbox.md): the stage, set as MSGX_STAGE, whose transactional ids
+   * and cursor groups (lib/constants.ts) are granted by prefix, so a writer may fence
+   * only its own stage's producers on a shared cluster; and the offsets topics it reads its cursors
+   * back from (it writes them too: they belong in writeTopics).
    */
-  transactionalIdPrefix?: string;
+  exactlyOnce?: { stage: string; offsetsTopics: string[] };
   /** Topics created and configured (the migrate function). */
   adminTopics?: string[];
 }
@@ -297,27 +300,42 @@ export class MsgxFunction extends Construct {
         }),
       );
     }
-    if (k.transactionalIdPrefix) {
-      // Exactly-once delivery: a transactional producer per target, its id msgx.<stage>.<target>.
+    if (k.exactlyOnce) {
+      const { stage, offsetsTopics } = k.exactlyOnce;
       // Named by the cluster's name (the UUID a wildcard): a literal ARN that cdk-nag can be told
       // about, and only one cluster of a name exists in a region at a time.
-      const ids = `transactional-id/${k.clusterName}/*/${k.transactionalIdPrefix}*`;
+      const ids = `transactional-id/${k.clusterName}/*/${stagePrefix(stage)}*`;
+      const groups = `group/${k.clusterName}/*/${cursorGroupPrefix(stage)}*`;
+      const arn = (tail: string) => `arn:${stack.partition}:kafka:${stack.region}:${stack.account}:${tail}`;
       this.fn.addToRolePolicy(
         new iam.PolicyStatement({
           actions: ['kafka-cluster:DescribeTransactionalId', 'kafka-cluster:AlterTransactionalId'],
-          resources: [`arn:${stack.partition}:kafka:${stack.region}:${stack.account}:${ids}`],
+          resources: [arn(ids)],
+        }),
+      );
+      // The cursor is read back at start through a consumer group of its own (joining one is
+      // AlterGroup, which needs DescribeGroup); ReadData needs DescribeTopic and AlterGroup.
+      this.fn.addToRolePolicy(
+        new iam.PolicyStatement({ actions: ['kafka-cluster:DescribeGroup', 'kafka-cluster:AlterGroup'], resources: [arn(groups)] }),
+      );
+      this.fn.addToRolePolicy(
+        new iam.PolicyStatement({
+          actions: ['kafka-cluster:DescribeTopic', 'kafka-cluster:ReadData'],
+          resources: offsetsTopics.map((t) => topicArnOf(stack, k.clusterArn, t)),
         }),
       );
       const shown = (v: string, pseudo: string) => (Token.isUnresolved(v) ? `<AWS::${pseudo}>` : v);
+      const nagArn = (tail: string) =>
+        `Resource::arn:${shown(stack.partition, 'Partition')}:kafka:${shown(stack.region, 'Region')}:${shown(stack.account, 'AccountId')}:${tail}`;
       acknowledge(this.fn, [
         {
           id: 'AwsSolutions-IAM5',
-          reason: "Transactional ids are named per target at run time; the grant is the stage's prefix on this cluster only.",
-          appliesTo: [
-            `Resource::arn:${shown(stack.partition, 'Partition')}:kafka:${shown(stack.region, 'Region')}:${shown(stack.account, 'AccountId')}:${ids}`,
-          ],
+          reason:
+            "Transactional ids and the start-up cursor reader's consumer group are named per target and per process start at run time; the grant is the stage's prefix on this cluster only.",
+          appliesTo: [nagArn(ids), nagArn(groups)],
         },
       ]);
+      this.env('MSGX_STAGE', stage);
     }
     if (k.adminTopics?.length) {
       this.fn.addToRolePolicy(

@@ -132,8 +132,11 @@ export class ServiceStack extends Stack {
       bootstrapBrokers: messaging.bootstrapBrokers,
     };
     const { topicMsg, topicSchd } = msgx.kafka;
+    // Exactly once: the targets' cursors (MSGX_TOPIC_OFFSETS, lib/config/config.ts's default).
+    const topicOffsets = msgx.functionEnv.MSGX_TOPIC_OFFSETS ?? 'msgx.offsets';
+    const offsetsTopics = [topicOffsets, `${topicOffsets}.shadow`];
     // Shadow mode (MSGX_SHADOW) writes to `<topic>.shadow`; the grant covers both.
-    const ownTopics = [topicMsg, `${topicMsg}.shadow`, topicSchd, `${topicSchd}.shadow`];
+    const ownTopics = [topicMsg, `${topicMsg}.shadow`, topicSchd, `${topicSchd}.shadow`, ...offsetsTopics];
     // The topics producers may name (MSGX_TX_TOPICS), as msgx writes them (lib/outbox/publish.ts).
     const txTopics = msgx.kafka.txTopics.map((t) => (msgx.kafka.shadow ? `${t}.shadow` : t));
 
@@ -151,7 +154,7 @@ export class ServiceStack extends Stack {
       const uses: readonly string[] = ROLE_CATALOGUE[role].uses;
       if (uses.includes('mailbox')) fns[role].bindMailbox(mailbox);
       if (uses.includes('kafka'))
-        fns[role].bindKafka({ ...kafka, writeTopics: [...ownTopics, ...txTopics], transactionalIdPrefix: `msgx.${msgx.stage}.` });
+        fns[role].bindKafka({ ...kafka, writeTopics: [...ownTopics, ...txTopics], exactlyOnce: { stage: msgx.stage, offsetsTopics } });
       if (uses.includes('signingSecret')) fns[role].bindSigningSecret(data.signingSecret);
     }
   }

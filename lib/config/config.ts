@@ -108,6 +108,16 @@ const schema = z
         'must be a Kafka topic name (letters, digits, ".", "_", "-"; at most 249 characters)',
       ),
     MSGX_KAFKA_EXACTLY_ONCE: flag(true),
+    // The deployment's name in its transactional.ids and cursor groups (`msgx.<stage>.…`); the
+    // cloud stack sets it to the stage its IAM grant names. No dot: a grant on `msgx.<stage>.*`
+    // would otherwise cover a stage named `<stage>.x` on a shared cluster.
+    MSGX_STAGE: z
+      .string()
+      .regex(
+        /^[A-Za-z0-9_-]{1,64}$/,
+        'must be the deployment\'s name: 1 to 64 letters, digits, "-" or "_" (no dot, so one stage\'s transactional-id prefix never covers another\'s)',
+      )
+      .optional(),
     MSGX_TOPIC_PARTITIONS: positiveInt(6),
     MSGX_FANOUT_WEBHOOKS: commaList(),
     MSGX_DELIVERY_BATCH_SIZE: positiveInt(100),
@@ -271,6 +281,8 @@ export interface Config {
     exactlyOnce: boolean;
     /** MSGX_TOPIC_OFFSETS: the compacted topic of the targets' cursors. */
     topicOffsets: string;
+    /** MSGX_STAGE, else the offsets topic's name: the `<stage>` of `msgx.<stage>.<target>` transactional ids. */
+    stage: string;
   };
   txmsg: {
     checkAllowedOrigins: string[];
@@ -364,6 +376,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       relay: e.MSGX_OUTBOX_RELAY,
       exactlyOnce: e.MSGX_KAFKA_EXACTLY_ONCE && e.MSGX_KAFKA_BROKERS.length > 0 && e.MSGX_OUTBOX_RELAY === 'log',
       topicOffsets: e.MSGX_TOPIC_OFFSETS + (e.MSGX_SHADOW ? '.shadow' : ''),
+      // Unset (the twin, tests): the offsets topic's name stands in, so twins and test runs on one
+      // broker, each with its own offsets topic (and a shadow twin beside a live one), never fence
+      // each other's producers. The cloud sets MSGX_STAGE to the name its grant covers.
+      stage: e.MSGX_STAGE ?? e.MSGX_TOPIC_OFFSETS + (e.MSGX_SHADOW ? '.shadow' : ''),
     },
     txmsg: {
       checkAllowedOrigins: e.MSGX_TX_CHECK_ALLOWED_ORIGINS,

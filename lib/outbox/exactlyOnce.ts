@@ -26,19 +26,26 @@ export class ExactlyOnceSinks {
     this.#kafka = createKafka(config.kafka, { clientId: 'msgx-eos', requestTimeoutMs: config.outbox.publishTimeoutMs, log: deps.log });
   }
 
+  /**
+   * The `<stage>` of this deployment's transactional ids and cursor group (MSGX_STAGE, which the
+   * cloud's IAM grant names; test/infra/exactly-once-grants.test.ts holds the two together).
+   */
+  get stage(): string {
+    return this.config.outbox.stage;
+  }
+
   /** Opens the target's producer and adopts Kafka's cursor, once; the caller holds the target's lease. */
   async prepare(db: Queryable, target: string, topic: string): Promise<TransactionalTarget> {
     let p = this.#open.get(target);
     if (!p) {
       p = (async () => {
         const sink = await TransactionalTarget.open(this.#kafka, {
-          // The offsets topic names the stage: one per deployment, as the transactional.id must be.
-          stage: this.config.outbox.topicOffsets,
+          stage: this.stage,
           target,
           topic,
           offsetsTopic: this.config.outbox.topicOffsets,
         });
-        const committed = await readKafkaCursor(this.#kafka, this.config.outbox.topicOffsets, target);
+        const committed = await readKafkaCursor(this.#kafka, { stage: this.stage, offsetsTopic: this.config.outbox.topicOffsets, target });
         if (committed !== null) await adoptCursor(db, target, JSON.parse(committed) as Cursor);
         return sink;
       })();

@@ -72,7 +72,17 @@ describe('msgx settings per stage (cdk.json stages.<stage>.env)', () => {
     const text = JSON.stringify(writes.map((w) => w.Resource));
     // Topic ARNs end in /<topic>; no wildcard topic.
     const topics = [...text.matchAll(/\/([A-Za-z0-9._-]+)"/g)].map((m) => m[1]).sort();
-    expect(topics).toEqual(['billing.events', 'msgx.msg', 'msgx.msg.shadow', 'msgx.schd', 'msgx.schd.shadow', 'orders.events']);
+    // msgx.offsets: the exactly-once cursors, written in each batch's transaction.
+    expect(topics).toEqual([
+      'billing.events',
+      'msgx.msg',
+      'msgx.msg.shadow',
+      'msgx.offsets',
+      'msgx.offsets.shadow',
+      'msgx.schd',
+      'msgx.schd.shadow',
+      'orders.events',
+    ]);
     expect(text).not.toMatch(/\/\*"/);
   });
 

@@ -26,9 +26,9 @@ function resourceTail(r: unknown): { kind: string; name: string } | undefined {
 
 describe('least privilege on a shared MSK cluster', () => {
   for (const stage of ['dev', 'prod']) {
-    it(`${stage}: topics are named exactly, transactional ids carry the stage prefix, no group is granted`, () => {
+    it(`${stage}: topics are named exactly, transactional ids and the cursor group carry the stage prefix`, () => {
       const s = synth({ stage });
-      const topics = [s.settings.kafka.topicMsg, s.settings.kafka.topicSchd].flatMap((t) => [t, `${t}.shadow`]);
+      const topics = [s.settings.kafka.topicMsg, s.settings.kafka.topicSchd, 'msgx.offsets'].flatMap((t) => [t, `${t}.shadow`]);
       const tails = kafkaStatements(s)
         .flatMap((st) => list(st.Resource).map(resourceTail))
         .filter(Boolean) as {
@@ -39,10 +39,13 @@ describe('least privilege on a shared MSK cluster', () => {
       for (const t of tails.filter((x) => x.kind === 'topic')) expect(topics, t.name).toContain(t.name);
       const txIds = tails.filter((t) => t.kind === 'transactional-id').map((t) => t.name);
       expect(txIds).toEqual([`msgx.${stage}.*`]);
-      // No function reads through a consumer group in the cloud.
-      expect(tails.filter((t) => t.kind === 'group')).toEqual([]);
+      // The only consumer group: the one the dispatcher reads its exactly-once cursors back with.
+      expect([...new Set(tails.filter((t) => t.kind === 'group').map((t) => t.name))]).toEqual([`msgx.${stage}.cursor-*`]);
       const acts = kafkaStatements(s).flatMap((st) => list(st.Action));
-      expect(acts.filter((a) => a.includes('Group') || a.includes('*'))).toEqual([]);
+      expect([...new Set(acts.filter((a) => a.includes('Group') || a.includes('*')))].sort()).toEqual([
+        'kafka-cluster:AlterGroup',
+        'kafka-cluster:DescribeGroup',
+      ]);
     });
   }
 

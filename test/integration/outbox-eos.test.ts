@@ -63,11 +63,11 @@ it('a batch and its cursor commit together; a zombie producer is fenced and its 
   // The replacement of a dispatcher thought dead: same transactional.id, so the old one is fenced.
   const second = await TransactionalTarget.open(kafka, { stage: 'test', target, topic, offsetsTopic: offsets });
   await expect(first.deliver([rec('zombie')], 'cursor-zombie')).rejects.toThrow();
-  expect(await readKafkaCursor(kafka, offsets, target)).toBe('cursor-2');
+  expect(await readKafkaCursor(kafka, { stage: 'test', offsetsTopic: offsets, target: target })).toBe('cursor-2');
   await second.deliver([rec('3')], 'cursor-3');
 
   expect(await committedValues()).toEqual(['1', '2', '3']);
-  expect(await readKafkaCursor(kafka, offsets, target)).toBe('cursor-3');
+  expect(await readKafkaCursor(kafka, { stage: 'test', offsetsTopic: offsets, target: target })).toBe('cursor-3');
   await second.close();
   await first.close().catch(() => {});
 }, 60_000);
@@ -81,13 +81,13 @@ const insert = (...values: string[]) =>
 it('the log relayed exactly once: a dispatcher that dies between its Kafka commit and the PostgreSQL mirror is resumed from the Kafka cursor, nothing sent twice', async () => {
   const open = () => TransactionalTarget.open(kafka, { stage: 'test', target: logTarget, topic: logTopic, offsetsTopic: offsets });
   const first = await open();
-  await startLogTarget(pg.db, logTarget, await readKafkaCursor(kafka, offsets, logTarget));
+  await startLogTarget(pg.db, logTarget, await readKafkaCursor(kafka, { stage: 'test', offsetsTopic: offsets, target: logTarget }));
   await insert('a', 'b');
   const died = new Error('killed after the Kafka commit');
   await expect(relayLogBatch(pg.db, first, 100, { afterKafkaCommit: () => Promise.reject(died) })).rejects.toBe(died);
 
   const second = await open(); // the replacement: fences the first, adopts Kafka's cursor
-  await startLogTarget(pg.db, logTarget, await readKafkaCursor(kafka, offsets, logTarget));
+  await startLogTarget(pg.db, logTarget, await readKafkaCursor(kafka, { stage: 'test', offsetsTopic: offsets, target: logTarget }));
   await insert('c');
   while ((await relayLogBatch(pg.db, second, 100)) > 0);
   await relayLogBatch(pg.db, second, 100);

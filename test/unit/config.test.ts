@@ -135,6 +135,19 @@ describe('configuration', () => {
     },
   );
 
+  it('MSGX_STAGE names the transactional ids; unset, each offsets topic is its own stage; a dot is refused', () => {
+    expect(loadConfig({ MSGX_STAGE: 'prod' }).outbox.stage).toBe('prod');
+    expect(loadConfig({ MSGX_STAGE: 'prod', MSGX_SHADOW: '1' }).outbox.stage).toBe('prod');
+    // Unset: two twins on one broker with their own offsets topics (or shadow beside live) never share an id.
+    expect(loadConfig({}).outbox.stage).toBe('msgx.offsets');
+    expect(loadConfig({ MSGX_SHADOW: '1' }).outbox.stage).toBe('msgx.offsets.shadow');
+    expect(loadConfig({ MSGX_TOPIC_OFFSETS: 'run-7.offsets' }).outbox.stage).toBe('run-7.offsets');
+    for (const bad of ['prod.eu', 'a b', 'x'.repeat(65)])
+      expect(() => loadConfig({ MSGX_STAGE: bad }), bad).toThrow(
+        /MSGX_STAGE: must be the deployment's name: 1 to 64 letters, digits, "-" or "_" \(no dot/,
+      );
+  });
+
   it('shadow mode publishes to .shadow topics', () => {
     const c = loadConfig({ MSGX_SHADOW: '1' });
     expect([c.shadow, c.outbox.topicMsg, c.outbox.topicSchd]).toEqual([true, 'msgx.msg.shadow', 'msgx.schd.shadow']);

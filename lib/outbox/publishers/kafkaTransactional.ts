@@ -1,4 +1,5 @@
 import kafkajs from 'kafkajs';
+import { cursorGroupId, transactionalId } from '../../constants.ts';
 
 type Kafka = InstanceType<typeof kafkajs.Kafka>;
 type Producer = ReturnType<Kafka['producer']>;
@@ -16,8 +17,6 @@ export interface TxRecord {
   value: string | null;
   headers: Record<string, string>;
 }
-
-export const transactionalId = (stage: string, target: string): string => `msgx.${stage}.${target}`;
 
 export class TransactionalTarget {
   private constructor(
@@ -59,13 +58,14 @@ export class TransactionalTarget {
  * The cursor Kafka last committed for `target`, read from the offsets topic with read_committed
  * (an aborted batch's cursor is never seen); null when none was ever written.
  */
-export async function readKafkaCursor(kafka: Kafka, offsetsTopic: string, target: string): Promise<string | null> {
+export async function readKafkaCursor(kafka: Kafka, o: { stage: string; offsetsTopic: string; target: string }): Promise<string | null> {
+  const { offsetsTopic, target } = o;
   const admin = kafka.admin();
   await admin.connect();
   const ends = await admin.fetchTopicOffsets(offsetsTopic).finally(() => admin.disconnect());
   const open = new Map(ends.filter((e) => Number(e.high) > Number(e.low)).map((e) => [e.partition, Number(e.high)]));
   if (open.size === 0) return null;
-  const consumer = kafka.consumer({ groupId: `msgx-cursor-${process.pid}-${Date.now()}`, readUncommitted: false, maxWaitTimeInMs: 200 });
+  const consumer = kafka.consumer({ groupId: cursorGroupId(o.stage), readUncommitted: false, maxWaitTimeInMs: 200 });
   let cursor: string | null = null;
   await consumer.connect();
   try {
