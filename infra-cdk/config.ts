@@ -654,6 +654,9 @@ function checkExisting(at: string, e: ExistingSettings): void {
  * the dispatcher's grant is its stage's topic names, so two stages on `msgx.msg` could each write
  * the other's. Each such stage names its own (stages.<stage>.env.MSGX_TOPIC_MSG / MSGX_TOPIC_SCHD).
  */
+/** MSGX_TOPIC_OFFSETS's default (lib/config/config.ts; test/infra/exactly-once-grants.test.ts holds them together). */
+export const DEFAULT_OFFSETS_TOPIC = 'msgx.offsets';
+
 function checkSharedCluster(
   at: string,
   stage: string,
@@ -664,17 +667,22 @@ function checkSharedCluster(
 ): void {
   // A malformed ARN is reported by checkExisting.
   if (!clusterArn || !MSK_ARN.test(clusterArn) || !isObject(stages)) return;
-  const mine = [env.MSGX_TOPIC_MSG ?? context.msg, env.MSGX_TOPIC_SCHD ?? context.schd];
+  // The offsets topic too: its cursors are keyed by target, so two stages on one would mix them.
+  const mine = [env.MSGX_TOPIC_MSG ?? context.msg, env.MSGX_TOPIC_SCHD ?? context.schd, env.MSGX_TOPIC_OFFSETS ?? DEFAULT_OFFSETS_TOPIC];
   for (const [other, block] of Object.entries(stages)) {
     if (other === stage || !isObject(block)) continue;
     const existing = isObject(block.existing) ? block.existing : {};
     if (!isObject(existing.msk) || existing.msk.clusterArn !== clusterArn) continue;
     const theirEnv = isObject(block.env) ? block.env : {};
-    const theirs = [String(theirEnv.MSGX_TOPIC_MSG ?? context.msg), String(theirEnv.MSGX_TOPIC_SCHD ?? context.schd)];
+    const theirs = [
+      String(theirEnv.MSGX_TOPIC_MSG ?? context.msg),
+      String(theirEnv.MSGX_TOPIC_SCHD ?? context.schd),
+      String(theirEnv.MSGX_TOPIC_OFFSETS ?? DEFAULT_OFFSETS_TOPIC),
+    ];
     const shared = mine.filter((t) => theirs.includes(t));
     if (shared.length > 0)
       throw new Error(
-        `${at}.env.MSGX_TOPIC_MSG and MSGX_TOPIC_SCHD: stage ${other} uses the same MSK cluster (${clusterNameOf(clusterArn)}) and the same topic${shared.length > 1 ? 's' : ''} ${shared.join(', ')}, so each could write the other's; give every stage on the cluster its own, e.g. msgx.${stage}.msg and msgx.${stage}.schd`,
+        `${at}.env.MSGX_TOPIC_MSG, MSGX_TOPIC_SCHD and MSGX_TOPIC_OFFSETS: stage ${other} uses the same MSK cluster (${clusterNameOf(clusterArn)}) and the same topic${shared.length > 1 ? 's' : ''} ${shared.join(', ')}, so each could write the other's; give every stage on the cluster its own, e.g. msgx.${stage}.msg, msgx.${stage}.schd and msgx.${stage}.offsets`,
       );
   }
 }

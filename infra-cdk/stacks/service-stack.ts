@@ -10,7 +10,14 @@ import * as scheduler from 'aws-cdk-lib/aws-scheduler';
 import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import * as triggers from 'aws-cdk-lib/triggers';
 import type { Construct } from 'constructs';
-import { FUNCTION_ROLES, type FunctionRole, type MsgxSettings, SCHEDULED_ROLES, type ScheduledRole } from '../config.ts';
+import {
+  DEFAULT_OFFSETS_TOPIC,
+  FUNCTION_ROLES,
+  type FunctionRole,
+  type MsgxSettings,
+  SCHEDULED_ROLES,
+  type ScheduledRole,
+} from '../config.ts';
 import { MsgxFunction } from '../constructs/msgx-function.ts';
 import type { DataStack } from './data-stack.ts';
 import type { MessagingStack } from './messaging-stack.ts';
@@ -133,7 +140,7 @@ export class ServiceStack extends Stack {
     };
     const { topicMsg, topicSchd } = msgx.kafka;
     // Exactly once: the targets' cursors (MSGX_TOPIC_OFFSETS, lib/config/config.ts's default).
-    const topicOffsets = msgx.functionEnv.MSGX_TOPIC_OFFSETS ?? 'msgx.offsets';
+    const topicOffsets = msgx.functionEnv.MSGX_TOPIC_OFFSETS ?? DEFAULT_OFFSETS_TOPIC;
     const offsetsTopics = [topicOffsets, `${topicOffsets}.shadow`];
     // Shadow mode (MSGX_SHADOW) writes to `<topic>.shadow`; the grant covers both.
     const ownTopics = [topicMsg, `${topicMsg}.shadow`, topicSchd, `${topicSchd}.shadow`, ...offsetsTopics];

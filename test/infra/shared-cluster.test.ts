@@ -88,15 +88,28 @@ describe('several stages on one existing MSK cluster', () => {
 
   it("refuses two stages writing the same topics on it, naming the stage's setting and the other stage", () => {
     expect(() => synth({ stage: 'dev', stages: { dev: onCluster({}), prod: onCluster({}) } })).toThrow(
-      /stages\.dev\.env\.MSGX_TOPIC_MSG and MSGX_TOPIC_SCHD: stage prod uses the same MSK cluster \(platform-kafka\) and the same topics msgx\.msg, msgx\.schd/,
+      /stages\.dev\.env\.MSGX_TOPIC_MSG, MSGX_TOPIC_SCHD and MSGX_TOPIC_OFFSETS: stage prod uses the same MSK cluster \(platform-kafka\) and the same topics msgx\.msg, msgx\.schd, msgx\.offsets/,
     );
     // One topic in common is one too many.
     expect(() =>
       synth({
         stage: 'prod',
-        stages: { dev: onCluster({ MSGX_TOPIC_MSG: 'msgx.dev.msg' }), prod: onCluster({ MSGX_TOPIC_MSG: 'msgx.prod.msg' }) },
+        stages: {
+          dev: onCluster({ MSGX_TOPIC_MSG: 'msgx.dev.msg', MSGX_TOPIC_OFFSETS: 'msgx.dev.offsets' }),
+          prod: onCluster({ MSGX_TOPIC_MSG: 'msgx.prod.msg', MSGX_TOPIC_OFFSETS: 'msgx.prod.offsets' }),
+        },
       }),
-    ).toThrow(/stages\.prod\.env\.MSGX_TOPIC_MSG and MSGX_TOPIC_SCHD: stage dev .* the same topic msgx\.schd,/);
+    ).toThrow(/stages\.prod\.env\.MSGX_TOPIC_MSG, MSGX_TOPIC_SCHD and MSGX_TOPIC_OFFSETS: stage dev .* the same topic msgx\.schd,/);
+    // The cursors' topic alone in common would mix the two stages' cursors.
+    expect(() =>
+      synth({
+        stage: 'dev',
+        stages: {
+          dev: onCluster({ MSGX_TOPIC_MSG: 'msgx.dev.msg', MSGX_TOPIC_SCHD: 'msgx.dev.schd' }),
+          prod: onCluster({ MSGX_TOPIC_MSG: 'msgx.prod.msg', MSGX_TOPIC_SCHD: 'msgx.prod.schd' }),
+        },
+      }),
+    ).toThrow(/the same topic msgx\.offsets,/);
     // Another cluster, the same names: nothing shared.
     const other = 'arn:aws:kafka:eu-west-1:210987654321:cluster/other-kafka/9f2e3d4c-aaaa-bbbb-cccc-0123456789ab-3';
     expect(() => synth({ stage: 'dev', stages: { dev: onCluster({}), prod: onCluster({}, other) } })).not.toThrow();
@@ -104,13 +117,20 @@ describe('several stages on one existing MSK cluster', () => {
 
   it("with a stage's own topic names, each stage's dispatcher may write its own topics and not the other's", () => {
     const stages = {
-      dev: onCluster({ MSGX_TOPIC_MSG: 'msgx.dev.msg', MSGX_TOPIC_SCHD: 'msgx.dev.schd' }),
-      prod: onCluster({ MSGX_TOPIC_MSG: 'msgx.prod.msg', MSGX_TOPIC_SCHD: 'msgx.prod.schd' }),
+      dev: onCluster({ MSGX_TOPIC_MSG: 'msgx.dev.msg', MSGX_TOPIC_SCHD: 'msgx.dev.schd', MSGX_TOPIC_OFFSETS: 'msgx.dev.offsets' }),
+      prod: onCluster({ MSGX_TOPIC_MSG: 'msgx.prod.msg', MSGX_TOPIC_SCHD: 'msgx.prod.schd', MSGX_TOPIC_OFFSETS: 'msgx.prod.offsets' }),
     };
     for (const stage of ['dev', 'prod']) {
       const s = synth({ stage, stages });
       expect(topicGrants(s), stage).toEqual(
-        [`msgx.${stage}.msg`, `msgx.${stage}.msg.shadow`, `msgx.${stage}.schd`, `msgx.${stage}.schd.shadow`].sort(),
+        [
+          `msgx.${stage}.msg`,
+          `msgx.${stage}.msg.shadow`,
+          `msgx.${stage}.offsets`,
+          `msgx.${stage}.offsets.shadow`,
+          `msgx.${stage}.schd`,
+          `msgx.${stage}.schd.shadow`,
+        ].sort(),
       );
       expect(s.settings.functionEnv).toMatchObject({ MSGX_TOPIC_MSG: `msgx.${stage}.msg`, MSGX_TOPIC_SCHD: `msgx.${stage}.schd` });
     }
