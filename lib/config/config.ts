@@ -309,24 +309,8 @@ export interface Config {
 /** Reads and validates the environment once; throws ConfigError naming every bad variable. */
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
   assertProducerUntouched(env);
-  // An empty variable (`MSGX_PG_URL=` in a compose file) means "not set", not "invalid".
-  const result = schema.safeParse(Object.fromEntries(Object.entries(env).filter(([, v]) => v !== '')));
-  if (!result.success) {
-    const lines = result.error.issues.map((i) => `  ${String(i.path[0] ?? '?')}: ${i.message}`);
-    throw new ConfigError(`invalid configuration:\n${lines.join('\n')}`);
-  }
-  const e = result.data;
+  const e = parseEnv(env);
   const runtime = e.MSGX_RUNTIME ?? (env.AWS_LAMBDA_FUNCTION_NAME ? 'lambda' : 'twin');
-  // The global delivery settings; each target may override them (MSGX_DELIVERY_TARGET_OVERRIDES).
-  const delivery = {
-    batchSize: e.MSGX_DELIVERY_BATCH_SIZE,
-    publishTimeoutMs: e.MSGX_DELIVERY_PUBLISH_TIMEOUT,
-    maxRetryCount: e.MSGX_DELIVERY_MAX_RETRY_COUNT,
-    initialBackoffMs: e.MSGX_DELIVERY_INITIAL_BACKOFF,
-    maxBackoffMs: e.MSGX_DELIVERY_MAX_BACKOFF,
-    retryStrategy: e.MSGX_DELIVERY_RETRY_STRATEGY,
-    leaseMs: e.MSGX_DELIVERY_LEASE,
-  };
   const config: Config = {
     runtime,
     http: {
@@ -348,39 +332,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     signingSecret: e.MSGX_SIGNING_SECRET,
     logLevel: e.MSGX_LOG_LEVEL,
     roles: { disabled: [...new Set(e.MSGX_DISABLED_ROLES)] as SwitchableRole[], startPaused: e.MSGX_START_PAUSED },
-    pipeline: {
-      pollIntervalMs: e.MSGX_POLL_INTERVAL_MS,
-      claimBatch: e.MSGX_CLAIM_BATCH,
-      gapGraceMs: e.MSGX_GAP_GRACE,
-      holeRecheckMs: e.MSGX_HOLE_RECHECK,
-      groupCommit: e.MSGX_GROUP_COMMIT,
-      maxAttempts: e.MSGX_MAX_ATTEMPTS,
-      backoffInitialMs: e.MSGX_BACKOFF_INITIAL,
-      backoffMaxMs: e.MSGX_BACKOFF_MAX,
-      headDeadlineMs: e.MSGX_HEAD_DEADLINE,
-      backfillInitialMs: e.MSGX_BACKFILL_INITIAL,
-      backfillMaxMs: e.MSGX_BACKFILL_MAX,
-      identityDayBoundary: e.MSGX_IDENTITY_DAY_BOUNDARY,
-    },
-    outbox: {
-      topicMsg: e.MSGX_TOPIC_MSG + (e.MSGX_SHADOW ? '.shadow' : ''),
-      topicSchd: e.MSGX_TOPIC_SCHD + (e.MSGX_SHADOW ? '.shadow' : ''),
-      topicPartitions: e.MSGX_TOPIC_PARTITIONS,
-      fanoutWebhooks: e.MSGX_FANOUT_WEBHOOKS,
-      ...delivery,
-      schdFlushPeriodMs: e.MSGX_SCHD_FLUSH_PERIOD,
-      schdFlushLimit: e.MSGX_SCHD_FLUSH_LIMIT,
-      pollIntervalMs: e.MSGX_DELIVERY_POLL_INTERVAL,
-      targetOverrides: checkTargetOverrides({ ...delivery, targetOverrides: e.MSGX_DELIVERY_TARGET_OVERRIDES }),
-      staleAfterMs: e.MSGX_STALE_TARGET_AFTER,
-      relay: e.MSGX_OUTBOX_RELAY,
-      exactlyOnce: e.MSGX_KAFKA_EXACTLY_ONCE && e.MSGX_KAFKA_BROKERS.length > 0 && e.MSGX_OUTBOX_RELAY === 'log',
-      topicOffsets: e.MSGX_TOPIC_OFFSETS + (e.MSGX_SHADOW ? '.shadow' : ''),
-      // Unset (the twin, tests): the offsets topic's name stands in, so twins and test runs on one
-      // broker, each with its own offsets topic (and a shadow twin beside a live one), never fence
-      // each other's producers. The cloud sets MSGX_STAGE to the name its grant covers.
-      stage: e.MSGX_STAGE ?? e.MSGX_TOPIC_OFFSETS + (e.MSGX_SHADOW ? '.shadow' : ''),
-    },
+    pipeline: pipelineSettings(e),
+    outbox: outboxSettings(e),
     txmsg: {
       checkAllowedOrigins: e.MSGX_TX_CHECK_ALLOWED_ORIGINS,
       checkMax: e.MSGX_TX_CHECK_MAX,
@@ -402,6 +355,67 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   };
   assertSafeForRuntime(config);
   return config;
+}
+
+type Parsed = z.infer<typeof schema>;
+
+function parseEnv(env: Record<string, string | undefined>): Parsed {
+  // An empty variable (`MSGX_PG_URL=` in a compose file) means "not set", not "invalid".
+  const result = schema.safeParse(Object.fromEntries(Object.entries(env).filter(([, v]) => v !== '')));
+  if (!result.success) {
+    const lines = result.error.issues.map((i) => `  ${String(i.path[0] ?? '?')}: ${i.message}`);
+    throw new ConfigError(`invalid configuration:\n${lines.join('\n')}`);
+  }
+  return result.data;
+}
+
+function pipelineSettings(e: Parsed): Config['pipeline'] {
+  return {
+    pollIntervalMs: e.MSGX_POLL_INTERVAL_MS,
+    claimBatch: e.MSGX_CLAIM_BATCH,
+    gapGraceMs: e.MSGX_GAP_GRACE,
+    holeRecheckMs: e.MSGX_HOLE_RECHECK,
+    groupCommit: e.MSGX_GROUP_COMMIT,
+    maxAttempts: e.MSGX_MAX_ATTEMPTS,
+    backoffInitialMs: e.MSGX_BACKOFF_INITIAL,
+    backoffMaxMs: e.MSGX_BACKOFF_MAX,
+    headDeadlineMs: e.MSGX_HEAD_DEADLINE,
+    backfillInitialMs: e.MSGX_BACKFILL_INITIAL,
+    backfillMaxMs: e.MSGX_BACKFILL_MAX,
+    identityDayBoundary: e.MSGX_IDENTITY_DAY_BOUNDARY,
+  };
+}
+
+function outboxSettings(e: Parsed): Config['outbox'] {
+  // The global delivery settings; each target may override them (MSGX_DELIVERY_TARGET_OVERRIDES).
+  const delivery = {
+    batchSize: e.MSGX_DELIVERY_BATCH_SIZE,
+    publishTimeoutMs: e.MSGX_DELIVERY_PUBLISH_TIMEOUT,
+    maxRetryCount: e.MSGX_DELIVERY_MAX_RETRY_COUNT,
+    initialBackoffMs: e.MSGX_DELIVERY_INITIAL_BACKOFF,
+    maxBackoffMs: e.MSGX_DELIVERY_MAX_BACKOFF,
+    retryStrategy: e.MSGX_DELIVERY_RETRY_STRATEGY,
+    leaseMs: e.MSGX_DELIVERY_LEASE,
+  };
+  return {
+    topicMsg: e.MSGX_TOPIC_MSG + (e.MSGX_SHADOW ? '.shadow' : ''),
+    topicSchd: e.MSGX_TOPIC_SCHD + (e.MSGX_SHADOW ? '.shadow' : ''),
+    topicPartitions: e.MSGX_TOPIC_PARTITIONS,
+    fanoutWebhooks: e.MSGX_FANOUT_WEBHOOKS,
+    ...delivery,
+    schdFlushPeriodMs: e.MSGX_SCHD_FLUSH_PERIOD,
+    schdFlushLimit: e.MSGX_SCHD_FLUSH_LIMIT,
+    pollIntervalMs: e.MSGX_DELIVERY_POLL_INTERVAL,
+    targetOverrides: checkTargetOverrides({ ...delivery, targetOverrides: e.MSGX_DELIVERY_TARGET_OVERRIDES }),
+    staleAfterMs: e.MSGX_STALE_TARGET_AFTER,
+    relay: e.MSGX_OUTBOX_RELAY,
+    exactlyOnce: e.MSGX_KAFKA_EXACTLY_ONCE && e.MSGX_KAFKA_BROKERS.length > 0 && e.MSGX_OUTBOX_RELAY === 'log',
+    topicOffsets: e.MSGX_TOPIC_OFFSETS + (e.MSGX_SHADOW ? '.shadow' : ''),
+    // Unset (the twin, tests): the offsets topic's name stands in, so twins and test runs on one
+    // broker, each with its own offsets topic (and a shadow twin beside a live one), never fence
+    // each other's producers. The cloud sets MSGX_STAGE to the name its grant covers.
+    stage: e.MSGX_STAGE ?? e.MSGX_TOPIC_OFFSETS + (e.MSGX_SHADOW ? '.shadow' : ''),
+  };
 }
 
 /**
