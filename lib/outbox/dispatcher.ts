@@ -6,7 +6,7 @@ import { dispatchLogTargets } from './logDispatch.ts';
 import { markRun } from './mark.ts';
 import { noopMetrics } from './metrics.ts';
 import { publishRun } from './publish.ts';
-import { emptyReport, round, sum, type DispatchReport, type TargetReport } from './report.ts';
+import { emptyReport, failedReport, round, sum, type DispatchReport, type TargetReport } from './report.ts';
 import { logRound } from './roundLog.ts';
 import { deliverySettingsFor, type DeliverySettings } from './settings.ts';
 import type { DispatchContext, DispatchOptions, Publisher } from './types.ts';
@@ -59,13 +59,7 @@ export async function dispatchOnce(
     const reports = await Promise.all(
       heads.map((head) => {
         const pubs = typeof publishers === 'function' ? publishers(head.target) : publishers;
-        return deliverTarget(ctx, pubs, head, now, me, options).catch((err: unknown) => {
-          const r = emptyReport(head, now);
-          r.skipped = 'error';
-          r.error = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
-          ctx.log.error({ message: 'outbox_target_failed', target: head.target, error: r.error });
-          return r;
-        });
+        return deliverTarget(ctx, pubs, head, now, me, options).catch((err: unknown) => failedReport(ctx.log, head, now, err));
       }),
     );
     return { reports, discoverMs };

@@ -1,7 +1,7 @@
 import { relayBatch } from './logBatch.ts';
 import { KEYS_SQL, retryHeads } from './logFailures.ts';
 import { DISCOVER_SQL, ENSURE_CURSOR_SQL, keyOf, LEASE_SQL, RELEASE_SQL, type TargetRow } from './logLease.ts';
-import { emptyReport, round, type TargetReport } from './report.ts';
+import { emptyReport, failedReport, round, type TargetReport } from './report.ts';
 import { deliverySettingsFor } from './settings.ts';
 import type { DispatchContext, DispatchOptions, Publisher } from './types.ts';
 
@@ -45,13 +45,7 @@ export async function dispatchLogTargets(
   const reports = await Promise.all(
     work.map((t) => {
       const pubs = typeof publishers === 'function' ? publishers(t.target) : publishers;
-      return deliverLogTarget(ctx, pubs, t, now, me, options).catch((err: unknown) => {
-        const r = emptyReport(t, now);
-        r.skipped = 'error';
-        r.error = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
-        ctx.log.error({ message: 'outbox_target_failed', target: t.target, error: r.error });
-        return r;
-      });
+      return deliverLogTarget(ctx, pubs, t, now, me, options).catch((err: unknown) => failedReport(ctx.log, t, now, err));
     }),
   );
   return { reports, discoverMs };

@@ -1,3 +1,4 @@
+import type { Log } from '../observability/logger.ts';
 /* What a delivery round reports: per target, and summed over the round. Its own file because
  * every stage of a round (claim, publish, mark) adds to the same TargetReport. */
 
@@ -55,3 +56,12 @@ export function emptyReport(head: { target: string; created_at: Date }, now: Dat
 export const sum = (rs: TargetReport[], k: 'sent' | 'retried' | 'dead') => rs.reduce((n, r) => n + r[k], 0);
 /** Milliseconds to one decimal: the timings are logged and emitted as metrics. */
 export const round = (ms: number) => Math.round(ms * 10) / 10;
+
+/** A target whose delivery threw: reported as skipped with the error, and logged; the other targets go on. */
+export function failedReport(log: Pick<Log, 'error'>, head: { target: string; created_at: Date }, now: Date, err: unknown): TargetReport {
+  const r = emptyReport(head, now);
+  r.skipped = 'error';
+  r.error = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
+  log.error({ message: 'outbox_target_failed', target: head.target, error: r.error });
+  return r;
+}
