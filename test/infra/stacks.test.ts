@@ -255,7 +255,12 @@ describe('msgx stacks (dev)', () => {
         for (const r of resources(st)) {
           const j = JSON.stringify(r);
           expect(j, role).not.toBe('"*"');
-          const bound = j.includes('ClusterArn') || j.includes(':topic/msgx-dev/') || j.includes(':transactional-id/msgx-dev/');
+          // The cursor reader's consumer group is the stage's own (msgx.<stage>.cursor-*).
+          const bound =
+            j.includes('ClusterArn') ||
+            j.includes(':topic/msgx-dev/') ||
+            j.includes(':transactional-id/msgx-dev/') ||
+            j.includes(':group/msgx-dev/*/msgx.dev.cursor-');
           expect(bound, `${role}: ${j}`).toBe(true);
         }
       }
