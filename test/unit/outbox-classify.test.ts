@@ -128,7 +128,14 @@ class ScriptedPublisher implements Publisher {
 
 function setup() {
   const clock = new FakeClock('2026-11-29T00:00:00Z');
-  const config = loadConfig({ MSGX_DELIVERY_MAX_RETRY_COUNT: '2', MSGX_DELIVERY_INITIAL_BACKOFF: '5s', MSGX_DELIVERY_MAX_BACKOFF: '1m' });
+  // These read the per-event columns the claim path writes; the log relay's outage and failure
+  // handling is judged through derived states in outbox-log-relay.test.ts.
+  const config = loadConfig({
+    MSGX_OUTBOX_RELAY: 'claim',
+    MSGX_DELIVERY_MAX_RETRY_COUNT: '2',
+    MSGX_DELIVERY_INITIAL_BACKOFF: '5s',
+    MSGX_DELIVERY_MAX_BACKOFF: '1m',
+  });
   const ctx: DispatchContext = { db, config, clock, log: memoryLog() };
   return { clock, ctx };
 }
