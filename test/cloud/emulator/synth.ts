@@ -46,10 +46,16 @@ export async function synthStage(
     topicSchd: topics.schd,
     ...o.context,
   };
+  // The run's own offsets topic: the exactly-once cursors in the shared broker's default topic are
+  // an earlier run's, and a fresh database adopting them would skip its first events.
+  const stageSettings = merge({ env: { MSGX_TOPIC_OFFSETS: `msgx.offsets.cloud${runId}` } }, o.stageSettings ?? {}) as Record<
+    string,
+    unknown
+  >;
   const args = ['synth', '--quiet', '--no-notices', '-o', outdir, ...Object.entries(context).flatMap(([k, v]) => ['-c', `${k}=${v}`])];
   try {
     await run(join(REPO, 'node_modules', '.bin', 'cdk'), args, {
-      cwd: o.stageSettings ? projectWith(root, stage, o.stageSettings) : REPO,
+      cwd: projectWith(root, stage, stageSettings),
       maxBuffer: 64 << 20,
       timeout: 600_000,
     });
