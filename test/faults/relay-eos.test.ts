@@ -57,7 +57,8 @@ async function eventIds(readUncommitted: boolean): Promise<string[]> {
 }
 
 // The child: delivers its first batch, then sends the second inside its transaction and hangs
-// before the commit (the parent SIGKILLs it there).
+// before the commit (the parent SIGKILLs it there). Should it deliver everything without ever
+// hanging, the parent's wait names what it printed.
 const CHILD_SCRIPT = `
 import { PgDb } from './lib/db/pg.ts';
 import { loadConfig } from './lib/config/config.ts';
@@ -69,7 +70,7 @@ import { systemClock } from './lib/shared/clock.ts';
 const deliver = TransactionalTarget.prototype.deliver;
 let n = 0;
 TransactionalTarget.prototype.deliver = async function (records, cursor) {
-  if (++n === 1) return deliver.call(this, records, cursor);
+  if (++n === 1) { console.log('committed ' + records.length); return deliver.call(this, records, cursor); }
   const tx = await this.producer.transaction();
   await tx.send({ topic: this.topic, messages: records });
   console.log('in-transaction ' + records.length);
@@ -78,8 +79,10 @@ TransactionalTarget.prototype.deliver = async function (records, cursor) {
 const db = new PgDb(process.env.CHILD_PG_URL);
 const config = loadConfig({ MSGX_KAFKA_BROKERS: process.env.CHILD_BROKERS, MSGX_TOPIC_OFFSETS: process.env.CHILD_OFFSETS,
   MSGX_DELIVERY_BATCH_SIZE: '10', MSGX_DELIVERY_LEASE: '3s', MSGX_DELIVERY_PUBLISH_TIMEOUT: '2s' });
-await dispatchOnce({ db, config, clock: systemClock, log: silentLog }, [],
-  { exactlyOnce: new ExactlyOnceSinks(config), dispatcherId: 'child', targets: [process.env.CHILD_TARGET], maxBatches: 10 });
+// One batch per round: a round's batches go to Kafka as one page, one transaction.
+const ctx = { db, config, clock: systemClock, log: silentLog };
+const opts = { exactlyOnce: new ExactlyOnceSinks(config), dispatcherId: 'child', targets: [process.env.CHILD_TARGET], maxBatches: 1 };
+for (;;) { await dispatchOnce(ctx, [], opts); await new Promise((r) => setTimeout(r, 20)); }
 `;
 
 it('a dispatcher SIGKILLed inside a Kafka transaction: a read_committed consumer counts every event exactly once', async () => {
@@ -100,7 +103,7 @@ it('a dispatcher SIGKILLed inside a Kafka transaction: a read_committed consumer
   child.stderr.on('data', (d) => (err += d));
   await waitFor(() => out.includes('in-transaction 10'), {
     timeoutMs: 60_000,
-    what: `the child inside its transaction (${err.slice(-500)})`,
+    what: `the child inside its transaction (stdout: ${out.slice(-300)}; stderr: ${err.slice(-500)})`,
   });
   child.kill('SIGKILL');
   await new Promise((r) => child.once('exit', r));
