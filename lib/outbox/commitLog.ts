@@ -97,6 +97,8 @@ export interface Cursor {
   snapLo: string;
   snapHi: string | null;
   afterId: number;
+  /** The database whose log the cursor reads (databaseIdentity); absent in cursors written before it was recorded. */
+  db?: string;
 }
 
 export function cursorAfter(batch: LogBatch): Cursor {
@@ -105,17 +107,39 @@ export function cursorAfter(batch: LogBatch): Cursor {
 }
 
 /**
- * Sets the target's cursor to one committed elsewhere (the Kafka offsets topic, which is ahead of
- * PostgreSQL when a dispatcher died between its Kafka commit and the mirror).
+ * Names this database among all others: the cluster's system identifier and the database's oid.
+ * A cursor committed to Kafka carries it, so a fresh database (another cluster, or a database
+ * created anew in the same one) never adopts a cursor that reads someone else's log.
  */
-export async function adoptCursor(db: Queryable, target: string, c: Cursor): Promise<void> {
-  await db.query(
+export async function databaseIdentity(db: Queryable): Promise<string> {
+  const r = await db.query<{ id: string }>(
+    prepared(`SELECT (SELECT system_identifier FROM pg_control_system())::text || '/' ||
+       (SELECT oid FROM pg_database WHERE datname = current_database())::text AS id`),
+  );
+  return r.rows[0]!.id;
+}
+
+/** Why a cursor committed elsewhere was not adopted, or null when it was. */
+export type AdoptRefusal = string | null;
+
+/**
+ * Sets the target's cursor to one committed elsewhere (the Kafka offsets topic, which is ahead of
+ * PostgreSQL when a dispatcher died between its Kafka commit and the mirror) — only when it reads
+ * this database's log: written by this database, and not past the transactions this database has
+ * seen (a database restored from a backup is behind the cursor its older self committed, and
+ * adopting it would skip what it now writes).
+ */
+export async function adoptCursor(db: Queryable, target: string, c: Cursor, identity: string): Promise<AdoptRefusal> {
+  if (c.db !== undefined && c.db !== identity) return `it was written by database ${c.db}, this is ${identity}`;
+  const r = await db.query(
     prepared(`INSERT INTO outbox_target (target, snap_lo, snap_hi, after_id, updated_at)
-     VALUES ($1, $2::pg_snapshot, $3::pg_snapshot, $4, now())
+     SELECT $1, $2::pg_snapshot, $3::pg_snapshot, $4, now()
+     WHERE pg_snapshot_xmax(coalesce($3, $2)::pg_snapshot) <= pg_snapshot_xmax(pg_current_snapshot())
      ON CONFLICT (target) DO UPDATE SET snap_lo = EXCLUDED.snap_lo, snap_hi = EXCLUDED.snap_hi,
        after_id = EXCLUDED.after_id, updated_at = now()`),
     [target, c.snapLo, c.snapHi, c.afterId],
   );
+  return r.rowCount === 1 ? null : `it is ahead of this database's transactions (${c.snapHi ?? c.snapLo})`;
 }
 
 /** The state of one event as its target's cursor, lease and exceptions say. */

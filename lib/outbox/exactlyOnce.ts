@@ -1,7 +1,7 @@
 import type { Config } from '../config/config.ts';
 import type { Queryable } from '../db/db.ts';
 import type { Log } from '../observability/logger.ts';
-import { adoptCursor, type Cursor } from './commitLog.ts';
+import { adoptCursor, databaseIdentity, type Cursor } from './commitLog.ts';
 import { createKafka } from './kafkaClient.ts';
 import { readKafkaCursor, TransactionalTarget, type TxRecord } from './publishers/kafkaTransactional.ts';
 
@@ -18,12 +18,16 @@ export class ExactlyOnceSinks {
   readonly replaces = 'kafka';
   readonly #kafka: ReturnType<typeof createKafka>;
   readonly #open = new Map<string, Promise<TransactionalTarget>>();
+  readonly #log: Log | undefined;
+  /** This database's identity, stamped on every cursor committed to Kafka (read at the first prepare). */
+  #identity: string | undefined;
 
   constructor(
     private readonly config: Pick<Config, 'kafka' | 'outbox'>,
     deps: { log?: Log } = {},
   ) {
     this.#kafka = createKafka(config.kafka, { clientId: 'msgx-eos', requestTimeoutMs: config.outbox.publishTimeoutMs, log: deps.log });
+    this.#log = deps.log;
   }
 
   /**
@@ -46,7 +50,17 @@ export class ExactlyOnceSinks {
           offsetsTopic: this.config.outbox.topicOffsets,
         });
         const committed = await readKafkaCursor(this.#kafka, { stage: this.stage, offsetsTopic: this.config.outbox.topicOffsets, target });
-        if (committed !== null) await adoptCursor(db, target, JSON.parse(committed) as Cursor);
+        this.#identity ??= await databaseIdentity(db);
+        if (committed !== null) {
+          const refusal = await adoptCursor(db, target, JSON.parse(committed) as Cursor, this.#identity);
+          // Another database's cursor (a fresh or restored database on an old offsets topic): this
+          // database's own cursor stands, and the next commit overwrites Kafka's.
+          if (refusal !== null)
+            this.#log?.warn(`kept the database's own cursor: Kafka's is not adopted, ${refusal}`, {
+              target,
+              offsetsTopic: this.config.outbox.topicOffsets,
+            });
+        }
         return sink;
       })();
       this.#open.set(target, p);
@@ -63,7 +77,7 @@ export class ExactlyOnceSinks {
   /** One Kafka transaction: the records and the cursor they end at; a failure drops the producer. */
   async deliver(target: string, sink: TransactionalTarget, records: TxRecord[], cursor: Cursor): Promise<void> {
     try {
-      await sink.deliver(records, JSON.stringify(cursor));
+      await sink.deliver(records, JSON.stringify({ ...cursor, db: this.#identity }));
     } catch (err) {
       this.#open.delete(target);
       await sink.close().catch(() => {});

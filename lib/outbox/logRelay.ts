@@ -1,5 +1,5 @@
 import type { Queryable } from '../db/db.ts';
-import { adoptCursor, type Cursor, cursorAfter, finishBatch, openCursor, readBatch } from './commitLog.ts';
+import { adoptCursor, type Cursor, cursorAfter, databaseIdentity, finishBatch, openCursor, readBatch } from './commitLog.ts';
 import type { TransactionalTarget } from './publishers/kafkaTransactional.ts';
 
 /**
@@ -9,8 +9,9 @@ import type { TransactionalTarget } from './publishers/kafkaTransactional.ts';
  * outlived its dispatcher is not sent again.
  */
 export async function startLogTarget(db: Queryable, target: string, kafkaCursor: string | null): Promise<void> {
-  if (kafkaCursor === null) await openCursor(db, target);
-  else await adoptCursor(db, target, JSON.parse(kafkaCursor) as Cursor);
+  const refused =
+    kafkaCursor === null || (await adoptCursor(db, target, JSON.parse(kafkaCursor) as Cursor, await databaseIdentity(db))) !== null;
+  if (refused) await openCursor(db, target);
 }
 
 /** Relays one batch; returns how many events went out (0 when the batch was empty). */
@@ -27,7 +28,7 @@ export async function relayLogBatch(
     value: e.value,
     headers: { ...e.headers, 'msgx-event-id': String(e.eventId), 'msgx-event-type': e.type },
   }));
-  await sink.deliver(records, JSON.stringify(cursorAfter(batch)));
+  await sink.deliver(records, JSON.stringify({ ...cursorAfter(batch), db: await databaseIdentity(db) }));
   await hooks.afterKafkaCommit?.();
   await finishBatch(db, batch);
   return records.length;

@@ -1,7 +1,14 @@
 import kafkajs from 'kafkajs';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { loadConfig } from '../../lib/config/config.ts';
+import { silentLog } from '../../lib/observability/logger.ts';
+import { adoptCursor, databaseIdentity } from '../../lib/outbox/commitLog.ts';
+import { dispatchOnce, type DispatchContext } from '../../lib/outbox/dispatcher.ts';
+import { enqueueEvents } from '../../lib/outbox/enqueue.ts';
+import { ExactlyOnceSinks } from '../../lib/outbox/exactlyOnce.ts';
 import { relayLogBatch, startLogTarget } from '../../lib/outbox/logRelay.ts';
 import { readKafkaCursor, TransactionalTarget } from '../../lib/outbox/publishers/kafkaTransactional.ts';
+import { systemClock } from '../../lib/shared/clock.ts';
 import { createTopics, randomTopic } from '../helpers/kafka.ts';
 import { freshPg, serviceUrls, type TestPg } from '../helpers/services.ts';
 
@@ -95,3 +102,53 @@ it('the log relayed exactly once: a dispatcher that dies between its Kafka commi
   await second.close();
   await first.close().catch(() => {});
 }, 60_000);
+
+const freshTopic = randomTopic('msgx-eos-fresh');
+const freshTarget = `tx:${freshTopic}`;
+
+/** Delivers everything of freshTarget in `db` exactly once through the shared offsets topic. */
+async function drainExactlyOnce(db: TestPg['db'], name: string): Promise<void> {
+  const config = loadConfig({ MSGX_KAFKA_BROKERS: serviceUrls().kafkaBrokers.join(','), MSGX_TOPIC_OFFSETS: offsets });
+  const sinks = new ExactlyOnceSinks(config);
+  try {
+    const ctx: DispatchContext = { db, config, clock: systemClock, log: silentLog };
+    await dispatchOnce(ctx, [], { exactlyOnce: sinks, dispatcherId: name, targets: [freshTarget], maxBatches: 10 });
+  } finally {
+    await sinks.close();
+  }
+}
+
+it("a fresh database on an old offsets topic keeps its own cursor: another database's Kafka cursor, ahead of its events, is not adopted", async () => {
+  await createTopics(serviceUrls().kafkaBrokers, [{ topic: freshTopic }]);
+  const two = await freshPg();
+  try {
+    // The fresh database's events commit first, then the old one delivers and commits its cursor
+    // to Kafka: that cursor's snapshot has passed the fresh database's transactions.
+    await enqueueEvents(
+      two.db,
+      [0, 1, 2].map((i) => ({ target: freshTarget, key: 'k', type: 'T', value: `two-${i}` })),
+    );
+    await enqueueEvents(
+      pg.db,
+      [0, 1].map((i) => ({ target: freshTarget, key: 'k', type: 'T', value: `one-${i}` })),
+    );
+    await drainExactlyOnce(pg.db, 'one');
+    await drainExactlyOnce(two.db, 'two');
+    expect(await committedValues(freshTopic)).toEqual(['one-0', 'one-1', 'two-0', 'two-1', 'two-2']);
+  } finally {
+    await two.drop();
+  }
+}, 60_000);
+
+it('a cursor of another database or from ahead of this one is refused with its reason; a cursor of this database is adopted', async () => {
+  const identity = await databaseIdentity(pg.db);
+  const cursor = { snapLo: '1:1:', snapHi: null, afterId: 0 };
+  expect(await adoptCursor(pg.db, 'adopt-check', { ...cursor, db: 'elsewhere/1' }, identity)).toBe(
+    `it was written by database elsewhere/1, this is ${identity}`,
+  );
+  // A database restored from a backup is behind the cursor its older self committed.
+  expect(await adoptCursor(pg.db, 'adopt-check', { ...cursor, snapLo: '999999999999:999999999999:', db: identity }, identity)).toMatch(
+    /^it is ahead of this database's transactions/,
+  );
+  expect(await adoptCursor(pg.db, 'adopt-check', { ...cursor, db: identity }, identity)).toBeNull();
+});
