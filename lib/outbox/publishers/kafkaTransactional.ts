@@ -18,6 +18,14 @@ export interface TxRecord {
   headers: Record<string, string>;
 }
 
+/**
+ * How long the broker keeps a transaction open that was never committed or aborted (its producer
+ * died or lost the connection mid-batch). Until then every read_committed consumer of the topic
+ * waits at that transaction's first record; kafkajs's default is a minute. A batch's transaction
+ * lasts one publish, well under this.
+ */
+const TRANSACTION_TIMEOUT_MS = 10_000;
+
 export class TransactionalTarget {
   private constructor(
     private readonly producer: Producer,
@@ -28,7 +36,12 @@ export class TransactionalTarget {
 
   /** Connects the target's transactional producer; connecting fences any older one of the same id. */
   static async open(kafka: Kafka, o: { stage: string; target: string; topic: string; offsetsTopic: string }): Promise<TransactionalTarget> {
-    const producer = kafka.producer({ transactionalId: transactionalId(o.stage, o.target), idempotent: true, maxInFlightRequests: 1 });
+    const producer = kafka.producer({
+      transactionalId: transactionalId(o.stage, o.target),
+      idempotent: true,
+      maxInFlightRequests: 1,
+      transactionTimeout: TRANSACTION_TIMEOUT_MS,
+    });
     await producer.connect();
     // kafkajs registers the transactional.id (and so fences the older producer) only when a
     // first transaction begins: an empty one does it now, before this target reads its cursor.
