@@ -145,9 +145,11 @@ const schema = z
       'must be a comma list of Kafka topic names (letters, digits, ".", "_", "-"; at most 249 characters each; not "." or "..")',
     ),
     MSGX_STALE_TARGET_AFTER: duration('5m'),
-    // How the dispatcher delivers (docs/outbox.md "The log and its cursors"): 'claim' leases and marks
-    // each event; 'log' reads each target's batches between two snapshots and writes only its cursor.
-    MSGX_OUTBOX_RELAY: z.enum(['claim', 'log'], { message: "must be 'claim' or 'log'" }).default('log'),
+    // The relay is the commit-ordered log only (docs/outbox.md "Settings"). A deployment that still
+    // asks for the per-event claim relay must hear that it is gone rather than get the log unawares.
+    MSGX_OUTBOX_RELAY: z
+      .literal('log', { message: "the claim relay was removed: the relay is the commit-ordered log only; unset MSGX_OUTBOX_RELAY" })
+      .optional(),
 
     // Lifecycle (docs/flights.md "Lifecycle")
     MSGX_HISTORY_RETENTION_DAYS: positiveInt(7),
@@ -275,9 +277,7 @@ export interface Config {
     targetOverrides: Record<string, TargetOverride>;
     /** MSGX_STALE_TARGET_AFTER: a target whose head is older is listed as stale (stats, status, console). */
     staleAfterMs: number;
-    /** MSGX_OUTBOX_RELAY: per-event claims and marks, or the commit-ordered log with per-target cursors. */
-    relay: 'claim' | 'log';
-    /** MSGX_KAFKA_EXACTLY_ONCE with brokers and the log relay: batches and cursors in one Kafka transaction. */
+    /** MSGX_KAFKA_EXACTLY_ONCE with brokers: batches and cursors in one Kafka transaction. */
     exactlyOnce: boolean;
     /** MSGX_TOPIC_OFFSETS: the compacted topic of the targets' cursors. */
     topicOffsets: string;
@@ -408,8 +408,7 @@ function outboxSettings(e: Parsed): Config['outbox'] {
     pollIntervalMs: e.MSGX_DELIVERY_POLL_INTERVAL,
     targetOverrides: checkTargetOverrides({ ...delivery, targetOverrides: e.MSGX_DELIVERY_TARGET_OVERRIDES }),
     staleAfterMs: e.MSGX_STALE_TARGET_AFTER,
-    relay: e.MSGX_OUTBOX_RELAY,
-    exactlyOnce: e.MSGX_KAFKA_EXACTLY_ONCE && e.MSGX_KAFKA_BROKERS.length > 0 && e.MSGX_OUTBOX_RELAY === 'log',
+    exactlyOnce: e.MSGX_KAFKA_EXACTLY_ONCE && e.MSGX_KAFKA_BROKERS.length > 0,
     topicOffsets: e.MSGX_TOPIC_OFFSETS + (e.MSGX_SHADOW ? '.shadow' : ''),
     // Unset (the twin, tests): the offsets topic's name stands in, so twins and test runs on one
     // broker, each with its own offsets topic (and a shadow twin beside a live one), never fence

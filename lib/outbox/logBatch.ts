@@ -1,5 +1,5 @@
 import { prepared } from '../db/prepared.ts';
-import type { ClaimedRow } from './claim.ts';
+import type { ClaimedRow } from './types.ts';
 import { classifyKafkaError } from './classify.ts';
 import { charge, logFailures, settle, verdictOf, type Exc, type Verdict } from './logFailures.ts';
 import { markNewest } from './logSchd.ts';

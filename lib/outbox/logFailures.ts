@@ -1,11 +1,10 @@
 import type { Queryable } from '../db/db.ts';
 import { prepared } from '../db/prepared.ts';
-import type { ClaimedRow } from './claim.ts';
 import { RELEASE_SQL, toClaimed, type LogRow } from './logLease.ts';
 import { publishRun } from './publish.ts';
 import type { TargetReport } from './report.ts';
 import { backoffMs, type DeliverySettings } from './settings.ts';
-import type { DispatchContext, DispatchOptions, Publisher, PublishResult, SentEvent } from './types.ts';
+import type { ClaimedRow, DispatchContext, DispatchOptions, Publisher, PublishResult, SentEvent } from './types.ts';
 
 // Failures of the log relay, kept per event in outbox_exception: verdicts, charges, due heads.
 

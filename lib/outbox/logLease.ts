@@ -1,5 +1,5 @@
 import { prepared } from '../db/prepared.ts';
-import type { ClaimedRow } from './claim.ts';
+import type { ClaimedRow } from './types.ts';
 
 // The log's cursor rows: the targets with work, the lease on one and the read of its pages.
 

@@ -1,4 +1,4 @@
-import type { ClaimedRow } from './claim.ts';
+import type { ClaimedRow } from './types.ts';
 import type { LogRow } from './logLease.ts';
 
 /** schd sends the newest version of each flight in the batch; the older ones go with it (newest_id). */

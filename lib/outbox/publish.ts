@@ -1,10 +1,8 @@
 import type { Config } from '../config/config.ts';
 import type { Clock } from '../shared/clock.ts';
-import type { ClaimedRow } from './claim.ts';
-import type { DispatchContext } from './types.ts';
 import { round, type TargetReport } from './report.ts';
 import type { DeliverySettings } from './settings.ts';
-import type { OutRecord, Publisher, PublishResult } from './types.ts';
+import type { ClaimedRow, DispatchContext, OutRecord, Publisher, PublishResult } from './types.ts';
 import { HEADER_EVENT_ID, HEADER_EVENT_TYPE } from './types.ts';
 
 /* Handing a claimed run to the publishers: outside any transaction (the lease protects the rows),

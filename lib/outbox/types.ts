@@ -83,7 +83,24 @@ export interface EventSummary {
   sentAs: number | null;
 }
 
-/** What a delivery round runs with; claim, publish and mark take it too (so they never import dispatcher.ts). */
+/** One event of a batch as the relay read it from the log, with its failed tries so far. */
+export interface ClaimedRow {
+  event_id: number;
+  partition_key: string | null;
+  event_type: string;
+  value: string | null;
+  headers: Record<string, unknown> | null;
+  attempts: number;
+  source_kind: string | null;
+  source_id: string | null;
+  /** The publishers that already took it (a failed head retried skips them). */
+  delivered_to: string[] | null;
+  /** schd only: the aggregation group and the event that represents it. */
+  grp?: string;
+  newest_id?: number;
+}
+
+/** What a delivery round runs with; every stage of a round takes it too (so none imports dispatcher.ts). */
 export type DispatchContext = { db: Db; config: Config; clock: Clock; log: Log };
 
 export interface SentEvent {

@@ -6,9 +6,8 @@ import { adoptCursor, databaseIdentity } from '../../lib/outbox/commitLog.ts';
 import { dispatchOnce, type DispatchContext } from '../../lib/outbox/dispatcher.ts';
 import { enqueueEvents } from '../../lib/outbox/enqueue.ts';
 import { ExactlyOnceSinks } from '../../lib/outbox/exactlyOnce.ts';
-import { relayLogBatch, startLogTarget } from '../../lib/outbox/logRelay.ts';
 import { readKafkaCursor, TransactionalTarget } from '../../lib/outbox/publishers/kafkaTransactional.ts';
-import { systemClock } from '../../lib/shared/clock.ts';
+import { systemClock, type Clock } from '../../lib/shared/clock.ts';
 import { createTopics, randomTopic } from '../helpers/kafka.ts';
 import { freshPg, serviceUrls, type TestPg } from '../helpers/services.ts';
 
@@ -85,22 +84,52 @@ const insert = (...values: string[]) =>
     values,
   ]);
 
-it('the log relayed exactly once: a dispatcher that dies between its Kafka commit and the PostgreSQL mirror is resumed from the Kafka cursor, nothing sent twice', async () => {
-  const open = () => TransactionalTarget.open(kafka, { stage: 'test', target: logTarget, topic: logTopic, offsetsTopic: offsets });
-  const first = await open();
-  await startLogTarget(pg.db, logTarget, await readKafkaCursor(kafka, { stage: 'test', offsetsTopic: offsets, target: logTarget }));
-  await insert('a', 'b');
-  const died = new Error('killed after the Kafka commit');
-  await expect(relayLogBatch(pg.db, first, 100, { afterKafkaCommit: () => Promise.reject(died) })).rejects.toBe(died);
+/**
+ * A dispatcher as lib/jobs/dispatcherRole.ts runs it with exactly once on, at `clock`. One that
+ * `diesAfterKafkaCommit` loses its database the moment its first Kafka transaction committed: the
+ * records and the cursor are in Kafka, the PostgreSQL mirror and the lease's release never happen.
+ */
+function eosDispatcher(name: string, clock: Clock, o: { diesAfterKafkaCommit?: boolean } = {}) {
+  const config = loadConfig({ MSGX_KAFKA_BROKERS: serviceUrls().kafkaBrokers.join(','), MSGX_TOPIC_OFFSETS: offsets, MSGX_STAGE: 'test' });
+  const sinks = new ExactlyOnceSinks(config);
+  let dead = false;
+  const killed = () => Promise.reject(new Error(`${name} was killed`));
+  const db = new Proxy(pg.db, {
+    get: (t, p) =>
+      p === 'query' || p === 'tx'
+        ? (...a: unknown[]) => (dead ? killed() : (Reflect.get(t, p) as (...a: unknown[]) => Promise<unknown>).apply(t, a))
+        : Reflect.get(t, p),
+  });
+  if (o.diesAfterKafkaCommit) {
+    const deliver = sinks.deliver.bind(sinks);
+    sinks.deliver = async (...a) => {
+      await deliver(...a);
+      dead = true;
+    };
+  }
+  const ctx: DispatchContext = { db, config, clock, log: silentLog };
+  return {
+    round: () => dispatchOnce(ctx, [], { exactlyOnce: sinks, dispatcherId: name, targets: [logTarget], maxBatches: 10 }),
+    close: () => sinks.close().catch(() => {}),
+  };
+}
 
-  const second = await open(); // the replacement: fences the first, adopts Kafka's cursor
-  await startLogTarget(pg.db, logTarget, await readKafkaCursor(kafka, { stage: 'test', offsetsTopic: offsets, target: logTarget }));
+it('the log relayed exactly once: a dispatcher that dies between its Kafka commit and the PostgreSQL mirror is resumed from the Kafka cursor, nothing sent twice', async () => {
+  await insert('a', 'b');
+  const first = eosDispatcher('first', systemClock, { diesAfterKafkaCommit: true });
+  const died = await first.round();
+  expect(died.targets.map((t) => [t.skipped, t.error])).toEqual([['error', 'Error: first was killed']]);
+
+  // The replacement once the dead one's lease ran out: fences its producer, adopts Kafka's cursor.
   await insert('c');
-  while ((await relayLogBatch(pg.db, second, 100)) > 0);
-  await relayLogBatch(pg.db, second, 100);
+  const later: Clock = { now: () => new Date(Date.now() + loadConfig({}).outbox.leaseMs + 1000), sleep: systemClock.sleep };
+  const second = eosDispatcher('second', later);
+  let sent = 0;
+  for (let r = await second.round(); r.sent > 0 || r.more; r = await second.round()) sent += r.sent;
+  expect(sent).toBe(1);
   expect(await committedValues(logTopic)).toEqual(['a', 'b', 'c']);
   await second.close();
-  await first.close().catch(() => {});
+  await first.close();
 }, 60_000);
 
 const freshTopic = randomTopic('msgx-eos-fresh');

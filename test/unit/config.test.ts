@@ -148,6 +148,13 @@ describe('configuration', () => {
       );
   });
 
+  it('MSGX_OUTBOX_RELAY: the claim relay is gone, and a deployment that still asks for it is told so; log is accepted', () => {
+    expect(() => loadConfig({ MSGX_OUTBOX_RELAY: 'claim' })).toThrow(ConfigError);
+    expect(() => loadConfig({ MSGX_OUTBOX_RELAY: 'claim' })).toThrow(/MSGX_OUTBOX_RELAY: the claim relay was removed/);
+    expect(() => loadConfig({ MSGX_OUTBOX_RELAY: 'log' })).not.toThrow();
+    expect(loadConfig({ MSGX_OUTBOX_RELAY: 'log', MSGX_KAFKA_BROKERS: 'k:9092' }).outbox.exactlyOnce).toBe(true);
+  });
+
   it('shadow mode publishes to .shadow topics', () => {
     const c = loadConfig({ MSGX_SHADOW: '1' });
     expect([c.shadow, c.outbox.topicMsg, c.outbox.topicSchd]).toEqual([true, 'msgx.msg.shadow', 'msgx.schd.shadow']);

@@ -107,7 +107,7 @@ beforeAll(async () => {
 }, 60_000);
 afterAll(async () => db?.close());
 beforeEach(async () => {
-  await db.query(`TRUNCATE msg_event, event_delivery, outbox_target RESTART IDENTITY CASCADE`);
+  await db.query(`TRUNCATE msg_event, event_delivery, outbox_target, outbox_exception RESTART IDENTITY CASCADE`);
 });
 
 /** Answers each record by what `answer` says; its probe succeeds when `reachable`. */
@@ -128,10 +128,7 @@ class ScriptedPublisher implements Publisher {
 
 function setup() {
   const clock = new FakeClock('2026-11-29T00:00:00Z');
-  // These read the per-event columns the claim path writes; the log relay's outage and failure
-  // handling is judged through derived states in outbox-log-relay.test.ts.
   const config = loadConfig({
-    MSGX_OUTBOX_RELAY: 'claim',
     MSGX_DELIVERY_MAX_RETRY_COUNT: '2',
     MSGX_DELIVERY_INITIAL_BACKOFF: '5s',
     MSGX_DELIVERY_MAX_BACKOFF: '1m',
@@ -140,9 +137,13 @@ function setup() {
   return { clock, ctx };
 }
 
+/** Each event's state, attempts and last error as every reader derives them (msgx_event_state, its exception). */
 async function rowsOf(ids: number[]) {
-  const r = await db.query<{ event_id: number; status: string; attempts: number; stalled_since: Date | null; last_error: string | null }>(
-    `SELECT event_id, status, attempts, stalled_since, last_error FROM msg_event WHERE event_id = ANY($1) ORDER BY event_id`,
+  const r = await db.query<{ event_id: number; status: string; attempts: number; last_error: string | null }>(
+    `SELECT e.event_id, msgx_event_state(e.status, e.target, e.event_id, e.writer_xid, now()) AS status,
+            coalesce(x.attempts, 0) AS attempts, coalesce(x.last_error, e.last_error) AS last_error
+     FROM msg_event e LEFT JOIN outbox_exception x ON x.target = e.target AND x.event_id = e.event_id
+     WHERE e.event_id = ANY($1) ORDER BY e.event_id`,
     [ids],
   );
   return r.rows;
@@ -169,7 +170,7 @@ describe('a round applies the table', () => {
     expect((await rowsOf(ids))[0]!.last_error).toMatch(/publish timeout after 3000ms \(the destination answers otherwise/);
     clock.advance(5_000);
     await dispatchOnce(ctx, [pub]);
-    expect((await rowsOf([ids[0]!]))[0]).toMatchObject({ status: 'DEAD', attempts: 2, stalled_since: null });
+    expect((await rowsOf([ids[0]!]))[0]).toMatchObject({ status: 'DEAD', attempts: 2 });
     await dispatchOnce(ctx, [pub]);
     expect((await rowsOf(ids)).map((r) => r.status)).toEqual(['DEAD', 'SENT', 'SENT']);
   });
@@ -194,23 +195,22 @@ describe('a round applies the table', () => {
       ['PENDING', 0],
       ['PENDING', 0],
     ]);
-    expect(held[0]!.stalled_since).toEqual(since);
-    expect(held[0]!.last_error).toMatch(/destination unreachable: connect ECONNREFUSED/);
     const [backlog] = await pendingByTarget(db, clock.now());
     expect(backlog).toMatchObject({
       target: 'tx:t',
       stalledSince: since,
       stalledSeconds: 25,
-      headLastError: expect.stringMatching(/unreachable/),
+      headLastError: expect.stringMatching(/destination unreachable: connect ECONNREFUSED/),
     });
 
     down = false;
     pub.reachable = true;
     await dispatchOnce(ctx, [pub]);
-    expect((await rowsOf(ids)).map((r) => [r.status, r.attempts, r.stalled_since])).toEqual([
-      ['SENT', 0, null],
-      ['SENT', 0, null],
+    expect((await rowsOf(ids)).map((r) => [r.status, r.attempts])).toEqual([
+      ['SENT', 0],
+      ['SENT', 0],
     ]);
+    expect(await pendingByTarget(db, clock.now())).toEqual([]);
   });
 
   test('an outage reported by the publisher itself needs no probe', async () => {
@@ -219,6 +219,7 @@ describe('a round applies the table', () => {
     const pub = new ScriptedPublisher(() => ({ ok: false, error: 'KafkaJSConnectionError: connect ECONNREFUSED', unavailable: true }));
     await dispatchOnce(ctx, [pub]);
     expect(pub.probes).toBe(0);
-    expect((await rowsOf([id!]))[0]).toMatchObject({ status: 'PENDING', attempts: 0, stalled_since: clock.now() });
+    expect((await rowsOf([id!]))[0]).toMatchObject({ status: 'PENDING', attempts: 0 });
+    expect((await pendingByTarget(db, clock.now()))[0]).toMatchObject({ target: 'msg', stalledSince: clock.now() });
   });
 });

@@ -23,12 +23,10 @@ afterAll(async () => {
   await db?.close();
 });
 beforeEach(async () => {
-  await db.query(`TRUNCATE msg_event, event_delivery, outbox_target, audit_log RESTART IDENTITY CASCADE`);
+  await db.query(`TRUNCATE msg_event, event_delivery, outbox_target, outbox_exception, audit_log RESTART IDENTITY CASCADE`);
 });
 
-// The per-event path (claims, marks, event_delivery rows); the log relay has its own, outbox-log-relay.test.ts.
 const baseEnv = {
-  MSGX_OUTBOX_RELAY: 'claim',
   MSGX_DELIVERY_BATCH_SIZE: '100',
   MSGX_DELIVERY_MAX_RETRY_COUNT: '3',
   MSGX_DELIVERY_INITIAL_BACKOFF: '5s',
@@ -57,10 +55,12 @@ async function enqueue(clock: FakeClock, events: NewEvent[], q: Queryable = db):
   return enqueueEvents(q, events, { now: clock.now() });
 }
 
-async function statusOf(ids: number[]): Promise<Record<number, { status: string; attempts: number }>> {
+/** Each event's state as every reader derives it (msgx_event_state), at `at` (a lease is live until then). */
+async function statusOf(ids: number[], at = new Date()): Promise<Record<number, { status: string; attempts: number }>> {
   const r = await db.query<{ event_id: number; status: string; attempts: number }>(
-    `SELECT event_id, status, attempts FROM msg_event WHERE event_id = ANY($1)`,
-    [ids],
+    `SELECT e.event_id, msgx_event_state(e.status, e.target, e.event_id, e.writer_xid, $2) AS status, coalesce(x.attempts, 0) AS attempts
+     FROM msg_event e LEFT JOIN outbox_exception x ON x.target = e.target AND x.event_id = e.event_id WHERE e.event_id = ANY($1)`,
+    [ids, at],
   );
   return Object.fromEntries(r.rows.map((x) => [x.event_id, { status: x.status, attempts: x.attempts }]));
 }
@@ -81,7 +81,7 @@ describe('ordinary targets', () => {
     expect(pub.delivered.map((r) => r.value)).toEqual([JSON.stringify(object), text, null, '[1,"two"]']);
   });
 
-  test('delivers each target in event_id order with the msgx headers and records the outcome', async () => {
+  test('delivers each target in event_id order with the msgx headers; the events show SENT', async () => {
     const { clock, ctx } = setup();
     const ids = await enqueue(clock, [ev('msg', 1, { headers: { trace: 't1' } }), ev('msg', 2), ev('tx:orders', 3), ev('msg', 4)]);
     const pub = new FakePublisher('kafka');
@@ -97,9 +97,6 @@ describe('ordinary targets', () => {
     expect(pub.delivered.find((r) => r.target === 'tx:orders')!.topic).toBe('orders');
     const st = await statusOf(ids);
     expect(ids.map((id) => st[id]?.status)).toEqual(['SENT', 'SENT', 'SENT', 'SENT']);
-    const outcomes = await db.query(`SELECT event_id, publisher, outcome, partition FROM event_delivery ORDER BY event_id`);
-    expect(outcomes.rows).toHaveLength(4);
-    expect(outcomes.rows[0]).toMatchObject({ publisher: 'kafka', outcome: 'ok', partition: 0 });
   });
 
   test('one batch per round per target, and `more` says a full batch was sent', async () => {
@@ -137,7 +134,7 @@ describe('ordinary targets', () => {
     expect(r2.more).toBe(false);
   });
 
-  test('pipelined batches: when batch N fails, the pre-claimed batch N+1 goes back unpublished', async () => {
+  test('batches in a round: when batch N fails, batch N+1 is not published and waits behind it', async () => {
     const { clock, ctx } = setup({ MSGX_DELIVERY_BATCH_SIZE: '2' });
     const ids = await enqueue(
       clock,
@@ -195,18 +192,20 @@ describe('ordinary targets', () => {
       MSGX_DELIVERY_INITIAL_BACKOFF: '5s',
       MSGX_DELIVERY_MAX_BACKOFF: '30s',
     });
-    const [id] = await enqueue(clock, [ev('msg', 1)]);
+    await enqueue(clock, [ev('msg', 1)]);
     const pub = new FakePublisher();
     pub.mode = 'fail';
-    const waits: number[] = [];
-    for (let i = 0; i < 5; i++) {
+    await dispatchOnce(ctx, [pub]);
+    // Judged by when the publisher is asked again: not a millisecond before each wait is over.
+    for (const wait of [5_000, 10_000, 20_000, 30_000, 30_000]) {
+      const calls = pub.calls.length;
+      clock.advance(wait - 1);
       await dispatchOnce(ctx, [pub]);
-      const r = await db.query<{ next_attempt_at: Date }>(`SELECT next_attempt_at FROM msg_event WHERE event_id = $1`, [id]);
-      const wait = new Date(r.rows[0]!.next_attempt_at).getTime() - clock.now().getTime();
-      waits.push(wait);
-      clock.advance(wait);
+      expect(pub.calls.length, `tried again before ${wait} ms`).toBe(calls);
+      clock.advance(1);
+      await dispatchOnce(ctx, [pub]);
+      expect(pub.calls.length, `not tried again after ${wait} ms`).toBe(calls + 1);
     }
-    expect(waits).toEqual([5_000, 10_000, 20_000, 30_000, 30_000]);
   });
 
   test('a poison event goes DEAD after the attempt limit, the target moves on, and the log goes quiet', async () => {
@@ -257,18 +256,20 @@ describe('ordinary targets', () => {
 
   test('a publisher that hangs is cut at the publish deadline (the clock decides)', async () => {
     const { clock, ctx } = setup({ MSGX_DELIVERY_PUBLISH_TIMEOUT: '3s' });
-    const [id] = await enqueue(clock, [ev('msg', 1)]);
+    await enqueue(clock, [ev('msg', 1)]);
     const pub = new FakePublisher();
     pub.mode = 'hang';
     const round = dispatchOnce(ctx, [pub]);
-    // Let the claim happen, then move time past the deadline.
+    // Let the batch be read, then move time past the deadline.
     for (let i = 0; i < 50 && pub.calls.length === 0; i++) await new Promise((r) => setImmediate(r));
     expect(pub.calls).toHaveLength(1);
     clock.advance(3_000);
     const report = await round;
-    expect(report.retried).toBe(1);
-    const r = await db.query<{ last_error: string }>(`SELECT last_error FROM msg_event WHERE event_id = $1`, [id]);
-    expect(r.rows[0]!.last_error).toMatch(/publish timeout after 3000ms/);
+    expect(report.sent).toBe(0);
+    // A publisher without a probe that times out is taken for away: the target waits, shown stalled.
+    const [msg] = await pendingByTarget(db, clock.now());
+    expect(msg!.headLastError).toMatch(/publish timeout after 3000ms/);
+    expect(msg!.stalledSince).not.toBeNull();
   });
 
   test('onSent runs in the marking transaction with the sent events (txmsg hook)', async () => {
@@ -279,8 +280,11 @@ describe('ordinary targets', () => {
     ]);
     const seen: SentEvent[] = [];
     const onSent = async (tx: Queryable, sent: SentEvent[]) => {
-      // Inside the same transaction: the rows already read as SENT here.
-      const r = await tx.query<{ status: string }>(`SELECT status FROM msg_event WHERE event_id = ANY($1)`, [sent.map((s) => s.eventId)]);
+      // Inside the same transaction: the events already read as SENT here.
+      const r = await tx.query<{ status: string }>(
+        `SELECT msgx_event_state(status, target, event_id, writer_xid, now()) AS status FROM msg_event WHERE event_id = ANY($1)`,
+        [sent.map((s) => s.eventId)],
+      );
       expect(r.rows.every((x) => x.status === 'SENT')).toBe(true);
       seen.push(...sent);
     };
@@ -291,7 +295,7 @@ describe('ordinary targets', () => {
     ]);
   });
 
-  test('a hook that throws rolls the marks back: the events are retried after the lease', async () => {
+  test('a hook that throws rolls the finish back: the events are retried after the lease', async () => {
     const { clock, ctx } = setup();
     const [id] = await enqueue(clock, [ev('msg', 1)]);
     const pub = new FakePublisher();
@@ -300,7 +304,7 @@ describe('ordinary targets', () => {
         throw new Error('txmsg table is locked');
       },
     });
-    expect((await statusOf([id!]))[id!]!.status).toBe('DELIVERING');
+    expect((await statusOf([id!], clock.now()))[id!]!.status).toBe('DELIVERING');
     clock.advance(30_000);
     await dispatchOnce(ctx, [pub]);
     expect((await statusOf([id!]))[id!]!.status).toBe('SENT');
@@ -311,21 +315,45 @@ describe('ordinary targets', () => {
     const { clock, ctx } = setup({ MSGX_DELIVERY_MAX_RETRY_COUNT: '1' });
     const [id] = await enqueue(clock, [ev('bogus', 1)]);
     await dispatchOnce(ctx, [new FakePublisher()]);
-    const r = await db.query<{ status: string; last_error: string }>(`SELECT status, last_error FROM msg_event WHERE event_id = $1`, [id]);
-    expect(r.rows[0]).toMatchObject({ status: 'DEAD' });
-    expect(r.rows[0]!.last_error).toMatch(/unknown target bogus/);
+    const dead = await deadEvents(db, { target: 'bogus' });
+    expect(dead.map((e) => e.eventId)).toEqual([id]);
+    expect(dead[0]!.lastError).toMatch(/unknown target bogus/);
   });
 });
 
+/** `db` as seen by a dispatcher that loses its database once `gone()` says so (killed, or cut off). */
+function cutOff(gone: () => boolean): Db {
+  return new Proxy(db, {
+    get: (t, p) =>
+      p === 'query' || p === 'tx'
+        ? (...a: unknown[]) =>
+            gone() ? Promise.reject(new Error('connection terminated')) : (Reflect.get(t, p) as (...a: unknown[]) => Promise<unknown>).apply(t, a)
+        : Reflect.get(t, p),
+  });
+}
+
+/** A publisher that takes every record, and calls `after` once it did. */
+function takingThen(after: () => void): FakePublisher {
+  const pub = new FakePublisher();
+  const publish = pub.publish.bind(pub);
+  pub.publish = async (records, signal) => {
+    const r = await publish(records, signal);
+    after();
+    return r;
+  };
+  return pub;
+}
+
 describe('leases', () => {
-  test('a live lease of another dispatcher holds the target; an expired one is reclaimed', async () => {
+  test("a killed dispatcher's lease holds the target while it lasts; then another takes the batch over", async () => {
     const { clock, ctx } = setup();
     const ids = await enqueue(clock, [ev('msg', 1), ev('msg', 2)]);
-    // Dispatcher "crashed" right after claiming (its process is gone; the rows stay leased).
-    await db.query(`UPDATE msg_event SET status = 'DELIVERING', lock_until = $1, locked_by = 'crashed' WHERE event_id = $2`, [
-      new Date(clock.now().getTime() + 30_000),
-      ids[0],
-    ]);
+    // Killed right after its publish: the batch was handed over, the finish never happened.
+    let killed = false;
+    const first = takingThen(() => (killed = true));
+    await dispatchOnce({ ...ctx, db: cutOff(() => killed) }, [first], { dispatcherId: 'a' });
+    expect(Object.values(await statusOf(ids, clock.now())).map((s) => s.status)).toEqual(['DELIVERING', 'DELIVERING']);
+
     const pub = new FakePublisher();
     const r1 = await dispatchOnce(ctx, [pub], { dispatcherId: 'b' });
     expect(r1.targets[0]!.skipped).toBe('leased');
@@ -334,7 +362,7 @@ describe('leases', () => {
     clock.advance(30_000);
     await dispatchOnce(ctx, [pub], { dispatcherId: 'b' });
     expect(pub.delivered.map((r) => r.eventId)).toEqual(ids);
-    expect(Object.values(await statusOf(ids)).map((s) => s.status)).toEqual(['SENT', 'SENT']);
+    expect(Object.values(await statusOf(ids, clock.now())).map((s) => s.status)).toEqual(['SENT', 'SENT']);
   });
 
   test('a dispatcher whose lease was taken over cannot overwrite the new owner', async () => {
@@ -344,35 +372,25 @@ describe('leases', () => {
     pub.mode = 'hang';
     const slow = dispatchOnce(ctx, [pub], { dispatcherId: 'a' });
     for (let i = 0; i < 50 && pub.calls.length === 0; i++) await new Promise((r) => setImmediate(r));
-    // Someone else takes the row over (as if a's lease had run out) and delivers it.
-    await db.query(`UPDATE msg_event SET locked_by = 'b' WHERE event_id = $1`, [id]);
+    // Someone else takes the target over (as if a's lease had run out) while a still publishes.
+    await db.query(`UPDATE outbox_target SET lease_owner = 'b' WHERE target = 'msg'`);
     clock.advance(3_000);
     const report = await slow;
     expect(report.targets[0]!.lostLease).toBe(1);
-    expect((await statusOf([id!]))[id!]).toEqual({ status: 'DELIVERING', attempts: 0 });
+    expect((await statusOf([id!], clock.now()))[id!]).toEqual({ status: 'DELIVERING', attempts: 0 });
+    expect((await pendingByTarget(db, clock.now()))[0]!.stalledSince).toBeNull();
   });
 
   test('publish confirmed but not recorded: redelivered after the lease with the same event id, in order', async () => {
     const { clock, ctx } = setup();
     const ids = await enqueue(clock, [ev('msg', 1), ev('msg', 2), ev('msg', 3)]);
-    const pub = new FakePublisher();
-    // The database goes away between publish and mark.
-    let failMark = true;
-    const flaky = {
-      kind: db.kind,
-      query: async (sql: string, params?: unknown[]) => {
-        if (failMark && sql.includes('msgx_outbox_mark')) throw new Error('connection terminated');
-        return db.query(sql, params);
-      },
-      tx: db.tx.bind(db),
-      listen: db.listen.bind(db),
-      session: db.session.bind(db),
-      close: async () => {},
-    } as Db;
-    const r1 = await dispatchOnce({ ...ctx, db: flaky }, [pub]);
+    // The database goes away between publish and finish.
+    let gone = false;
+    const pub = takingThen(() => (gone = true));
+    const r1 = await dispatchOnce({ ...ctx, db: cutOff(() => gone) }, [pub]);
     expect(r1.targets[0]!.skipped).toBe('error');
     expect(pub.delivered).toHaveLength(3);
-    failMark = false;
+    gone = false;
 
     clock.advance(30_000);
     await dispatchOnce(ctx, [pub]);
@@ -384,8 +402,8 @@ describe('leases', () => {
   });
 });
 
-describe('what the marks cost', () => {
-  test('a batch without an event of hookSources is marked without the hooks and without a transaction', async () => {
+describe('what a batch costs', () => {
+  test('a batch without an event of hookSources is finished without the hooks and without a transaction', async () => {
     const { clock, ctx } = setup();
     let txs = 0;
     const countingDb = {
@@ -407,7 +425,7 @@ describe('what the marks cost', () => {
     expect(seen).toEqual([]);
     expect(txs).toBe(0);
 
-    // A batch with one transactional message: the hooks see the whole batch, in the marking transaction.
+    // A batch with one transactional message: the hooks see the whole batch, in the finishing transaction.
     const mixed = await enqueue(clock, [ev('msg', 3), ev('msg', 4, { sourceKind: 'txmsg', sourceId: '42' })]);
     await dispatchOnce(counting, [new FakePublisher()], { onSent, hookSources: ['txmsg'] });
     expect(seen.map((e) => e.eventId)).toEqual(mixed);
@@ -423,10 +441,13 @@ describe('what the marks cost', () => {
     expect((await deadEvents(db)).map((e) => e.eventId)).toEqual([id]);
   });
 
-  test("an event's delivery rows go with it when it is deleted", async () => {
-    const { clock, ctx } = setup();
+  test("an event's delivery rows (kept from before the log) go with it when it is deleted", async () => {
+    const { clock } = setup();
     const ids = await enqueue(clock, [ev('msg', 1), ev('msg', 2)]);
-    await dispatchOnce(ctx, [new FakePublisher('kafka'), new FakePublisher('webhook:http://x/')]);
+    await db.query(
+      `INSERT INTO event_delivery (event_id, publisher, outcome, at) SELECT id, p, 'ok', now() FROM unnest($1::bigint[]) id, unnest($2::text[]) p`,
+      [ids, ['kafka', 'webhook:http://x/']],
+    );
     expect((await db.query(`SELECT * FROM event_delivery`)).rows).toHaveLength(4);
     await db.query(`DELETE FROM msg_event WHERE event_id = $1`, [ids[0]]);
     const left = await db.query<{ event_id: number }>(`SELECT event_id FROM event_delivery ORDER BY publisher`);
@@ -435,7 +456,7 @@ describe('what the marks cost', () => {
 });
 
 describe('fan-out', () => {
-  test('SENT only when every publisher took it; a retry skips the publishers that already did', async () => {
+  test('SENT only when every publisher took it; a failed head retried skips the publishers that already took it', async () => {
     const { clock, ctx } = setup();
     const ids = await enqueue(clock, [ev('msg', 1), ev('msg', 2)]);
     const kafka = new FakePublisher('kafka');
@@ -443,22 +464,17 @@ describe('fan-out', () => {
     hook.failIds.add(ids[0]!);
 
     await dispatchOnce(ctx, [kafka, hook]);
+    // The first event is held until the hook takes it too; nothing overtakes it.
     expect(Object.values(await statusOf(ids)).map((s) => s.status)).toEqual(['PENDING', 'PENDING']);
-    const rows = await db.query<{ event_id: number; publisher: string; outcome: string }>(
-      `SELECT event_id, publisher, outcome FROM event_delivery ORDER BY event_id, publisher`,
-    );
-    expect(rows.rows).toEqual([
-      { event_id: ids[0], publisher: 'kafka', outcome: 'ok' },
-      { event_id: ids[0], publisher: 'webhook:http://x/', outcome: 'failed' },
-      { event_id: ids[1], publisher: 'kafka', outcome: 'ok' },
-    ]);
+    expect(hook.delivered).toEqual([]);
 
     hook.failIds.clear();
     clock.advance(5_000);
     await dispatchOnce(ctx, [kafka, hook]);
     await dispatchOnce(ctx, [kafka, hook]);
     expect(Object.values(await statusOf(ids)).map((s) => s.status)).toEqual(['SENT', 'SENT']);
-    expect(kafka.delivered.map((r) => r.eventId)).toEqual(ids);
+    // The failed head is not sent to kafka again; the event behind it is (at least once, same msgx-event-id).
+    expect(kafka.delivered.map((r) => r.eventId)).toEqual([ids[0], ids[1], ids[1]]);
     expect(hook.delivered.map((r) => r.eventId)).toEqual(ids);
   });
 });
@@ -473,7 +489,7 @@ describe('schd aggregation', () => {
     value,
   });
 
-  test('only the newest state_version per FLID is sent; the older ones are marked sent with it', async () => {
+  test('only the newest state_version per FLID is sent; the older ones go out with it', async () => {
     const { clock, ctx } = setup();
     const ids = await enqueue(clock, [schd('A', 1), schd('B', 1), schd('A', 2), schd('A', 3), schd('B', 2, null)]);
     const pub = new FakePublisher('kafka');
@@ -485,11 +501,7 @@ describe('schd aggregation', () => {
       ['B', null],
     ]);
     expect(sent[0]!.topic).toBe('msgx.schd');
-    const r = await db.query<{ event_id: number; status: string; sent_as: number | null }>(
-      `SELECT event_id, status, sent_as FROM msg_event ORDER BY event_id`,
-    );
-    expect(r.rows.map((x) => x.status)).toEqual(['SENT', 'SENT', 'SENT', 'SENT', 'SENT']);
-    expect(r.rows.map((x) => x.sent_as)).toEqual([ids[3], ids[4], ids[3], null, null]);
+    expect(Object.values(await statusOf(ids)).map((s) => s.status)).toEqual(['SENT', 'SENT', 'SENT', 'SENT', 'SENT']);
   });
 
   test('at most the flush limit per flush; a full flush lets the next follow at once, one that is not full waits a period', async () => {
@@ -514,20 +526,25 @@ describe('schd aggregation', () => {
     expect(pub.delivered.map((r) => r.key)).toEqual(['A', 'B', 'C', 'A']);
   });
 
-  test('a failed flush backs off per FLID and retries with the newest version then', async () => {
+  test('a failed flush backs off per FLID; the newer versions wait behind the failed one and follow it', async () => {
     const { clock, ctx } = setup({ MSGX_SCHD_FLUSH_PERIOD: '1s' });
     const ids = await enqueue(clock, [schd('A', 1), schd('A', 2)]);
     const pub = new FakePublisher();
     pub.mode = 'fail';
     await dispatchOnce(ctx, [pub]);
-    expect(await statusOf(ids)).toEqual({ [ids[0]!]: { status: 'PENDING', attempts: 0 }, [ids[1]!]: { status: 'PENDING', attempts: 1 } });
+    // The older version is superseded by the newest, which alone is charged and retried.
+    expect(await statusOf(ids)).toEqual({ [ids[0]!]: { status: 'SENT', attempts: 0 }, [ids[1]!]: { status: 'PENDING', attempts: 1 } });
 
-    // A newer version arrives while A backs off: it is due, and it stands for all three.
+    // A newer version arrives while A backs off: it waits behind the failed one until its backoff is over.
     const [v3] = await enqueue(clock, [schd('A', 3)]);
     pub.mode = 'ok';
     clock.advance(1_000);
     await dispatchOnce(ctx, [pub]);
-    expect(pub.delivered.map((r) => r.eventId)).toEqual([v3]);
+    expect(pub.delivered).toEqual([]);
+    clock.advance(4_000);
+    for (let i = 0; i < 3; i++, clock.advance(1_000)) await dispatchOnce(ctx, [pub]);
+    // The failed version first, then the newer one: the compacted topic ends at the newest state.
+    expect(pub.delivered.map((r) => r.eventId)).toEqual([ids[1], v3]);
     expect(Object.values(await statusOf([...ids, v3!])).map((s) => s.status)).toEqual(['SENT', 'SENT', 'SENT']);
   });
 });

@@ -12,7 +12,7 @@ import type { OutRecord, Publisher, PublishResult } from '../../lib/outbox/types
 import { FakeClock } from '../../lib/shared/clock.ts';
 import { FakePublisher, memoryLog } from '../helpers/kafka.ts';
 
-// The dispatcher reading the outbox as a log (MSGX_OUTBOX_RELAY=log). Judged by what the publishers
+// The dispatcher reading the outbox as a log. Judged by what the publishers
 // received and by what the admin queries (/admin/stats, /admin/dead, the trace) show; the tables are
 // read only to prove that the relay does not write the events (their row versions stay the same).
 // Embedded PostgreSQL, a fake clock, no sleeps.
@@ -32,7 +32,6 @@ beforeEach(async () => {
 function setup(env: Record<string, string> = {}) {
   const clock = new FakeClock('2026-11-29T00:00:00Z');
   const config: Config = loadConfig({
-    MSGX_OUTBOX_RELAY: 'log',
     MSGX_DELIVERY_BATCH_SIZE: '100',
     MSGX_DELIVERY_MAX_RETRY_COUNT: '3',
     MSGX_DELIVERY_INITIAL_BACKOFF: '5s',
