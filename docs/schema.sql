@@ -18,7 +18,7 @@ END $$;
 -- Name: FUNCTION msgx_event_delivery_cascade(); Type: COMMENT; Schema: public; Owner: -
 --
 
-COMMENT ON FUNCTION public.msgx_event_delivery_cascade() IS 'Trigger (statement level, AFTER DELETE ON msg_event): deletes the event_delivery outcomes of the deleted events, which event_delivery keeps without a foreign key so the mark writes no key checks.';
+COMMENT ON FUNCTION public.msgx_event_delivery_cascade() IS 'Trigger (statement level, AFTER DELETE ON msg_event): deletes the event_delivery outcomes of the deleted events (outcomes the per-event relay wrote, kept without a foreign key), as retention removes their events.';
 
 --
 -- Name: msgx_event_state(text, text, bigint, xid8, timestamp with time zone); Type: FUNCTION; Schema: public; Owner: -
@@ -37,50 +37,6 @@ $$;
 COMMENT ON FUNCTION public.msgx_event_state(p_status text, p_target text, p_event_id bigint, p_writer xid8, p_now timestamp with time zone) IS 'The event state every reader shows: the stored status where the per-event path settled or leased the row, else msgx_outbox_state. lib/outbox/sourceEvents.ts, lib/outbox/replay.ts, lib/txmsg/store.ts.';
 
 --
--- Name: msgx_outbox_claim(text, integer, timestamp with time zone, timestamp with time zone, text, bigint); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.msgx_outbox_claim(p_target text, p_limit integer, p_now timestamp with time zone, p_lock_until timestamp with time zone, p_me text, p_after bigint) RETURNS TABLE(locked boolean, event_id bigint, partition_key text, event_type text, value text, headers jsonb, attempts integer, source_kind text, source_id text, delivered_to text[])
-    LANGUAGE plpgsql
-    AS $$
-#variable_conflict use_column
-BEGIN
-  IF NOT pg_try_advisory_xact_lock(hashtext('msgx:target:' || p_target)) THEN
-    RETURN QUERY SELECT true, NULL::bigint, NULL::text, NULL::text, NULL::text, NULL::jsonb, NULL::integer, NULL::text, NULL::text, NULL::text[];
-    RETURN;
-  END IF;
-  PERFORM set_config('synchronous_commit', 'off', true);
-  RETURN QUERY
-  WITH open AS (
-    SELECT m.event_id, m.attempts, m.status, m.lock_until, m.next_attempt_at FROM msg_event m
-    WHERE m.target = p_target AND m.status IN ('PENDING', 'DELIVERING') AND m.sent_at IS NULL AND m.dead_at IS NULL
-      AND m.event_id > p_after
-    ORDER BY m.event_id LIMIT p_limit
-  ), run AS (
-    -- Cut before the first row leased by someone else or not due; a head that failed before goes alone.
-    SELECT o.event_id,
-           bool_and((o.status = 'PENDING' OR o.lock_until <= p_now) AND o.next_attempt_at <= p_now) OVER w AS ok,
-           row_number() OVER w AS rn,
-           first_value(o.attempts) OVER w AS head_attempts
-    FROM open o WINDOW w AS (ORDER BY o.event_id)
-  ), upd AS (
-    UPDATE msg_event e SET status = 'DELIVERING', lock_until = p_lock_until, locked_by = p_me
-    WHERE e.event_id = ANY (ARRAY(SELECT r.event_id FROM run r WHERE r.ok AND (r.head_attempts = 0 OR r.rn = 1)))
-      AND (e.status = 'PENDING' OR e.lock_until <= p_now)
-    RETURNING e.event_id, e.partition_key, e.event_type, e.value, e.headers, e.attempts, e.source_kind, e.source_id
-  )
-  SELECT false, u.event_id, u.partition_key, u.event_type, u.value, u.headers, u.attempts, u.source_kind, u.source_id,
-         (SELECT array_agg(d.publisher) FROM event_delivery d WHERE d.event_id = u.event_id AND d.outcome = 'ok')
-  FROM upd u;
-END $$;
-
---
--- Name: FUNCTION msgx_outbox_claim(p_target text, p_limit integer, p_now timestamp with time zone, p_lock_until timestamp with time zone, p_me text, p_after bigint); Type: COMMENT; Schema: public; Owner: -
---
-
-COMMENT ON FUNCTION public.msgx_outbox_claim(p_target text, p_limit integer, p_now timestamp with time zone, p_lock_until timestamp with time zone, p_me text, p_after bigint) IS 'The relay''s claim of a target''s head run: under the target''s advisory lock (held elsewhere: one row with locked = true), the open events after p_after in event_id order, up to p_limit and cut before the first one leased elsewhere or not yet due (a head that failed before goes alone), are leased to p_me until p_lock_until (DELIVERING) and returned with the publishers that already have them. lib/outbox/claim.ts.';
-
---
 -- Name: msgx_outbox_dead(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -97,50 +53,6 @@ $$;
 --
 
 COMMENT ON FUNCTION public.msgx_outbox_dead() IS 'Every dead event: marked DEAD by the per-event path or given up by the log relay (a dead exception), with attempts, last error and when. lib/outbox/queries.ts, lib/outbox/replay.ts.';
-
---
--- Name: msgx_outbox_mark(bigint[], text[], integer[], timestamp with time zone[], text[], bigint[], timestamp with time zone, text, bigint[], text[], text[], integer[], bigint[], text[], boolean[]); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.msgx_outbox_mark(p_ids bigint[], p_status text[], p_attempts integer[], p_next timestamp with time zone[], p_error text[], p_sent_as bigint[], p_now timestamp with time zone, p_me text, o_ids bigint[], o_publisher text[], o_outcome text[], o_partition integer[], o_offset bigint[], o_error text[], p_stalled boolean[]) RETURNS TABLE(event_id bigint, status text, source_kind text, source_id text)
-    LANGUAGE plpgsql
-    AS $$
-#variable_conflict use_column
-BEGIN
-  PERFORM set_config('synchronous_commit', 'off', true);
-  IF coalesce(array_length(o_ids, 1), 0) > 0 THEN
-    INSERT INTO event_delivery (event_id, publisher, outcome, partition, "offset", at, error)
-    SELECT o.id, o.publisher, o.outcome, o.part, o.off, p_now, o.error
-    FROM unnest(o_ids, o_publisher, o_outcome, o_partition, o_offset, o_error) AS o(id, publisher, outcome, part, off, error)
-    ON CONFLICT (event_id, publisher) DO UPDATE SET
-      outcome = EXCLUDED.outcome, partition = EXCLUDED.partition, "offset" = EXCLUDED."offset",
-      at = EXCLUDED.at, error = EXCLUDED.error, tries = event_delivery.tries + 1;
-  END IF;
-  RETURN QUERY
-  UPDATE msg_event e SET
-    status = u.status,
-    attempts = u.attempts,
-    next_attempt_at = coalesce(u.next_at, e.next_attempt_at),
-    last_error = coalesce(u.error, e.last_error),
-    sent_at = CASE WHEN u.status = 'SENT' THEN p_now ELSE e.sent_at END,
-    dead_at = CASE WHEN u.status = 'DEAD' THEN p_now ELSE e.dead_at END,
-    sent_as = coalesce(u.sent_as, e.sent_as),
-    -- A row released unpublished behind a failed head (no error) keeps what it had.
-    stalled_since = CASE WHEN u.stalled THEN coalesce(e.stalled_since, p_now)
-                         WHEN u.error IS NULL AND u.status = 'PENDING' THEN e.stalled_since
-                         ELSE NULL END,
-    lock_until = NULL
-  FROM unnest(p_ids, p_status, p_attempts, p_next, p_error, p_sent_as, p_stalled)
-       AS u(id, status, attempts, next_at, error, sent_as, stalled)
-  WHERE e.event_id = u.id AND e.status = 'DELIVERING' AND e.locked_by = p_me
-  RETURNING e.event_id, e.status, e.source_kind, e.source_id;
-END $$;
-
---
--- Name: FUNCTION msgx_outbox_mark(p_ids bigint[], p_status text[], p_attempts integer[], p_next timestamp with time zone[], p_error text[], p_sent_as bigint[], p_now timestamp with time zone, p_me text, o_ids bigint[], o_publisher text[], o_outcome text[], o_partition integer[], o_offset bigint[], o_error text[], p_stalled boolean[]); Type: COMMENT; Schema: public; Owner: -
---
-
-COMMENT ON FUNCTION public.msgx_outbox_mark(p_ids bigint[], p_status text[], p_attempts integer[], p_next timestamp with time zone[], p_error text[], p_sent_as bigint[], p_now timestamp with time zone, p_me text, o_ids bigint[], o_publisher text[], o_outcome text[], o_partition integer[], o_offset bigint[], o_error text[], p_stalled boolean[]) IS 'Records a whole batch in one call: per event (p_ids, in step with p_status, p_attempts, p_next, p_error, p_sent_as, p_stalled) its new state, and per publisher outcome (o_ids, in step with o_publisher, o_outcome, o_partition, o_offset, o_error) a row in event_delivery; only rows still leased to p_me change. Returns the events whose state changed. lib/outbox/mark.ts.';
 
 --
 -- Name: msgx_outbox_open(timestamp with time zone); Type: FUNCTION; Schema: public; Owner: -
@@ -555,8 +467,7 @@ CREATE TABLE public.msg_event (
     CONSTRAINT msg_event_dead_at_set CHECK (((status <> 'DEAD'::text) OR (dead_at IS NOT NULL))),
     CONSTRAINT msg_event_open_unsettled CHECK (((status <> ALL (ARRAY['PENDING'::text, 'DELIVERING'::text])) OR ((sent_at IS NULL) AND (dead_at IS NULL)))),
     CONSTRAINT msg_event_status_check CHECK ((status = ANY (ARRAY['PENDING'::text, 'DELIVERING'::text, 'SENT'::text, 'DEAD'::text])))
-)
-WITH (fillfactor='50');
+);
 
 --
 -- Name: msg_event_event_id_seq; Type: SEQUENCE; Schema: public; Owner: -

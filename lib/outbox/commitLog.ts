@@ -92,18 +92,13 @@ export async function finishBatch(db: Queryable, batch: LogBatch): Promise<boole
   return r.rowCount === 1;
 }
 
-/** Where a target's cursor stands once `batch` is finished, as finishBatch leaves it. */
+/** Where a target's cursor stands: as a finished batch leaves it, and as Kafka keeps it (exactly once). */
 export interface Cursor {
   snapLo: string;
   snapHi: string | null;
   afterId: number;
   /** The database whose log the cursor reads (databaseIdentity); absent in cursors written before it was recorded. */
   db?: string;
-}
-
-export function cursorAfter(batch: LogBatch): Cursor {
-  if (batch.drained) return { snapLo: batch.snapHi, snapHi: null, afterId: 0 };
-  return { snapLo: batch.snapLo, snapHi: batch.snapHi, afterId: batch.events.at(-1)?.eventId ?? 0 };
 }
 
 /**
