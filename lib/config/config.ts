@@ -148,7 +148,7 @@ const schema = z
     // The relay is the commit-ordered log only (docs/outbox.md "Settings"). A deployment that still
     // asks for the per-event claim relay must hear that it is gone rather than get the log unawares.
     MSGX_OUTBOX_RELAY: z
-      .literal('log', { message: "the claim relay was removed: the relay is the commit-ordered log only; unset MSGX_OUTBOX_RELAY" })
+      .literal('log', { message: 'the claim relay was removed: the relay is the commit-ordered log only; unset MSGX_OUTBOX_RELAY' })
       .optional(),
 
     // Lifecycle (docs/flights.md "Lifecycle")

@@ -14,7 +14,7 @@ import type { RoleFactory, RoleSpec } from '../app/role.ts';
 /**
  * The dispatcher as the catalogue runs it (Lambda, twin, fault child alike): publishers built once
  * per process from the config and closed at its end, counts and gauges to the metrics sink. With
- * exactly once on (real brokers, the log relay), Kafka is written through one transactional
+ * exactly once on (real brokers), Kafka is written through one transactional
  * producer per target instead of the plain one.
  */
 export const scheduledDispatcherRole: RoleFactory = (ctx, ports) => {
@@ -38,11 +38,9 @@ export function dispatcherRole(
     role: 'dispatcher' satisfies ScheduledRole,
     wakeOn: [OUTBOX_CHANNEL],
     async step() {
-      // Up to BATCHES_PER_ROUND batches per target per round: later claims skip discovery and overlap the
-      // previous batch's publish, as a loop should (a single batch per round halves throughput).
-      // Each round also pays a discovery, a first claim and a last mark outside that overlap:
-      // 40 batches instead of 10 deliver a backlog 14-22 % faster (bench/probes), and a target
-      // that appears meanwhile waits at most one such round (~0.25 s under a full backlog).
+      // Up to BATCHES_PER_ROUND batches per target per round: later batches skip discovery, as a
+      // loop should (a single batch per round halves throughput), and a target that appears
+      // meanwhile waits at most one such round (~0.25 s under a full backlog).
       const r = await dispatchOnce(ctx, publishers, {
         onSent: txmsgSentHook,
         onDead: txmsgDeadHook,

@@ -20,8 +20,9 @@ export interface TargetRow {
   created_at: Date;
 }
 
-// Targets: a loose index scan (one probe per target) over the rows no per-event mark settled; per
-// target, whether its cursor has anything new, its lease, hold and exceptions. Reads only.
+// Targets: a loose index scan of msg_event_open (one probe per target) over the rows not settled
+// before the log; per target, whether its cursor has anything new, its lease, hold and exceptions.
+// Reads only.
 export const DISCOVER_SQL = prepared(`
 WITH RECURSIVE tg AS (
   (SELECT target FROM msg_event WHERE sent_at IS NULL AND dead_at IS NULL ORDER BY target LIMIT 1)

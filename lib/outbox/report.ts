@@ -1,21 +1,21 @@
 import type { Log } from '../observability/logger.ts';
 /* What a delivery round reports: per target, and summed over the round. Its own file because
- * every stage of a round (claim, publish, mark) adds to the same TargetReport. */
+ * every stage of a round (read, publish, finish) adds to the same TargetReport. */
 
 export interface TargetReport {
   target: string;
-  /** Why nothing was claimed: another dispatcher holds it, its head is backing off, or the schd period is not over. */
-  skipped?: 'locked' | 'leased' | 'backoff' | 'flush-period' | 'error';
+  /** Why nothing was read: another dispatcher holds it, its head is backing off, or the schd period is not over. */
+  skipped?: 'leased' | 'backoff' | 'flush-period' | 'error';
+  /** Events read from the log (and failed heads retried). */
   claimed: number;
   /** Records handed to the publishers (schd: one per FLID). */
   published: number;
   sent: number;
   retried: number;
   dead: number;
-  released: number;
   /** The last batch was full: more may be waiting. */
   full?: boolean;
-  /** Rows whose lease we had lost by the time we marked them (someone else delivers them). */
+  /** Events of a batch whose target's lease we had lost by the time we finished it (someone else delivers them). */
   lostLease: number;
   oldestPendingSeconds: number;
   claimMs: number;
@@ -44,7 +44,6 @@ export function emptyReport(head: { target: string; created_at: Date }, now: Dat
     sent: 0,
     retried: 0,
     dead: 0,
-    released: 0,
     lostLease: 0,
     oldestPendingSeconds: Math.max(0, Math.round((now.getTime() - new Date(head.created_at).getTime()) / 1000)),
     claimMs: 0,

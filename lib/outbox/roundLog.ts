@@ -18,7 +18,6 @@ export function logRound(log: Log, r: DispatchReport): void {
       sent: t.sent,
       retried: t.retried,
       dead: t.dead,
-      released: t.released,
       claim_ms: t.claimMs,
       publish_ms: t.publishMs,
       mark_ms: t.markMs,

@@ -112,17 +112,17 @@ export interface SentEvent {
 export type OutcomeHook = (tx: Queryable, events: SentEvent[], now: Date) => Promise<void>;
 
 export interface DispatchOptions {
-  /** Written to locked_by; one per dispatcher instance. Default: host:pid:random of this process. */
+  /** The owner of the targets' leases; one per dispatcher instance. Default: host:pid:random of this process. */
   dispatcherId?: string;
-  /** Called in the transaction that marks events SENT (txmsg moves tx_message to DELIVERED). */
+  /** Called in the transaction that finishes a batch, with its SENT events (txmsg moves tx_message to DELIVERED). */
   onSent?: OutcomeHook;
-  /** Called in the transaction that marks events DEAD. */
+  /** Called in the transaction that records events DEAD. */
   onDead?: OutcomeHook;
   /** Called in the transaction that records a failed try that will be retried (events carry `error`). */
   onRetry?: (tx: Queryable, events: (SentEvent & { error: string })[], now: Date) => Promise<void>;
   /**
    * The source kinds the hooks act on (the txmsg hooks: 'txmsg'). A batch without an event of one
-   * of these kinds is marked in one statement, without a transaction and without the hooks.
+   * of these kinds is finished in one statement, without a transaction and without the hooks.
    * Unset: the hooks see every batch.
    */
   hookSources?: string[];
@@ -136,7 +136,7 @@ export interface DispatchOptions {
   targets?: string[];
   /**
    * Batches per target per round while batches come back full (default 1). A loop passes more:
-   * the following claims skip discovery, which keeps the database round trips per batch at two.
+   * the following batches skip discovery, which keeps the database round trips per page at two.
    */
   maxBatches?: number;
 }

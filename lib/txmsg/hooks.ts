@@ -14,8 +14,8 @@ export interface SettledEvent {
 }
 
 /**
- * Dispatcher `onSent` hook, called in the transaction that marks the events SENT: the message's
- * current delivery happened, so it now awaits its ack (DELIVERED) until its next delivery is due.
+ * Dispatcher `onSent` hook, called in the transaction that finishes the batch that sent the
+ * events: the message's current delivery happened, so it now awaits its ack (DELIVERED) until its next delivery is due.
  * Only the delivery in flight moves the message: a SENT report for an older delivery, or for a
  * message already acknowledged (an ack may overtake this hook), is recorded in the trace only.
  */

@@ -327,7 +327,9 @@ function cutOff(gone: () => boolean): Db {
     get: (t, p) =>
       p === 'query' || p === 'tx'
         ? (...a: unknown[]) =>
-            gone() ? Promise.reject(new Error('connection terminated')) : (Reflect.get(t, p) as (...a: unknown[]) => Promise<unknown>).apply(t, a)
+            gone()
+              ? Promise.reject(new Error('connection terminated'))
+              : (Reflect.get(t, p) as (...a: unknown[]) => Promise<unknown>).apply(t, a)
         : Reflect.get(t, p),
   });
 }

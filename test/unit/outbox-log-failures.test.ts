@@ -31,7 +31,10 @@ describe('what one event’s results say', () => {
   it('an unreachable destination is an outage (nobody is charged); a record not tried is not this event’s fault', () => {
     const away: PublishResult = { ok: false, error: 'KafkaJSConnectionError: connect ECONNREFUSED', unavailable: true };
     expect(verdictOf([kafka], [away])).toEqual({ kind: 'outage', error: 'kafka: KafkaJSConnectionError: connect ECONNREFUSED' });
-    expect(verdictOf([kafka], [{ ok: false, error: 'not sent', notAttempted: true }])).toEqual({ kind: 'untried', error: 'kafka: not sent' });
+    expect(verdictOf([kafka], [{ ok: false, error: 'not sent', notAttempted: true }])).toEqual({
+      kind: 'untried',
+      error: 'kafka: not sent',
+    });
     expect(verdictOf([kafka, hook], [{ ok: true }, { ok: true }])).toEqual({ kind: 'ok' });
   });
 
