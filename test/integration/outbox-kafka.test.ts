@@ -334,8 +334,8 @@ describe('delivery to Kafka', () => {
   });
 });
 
-// Runs in the child: claim (or read) one batch as dispatcher 'child', publish it for real, then hang
-// in the statement that records it (the parent kills the process there).
+// Runs in the child: read one batch as dispatcher 'child', publish it for real, then hang in the
+// statement that finishes it (the parent kills the process there).
 const CHILD_SCRIPT = `
 import { PgDb } from './lib/db/pg.ts';
 import { loadConfig } from './lib/config/config.ts';
@@ -348,7 +348,7 @@ const config = loadConfig({ MSGX_KAFKA_BROKERS: process.env.CHILD_BROKERS, MSGX_
   MSGX_DELIVERY_LEASE: '3s', MSGX_DELIVERY_PUBLISH_TIMEOUT: '1s' });
 const kafka = new KafkaPublisher(config.kafka, { publishTimeoutMs: 1000 });
 const frozen = { kind: 'pg', tx: db.tx.bind(db), listen: db.listen.bind(db), session: db.session.bind(db), close: async () => {},
-  query: (sql, params) => /msgx_outbox_mark|snap_lo = CASE/.test(sql) ? (console.log('published'), new Promise(() => {})) : db.query(sql, params) };
+  query: (sql, params) => /snap_lo = CASE/.test(sql) ? (console.log('published'), new Promise(() => {})) : db.query(sql, params) };
 await dispatchOnce({ db: frozen, config, clock: systemClock, log: silentLog }, [kafka], { dispatcherId: 'child', targets: ['msg'] });
 `;
 

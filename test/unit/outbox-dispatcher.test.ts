@@ -272,7 +272,7 @@ describe('ordinary targets', () => {
     expect(msg!.stalledSince).not.toBeNull();
   });
 
-  test('onSent runs in the marking transaction with the sent events (txmsg hook)', async () => {
+  test('onSent runs in the finishing transaction with the sent events (txmsg hook)', async () => {
     const { clock, ctx } = setup();
     const ids = await enqueue(clock, [
       ev('tx:orders', 1, { sourceKind: 'txmsg', sourceId: '42' }),
