@@ -21,6 +21,9 @@ import type { DispatchContext, DispatchOptions, Publisher } from './types.ts';
  *   are independent: a failed one is retried on its own and its later versions wait behind it.
  * - An outage of the destination charges nobody: the cursor stops before the first event not
  *   taken and the whole target waits (hold_until), shown stalled with the reason.
+ * - A full page reads the next one while it is published, from its own end (nothing written): that
+ *   page goes on behind a page that passed whole, whose finish keeps the lease for it; otherwise it
+ *   is dropped and read again from the cursor.
  *
  * This file is the round; logLease.ts the cursor rows and their reads, logBatch.ts one batch,
  * logFailures.ts the exceptions and their retries, logSchd.ts schd's flights.
