@@ -96,9 +96,7 @@ export async function relayBatch(
   if (eos) pubs = pubs.filter((p) => p.name !== eos.replaces);
   const t0 = performance.now();
   const read = {
-    rows: pipe.ahead
-      ? await pipe.ahead
-      : (await ctx.db.query<PageRow>(READ_SQL, [target, limit, me, leaseUntil, ctx.clock.now()])).rows,
+    rows: pipe.ahead ? await pipe.ahead : (await ctx.db.query<PageRow>(READ_SQL, [target, limit, me, leaseUntil, ctx.clock.now()])).rows,
   };
   report.claimMs = round(report.claimMs + performance.now() - t0);
   if (read.rows.length === 0) {
