@@ -3,7 +3,7 @@ import type { ClaimedRow } from './types.ts';
 import { classifyKafkaError } from './classify.ts';
 import { charge, logFailures, settle, verdictOf, type Exc, type Verdict } from './logFailures.ts';
 import { markNewest } from './logSchd.ts';
-import { keyOf, LEASE_SQL, READ_SQL, toClaimed, type LogRow } from './logLease.ts';
+import { keyOf, LEASE_SQL, READ_AHEAD_SQL, READ_SQL, toClaimed, type PageRow } from './logLease.ts';
 import { publishRun, topicForTarget } from './publish.ts';
 import type { TxRecord } from './publishers/kafkaTransactional.ts';
 import { round, type TargetReport } from './report.ts';
@@ -19,15 +19,17 @@ import {
 
 // One batch of the log: read under the lease, publish, one statement that finishes it.
 
-// Moves the cursor, releases the lease, records the target's hold and the batch's exceptions; only
-// while the batch is still ours (our lease, the same snap_hi).
+// Moves the cursor, releases the lease (or keeps it, renewed, for a page already read behind this
+// one), records the target's hold and the batch's exceptions; only while the batch is still ours
+// (our lease, the same snap_hi).
 export const FINISH_SQL = prepared(`
 WITH f AS (
   UPDATE outbox_target SET
     snap_lo = CASE WHEN $3::boolean THEN snap_hi ELSE snap_lo END,
     snap_hi = CASE WHEN $3 THEN NULL ELSE snap_hi END,
     after_id = CASE WHEN $3 THEN 0 ELSE greatest(after_id, $4::bigint) END,
-    lease_owner = NULL, lease_until = NULL, updated_at = $6::timestamptz,
+    lease_owner = CASE WHEN $20::boolean THEN lease_owner END, lease_until = CASE WHEN $20 THEN $21::timestamptz END,
+    updated_at = $6::timestamptz,
     hold_until = $7::timestamptz, stalled_since = CASE WHEN $17::boolean THEN coalesce(stalled_since, $6) END,
     last_error = $8::text,
     last_flush_at = coalesce($9::timestamptz, last_flush_at)
@@ -56,7 +58,15 @@ export function txRecord(r: ClaimedRow): TxRecord {
   return { key: r.partition_key, value: r.value, headers };
 }
 
-/** One batch: read under the lease, publish, one finish statement. */
+/** A page read while the one before it was published: its rows once the read is done. */
+export type PageAhead = Promise<PageRow[]>;
+
+/**
+ * One page: read under the lease (or taken from `ahead`, read while the page before was
+ * published), publish, one finish statement. With `nextLimit`, a full page starts reading the next
+ * one from its own end while it publishes; that page is returned (`next`) only when this one passed
+ * whole and its finish kept the lease for it, otherwise it is dropped and read again later.
+ */
 export async function relayBatch(
   ctx: DispatchContext,
   pubsIn: Publisher[],
@@ -68,7 +78,8 @@ export async function relayBatch(
   held: Set<string>,
   options: DispatchOptions,
   report: TargetReport,
-): Promise<'more' | 'done' | 'lost'> {
+  pipe: { ahead?: PageAhead; nextLimit?: number } = {},
+): Promise<{ r: 'more' | 'done' | 'lost'; next?: PageAhead }> {
   let pubs = pubsIn;
   const isSchd = target === 'schd';
   const topic = topicForTarget(ctx.config, target);
@@ -78,27 +89,24 @@ export async function relayBatch(
     const leased = await ctx.db.query(LEASE_SQL, [target, me, leaseUntil, ctx.clock.now()]);
     if (leased.rowCount !== 1) {
       report.skipped = 'leased';
-      return 'lost';
+      return { r: 'lost' };
     }
   }
   const sink = eos ? await eos.prepare(ctx.db, target, topic!) : null;
   if (eos) pubs = pubs.filter((p) => p.name !== eos.replaces);
   const t0 = performance.now();
-  const read = await ctx.db.query<LogRow & { lo: string; hi: string; after_id: string | number; stale: boolean }>(READ_SQL, [
-    target,
-    limit,
-    me,
-    leaseUntil,
-    ctx.clock.now(),
-  ]);
+  const read = {
+    rows: pipe.ahead ? await pipe.ahead : (await ctx.db.query<PageRow>(READ_SQL, [target, limit, me, leaseUntil, ctx.clock.now()])).rows,
+  };
   report.claimMs = round(report.claimMs + performance.now() - t0);
   if (read.rows.length === 0) {
     report.skipped = 'leased';
-    return 'lost';
+    return { r: 'lost' };
   }
   const snapHi = read.rows[0]!.hi;
   let rows = read.rows.filter((r) => r.event_id !== null).map((r) => toClaimed(r, isSchd));
   let drained = rows.length < limit;
+  const full = !drained;
   // A head that failed before goes alone: a batch the destination refuses whole (one record too
   // large) must charge the event that is at fault, not the innocent one that happens to lead it.
   if (rows.length > 1 && rows[0]!.attempts > 0 && !isSchd) {
@@ -106,6 +114,16 @@ export async function relayBatch(
     drained = false;
   }
   report.claimed += rows.length;
+
+  // The next page of the same open batch, read from this page's end while this one is published.
+  // It writes nothing: the cursor row still says where this page began until its finish.
+  let next: PageAhead | undefined;
+  if (pipe.nextLimit && !isSchd && full && rows.length > 0 && rows[0]!.attempts === 0) {
+    next = ctx.db
+      .query<PageRow>(READ_AHEAD_SQL, [target, pipe.nextLimit, read.rows[0]!.lo, snapHi, rows.at(-1)!.event_id])
+      .then((q) => q.rows);
+    next.catch(() => {}); // awaited by the next page, or dropped below
+  }
 
   if (isSchd) markNewest(read.rows, rows);
 
@@ -242,6 +260,8 @@ export async function relayBatch(
     }
     report.publishMs['kafka'] = round((report.publishMs['kafka'] ?? 0) + performance.now() - tk);
   }
+  // The page read ahead goes on only behind a page that passed whole: it starts where this one ends.
+  const keep = next !== undefined && isAll && !fullyDrained && hold === null;
   const periodStart = new Date(now.getTime() - ctx.config.outbox.schdFlushPeriodMs);
   const flushAt = isSchd ? (drained ? now : periodStart) : null;
   const params = [
@@ -264,6 +284,8 @@ export async function relayBatch(
     !!hold?.stalled,
     exceptions.map((e) => !!e.atHead),
     headsSent,
+    keep,
+    new Date(ctx.clock.now().getTime() + ctx.config.outbox.leaseMs),
   ];
   const t2 = performance.now();
   const ok = await settle(ctx, options, now, { sent, dead, retried }, async (q) => {
@@ -271,18 +293,23 @@ export async function relayBatch(
     return f.rows[0]?.n === 1;
   });
   report.markMs = round(report.markMs + performance.now() - t2);
+  if (next && !(ok && keep)) {
+    // Its events are read again, from the cursor this finish left (or the next owner's).
+    await next.catch(() => {});
+    next = undefined;
+  }
   if (!ok) {
     report.lostLease += rows.length;
     ctx.log.warn({ message: 'outbox_lease_lost', target, rows: rows.length });
-    return 'lost';
+    return { r: 'lost' };
   }
   report.sent += sent.length;
   report.dead += dead.length;
   report.retried += retried.length;
   logFailures(ctx, target, exceptions, hold);
-  if (hold) return 'done';
+  if (hold) return { r: 'done' };
   // Stopped before an event no publisher tried (behind a failure in the same publish), or finished a
   // batch opened earlier (more may have committed since): read on.
   report.full = !fullyDrained;
-  return fullyDrained && !read.rows[0]!.stale ? 'done' : 'more';
+  return { r: fullyDrained && !read.rows[0]!.stale ? 'done' : 'more', ...(next ? { next } : {}) };
 }

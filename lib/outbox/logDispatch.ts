@@ -1,4 +1,4 @@
-import { relayBatch } from './logBatch.ts';
+import { relayBatch, type PageAhead } from './logBatch.ts';
 import { KEYS_SQL, retryHeads } from './logFailures.ts';
 import { DISCOVER_SQL, ENSURE_CURSOR_SQL, keyOf, LEASE_SQL, RELEASE_SQL, type TargetRow } from './logLease.ts';
 import { emptyReport, failedReport, round, type TargetReport } from './report.ts';
@@ -21,6 +21,9 @@ import type { DispatchContext, DispatchOptions, Publisher } from './types.ts';
  *   are independent: a failed one is retried on its own and its later versions wait behind it.
  * - An outage of the destination charges nobody: the cursor stops before the first event not
  *   taken and the whole target waits (hold_until), shown stalled with the reason.
+ * - A full page reads the next one while it is published, from its own end (nothing written): that
+ *   page goes on behind a page that passed whole, whose finish keeps the lease for it; otherwise it
+ *   is dropped and read again from the cursor.
  *
  * This file is the round; logLease.ts the cursor rows and their reads, logBatch.ts one batch,
  * logFailures.ts the exceptions and their retries, logSchd.ts schd's flights.
@@ -103,23 +106,33 @@ async function deliverLogTarget(
     if (t.has_exceptions || report.retried > 0 || report.dead > 0)
       for (const r of (await ctx.db.query<{ partition_key: string | null }>(KEYS_SQL, [target])).rows) held.add(keyOf(r.partition_key));
     // Pages of several batches: the read and the finish are paid once per page, not per batch,
-    // while the batches are published one after another as before.
+    // while the batches are published one after another as before. A full page reads the next one
+    // while it publishes (the round's next page, when it has one), so the read waits on nothing.
     const maxBatches = isSchd ? 1 : Math.max(1, options.maxBatches ?? 1);
+    const pageLimit = (b: number) => settings.batchSize * Math.min(PAGE_BATCHES, maxBatches - b);
+    let ahead: PageAhead | undefined;
     for (let b = 0; b < maxBatches;) {
       // A page is as many batches as the round has left, at most PAGE_BATCHES; what it held counts.
-      const limit = isSchd ? ctx.config.outbox.schdFlushLimit : settings.batchSize * Math.min(PAGE_BATCHES, maxBatches - b);
+      const limit = isSchd ? ctx.config.outbox.schdFlushLimit : pageLimit(b);
+      // A page read ahead is only ever a full one's successor: it starts PAGE_BATCHES further on.
+      const after = b + Math.min(PAGE_BATCHES, maxBatches - b);
+      const nextLimit = isSchd || after >= maxBatches ? 0 : pageLimit(after);
       const before = report.claimed;
-      const r = await relayBatch(ctx, pubs, target, settings, limit, me, leaseUntil(), held, options, report);
-      holding = r !== 'lost';
+      const out = await relayBatch(ctx, pubs, target, settings, limit, me, leaseUntil(), held, options, report, { ahead, nextLimit });
+      ahead = out.next;
+      holding = out.r !== 'lost';
       b += Math.max(1, Math.ceil((report.claimed - before) / settings.batchSize));
-      if (r !== 'more') break;
-      holding = false;
+      if (out.r !== 'more') break;
+      // The finish kept the lease for the page read ahead.
+      holding = ahead !== undefined;
       if (ctx.clock.now().getTime() - nowMs >= ctx.config.outbox.leaseMs / 2) {
         report.full = true;
         break;
       }
     }
-    holding = false;
+    // A page read ahead that the round has no time for is read again next round, lease released.
+    if (ahead) await ahead.catch(() => {});
+    holding = ahead !== undefined;
     return report;
   } finally {
     if (holding) await ctx.db.query(RELEASE_SQL, [target, me]).catch(() => {});

@@ -79,6 +79,25 @@ FROM cur c LEFT JOIN LATERAL (
 LEFT JOIN outbox_exception h ON h.target = $1 AND h.event_id = e.event_id AND h.at_head
 ORDER BY e.event_id`);
 
+// The page after one not finished yet: the same read from the position the caller gives (that
+// page's end, in the same open batch), writing nothing. The cursor row is not touched, so the
+// finish of the page before it cannot wait on this; the lease and the batch are checked by this
+// page's own finish.
+export const READ_AHEAD_SQL = prepared(`
+SELECT $3::text AS lo, $4::text AS hi, $5::bigint AS after_id, $4::text <> pg_current_snapshot()::text AS stale,
+       e.event_id, e.partition_key, e.event_type, e.value, e.headers, e.source_kind, e.source_id,
+       e.flid, e.state_version, coalesce(h.attempts, 0) AS attempts, array_to_string(h.delivered_to, ',') AS delivered_to,
+       h.event_id IS NOT NULL AS at_head
+FROM (SELECT $3::text::pg_snapshot AS snap_lo, $4::text::pg_snapshot AS snap_hi, $5::bigint AS after_id) c LEFT JOIN LATERAL (
+  SELECT m.event_id, m.partition_key, m.event_type, m.value, m.headers, m.source_kind, m.source_id, m.flid, m.state_version
+  FROM msg_event m
+  WHERE m.target = $1 AND m.event_id > c.after_id AND m.sent_at IS NULL AND m.dead_at IS NULL AND m.status = 'PENDING'
+    AND pg_visible_in_snapshot(m.writer_xid, c.snap_hi) AND NOT pg_visible_in_snapshot(m.writer_xid, c.snap_lo)
+    AND NOT EXISTS (SELECT 1 FROM outbox_exception x WHERE x.target = $1 AND x.event_id = m.event_id AND NOT x.at_head)
+  ORDER BY m.event_id LIMIT $2) e ON true
+LEFT JOIN outbox_exception h ON h.target = $1 AND h.event_id = e.event_id AND h.at_head
+ORDER BY e.event_id`);
+
 export const LEASE_SQL = prepared(
   `UPDATE outbox_target SET lease_owner = $2, lease_until = $3 WHERE target = $1 AND (lease_owner IS NULL OR lease_owner = $2 OR lease_until <= $4)`,
 );
@@ -100,6 +119,9 @@ export interface LogRow {
   delivered_to?: string | null;
   at_head?: boolean;
 }
+
+/** A row of a page read (READ_SQL, READ_AHEAD_SQL): the batch's bounds on every row, an event or none. */
+export type PageRow = LogRow & { lo: string; hi: string; after_id: string | number; stale: boolean };
 
 export function toClaimed(r: LogRow, isSchd: boolean): ClaimedRow {
   const dto = r.delivered_to ? r.delivered_to.split(',').filter(Boolean) : null;

@@ -19,14 +19,21 @@ import { freshPg, serviceUrls, waitFor, type TestPg } from '../helpers/services.
  * the aborted records, so the kill did land inside the transaction.
  */
 const brokers = serviceUrls().kafkaBrokers;
-const topic = randomTopic('msgx-fault-eos');
 const offsets = randomTopic('msgx-fault-offsets');
-const target = `tx:${topic}`;
+// One batch per round (a page of one batch, one transaction), and pages of 10 batches of 2 where
+// the child hangs inside the transaction of a page it read ahead while the first was published.
+const shapes = [
+  { name: 'one batch per round', batch: 10, maxBatches: 1, topic: randomTopic('msgx-fault-eos') },
+  { name: 'a page read ahead', batch: 2, maxBatches: 40, topic: randomTopic('msgx-fault-eos-ahead') },
+];
 let pg: TestPg;
 let kafka: InstanceType<typeof kafkajs.Kafka>;
 
 beforeAll(async () => {
-  await createTopics(brokers, [{ topic }, { topic: offsets, configEntries: [{ name: 'cleanup.policy', value: 'compact' }] }]);
+  await createTopics(brokers, [
+    ...shapes.map((c) => ({ topic: c.topic })),
+    { topic: offsets, configEntries: [{ name: 'cleanup.policy', value: 'compact' }] },
+  ]);
   pg = await freshPg();
   kafka = new kafkajs.Kafka({ clientId: 'msgx-fault-eos', brokers, logLevel: kafkajs.logLevel.NOTHING });
 });
@@ -35,7 +42,7 @@ afterAll(async () => {
 });
 
 /** The msgx-event-ids of the topic in offset order, as a consumer of the given isolation sees them. */
-async function eventIds(readUncommitted: boolean): Promise<string[]> {
+async function eventIds(topic: string, readUncommitted: boolean): Promise<string[]> {
   const admin = kafka.admin();
   await admin.connect();
   const [end] = await admin.fetchTopicOffsets(topic).finally(() => admin.disconnect());
@@ -78,60 +85,74 @@ TransactionalTarget.prototype.deliver = async function (records, cursor) {
 };
 const db = new PgDb(process.env.CHILD_PG_URL);
 const config = loadConfig({ MSGX_KAFKA_BROKERS: process.env.CHILD_BROKERS, MSGX_TOPIC_OFFSETS: process.env.CHILD_OFFSETS,
-  MSGX_DELIVERY_BATCH_SIZE: '10', MSGX_DELIVERY_LEASE: '3s', MSGX_DELIVERY_PUBLISH_TIMEOUT: '2s' });
-// One batch per round: a round's batches go to Kafka as one page, one transaction.
+  MSGX_DELIVERY_BATCH_SIZE: process.env.CHILD_BATCH, MSGX_DELIVERY_LEASE: '3s', MSGX_DELIVERY_PUBLISH_TIMEOUT: '2s' });
+// A round's batches go to Kafka as pages of up to 10 batches, one transaction each.
 const ctx = { db, config, clock: systemClock, log: silentLog };
-const opts = { exactlyOnce: new ExactlyOnceSinks(config), dispatcherId: 'child', targets: [process.env.CHILD_TARGET], maxBatches: 1 };
+const opts = { exactlyOnce: new ExactlyOnceSinks(config), dispatcherId: 'child', targets: [process.env.CHILD_TARGET],
+  maxBatches: Number(process.env.CHILD_MAX_BATCHES) };
 for (;;) { await dispatchOnce(ctx, [], opts); await new Promise((r) => setTimeout(r, 20)); }
 `;
 
-it('a dispatcher SIGKILLed inside a Kafka transaction: a read_committed consumer counts every event exactly once', async () => {
-  const ids = (
-    await enqueueEvents(
-      pg.db,
-      Array.from({ length: 50 }, (_, i) => ({ target, key: `k${i % 4}`, type: 'T', value: { i } })),
-    )
-  ).map(String);
-  const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', CHILD_SCRIPT], {
-    cwd: process.cwd(),
-    env: { ...process.env, CHILD_PG_URL: pg.url, CHILD_BROKERS: brokers.join(','), CHILD_OFFSETS: offsets, CHILD_TARGET: target },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  let err = '';
-  child.stdout.on('data', (d) => (out += d));
-  child.stderr.on('data', (d) => (err += d));
-  await waitFor(() => out.includes('in-transaction 10'), {
-    timeoutMs: 60_000,
-    what: `the child inside its transaction (stdout: ${out.slice(-300)}; stderr: ${err.slice(-500)})`,
-  });
-  child.kill('SIGKILL');
-  await new Promise((r) => child.once('exit', r));
-
-  // The replacement: once the child's lease ran out it fences the child's producer and goes on.
-  const config = loadConfig({
-    MSGX_KAFKA_BROKERS: brokers.join(','),
-    MSGX_TOPIC_OFFSETS: offsets,
-    MSGX_DELIVERY_BATCH_SIZE: '10',
-    MSGX_DELIVERY_LEASE: '3s',
-    MSGX_DELIVERY_PUBLISH_TIMEOUT: '2s',
-  });
-  const ctx: DispatchContext = { db: pg.db, config, clock: systemClock, log: silentLog };
-  const sinks = new ExactlyOnceSinks(config);
-  try {
-    await waitFor(
-      async () => {
-        await dispatchOnce(ctx, [], { exactlyOnce: sinks, dispatcherId: 'replacement', targets: [target], maxBatches: 10 });
-        return (await pendingByTarget(pg.db, new Date())).length === 0;
+for (const shape of shapes)
+  it(`a dispatcher SIGKILLed inside a Kafka transaction (${shape.name}): a read_committed consumer counts every event exactly once`, async () => {
+    const { topic } = shape;
+    const target = `tx:${topic}`;
+    // The child's page: a batch, or 10 of them.
+    const page = shape.batch * Math.min(10, shape.maxBatches);
+    const ids = (
+      await enqueueEvents(
+        pg.db,
+        Array.from({ length: 50 }, (_, i) => ({ target, key: `k${i % 4}`, type: 'T', value: { i } })),
+      )
+    ).map(String);
+    const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', CHILD_SCRIPT], {
+      cwd: process.cwd(),
+      env: {
+        ...process.env,
+        CHILD_PG_URL: pg.url,
+        CHILD_BROKERS: brokers.join(','),
+        CHILD_OFFSETS: offsets,
+        CHILD_TARGET: target,
+        CHILD_BATCH: String(shape.batch),
+        CHILD_MAX_BATCHES: String(shape.maxBatches),
       },
-      { timeoutMs: 60_000, what: 'the replacement to deliver the rest' },
-    );
-  } finally {
-    await sinks.close();
-  }
-  expect(await eventIds(false)).toEqual(ids);
-  // Aborted, yet on the broker: the ten records of the killed transaction, seen only uncommitted.
-  const uncommitted = await eventIds(true);
-  expect(uncommitted).toHaveLength(60);
-  expect(uncommitted.slice(10, 20)).toEqual(ids.slice(10, 20));
-});
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (d) => (out += d));
+    child.stderr.on('data', (d) => (err += d));
+    await waitFor(() => out.includes(`in-transaction ${page}`), {
+      timeoutMs: 60_000,
+      what: `the child inside its transaction (stdout: ${out.slice(-300)}; stderr: ${err.slice(-500)})`,
+    });
+    child.kill('SIGKILL');
+    await new Promise((r) => child.once('exit', r));
+
+    // The replacement: once the child's lease ran out it fences the child's producer and goes on.
+    const config = loadConfig({
+      MSGX_KAFKA_BROKERS: brokers.join(','),
+      MSGX_TOPIC_OFFSETS: offsets,
+      MSGX_DELIVERY_BATCH_SIZE: String(shape.batch),
+      MSGX_DELIVERY_LEASE: '3s',
+      MSGX_DELIVERY_PUBLISH_TIMEOUT: '2s',
+    });
+    const ctx: DispatchContext = { db: pg.db, config, clock: systemClock, log: silentLog };
+    const sinks = new ExactlyOnceSinks(config);
+    try {
+      await waitFor(
+        async () => {
+          await dispatchOnce(ctx, [], { exactlyOnce: sinks, dispatcherId: 'replacement', targets: [target], maxBatches: 40 });
+          return (await pendingByTarget(pg.db, new Date())).length === 0;
+        },
+        { timeoutMs: 60_000, what: 'the replacement to deliver the rest' },
+      );
+    } finally {
+      await sinks.close();
+    }
+    expect(await eventIds(topic, false)).toEqual(ids);
+    // Aborted, yet on the broker: the records of the killed transaction, seen only uncommitted.
+    const uncommitted = await eventIds(topic, true);
+    expect(uncommitted).toHaveLength(50 + page);
+    expect(uncommitted.slice(page, 2 * page)).toEqual(ids.slice(page, 2 * page));
+  });

@@ -5,6 +5,7 @@ import type { Db } from '../../lib/db/db.ts';
 import { dispatchOnce, type DispatchContext } from '../../lib/outbox/dispatcher.ts';
 import { enqueueEvents } from '../../lib/outbox/enqueue.ts';
 import { ExactlyOnceSinks } from '../../lib/outbox/exactlyOnce.ts';
+import { READ_AHEAD_SQL } from '../../lib/outbox/logLease.ts';
 import { KafkaPublisher } from '../../lib/outbox/publishers/kafka.ts';
 import { pendingByTarget } from '../../lib/outbox/queries.ts';
 import { silentLog } from '../../lib/observability/logger.ts';
@@ -105,5 +106,60 @@ it('a dispatcher killed between its Kafka commit and the mirror: its replacement
   expect(seen.map((r) => r.id)).toEqual(ids.map(String));
   expect(seen.map((r) => r.value)).toEqual(values);
 
+  await Promise.all([first.close(), second.close(), plain.close()]);
+}, 120_000);
+
+it('a page whose mirror fails while the next was read ahead: that page never reaches Kafka, the replacement resumes at the end of the first page', async () => {
+  const topic2 = randomTopic('msgx-eos-ahead');
+  const target2 = `tx:${topic2}`;
+  await createTopics(brokers, [{ topic: topic2 }]);
+  const config = loadConfig({
+    MSGX_KAFKA_BROKERS: brokers.join(','),
+    MSGX_TOPIC_OFFSETS: offsets,
+    MSGX_DELIVERY_BATCH_SIZE: '5',
+    MSGX_DELIVERY_LEASE: '10s',
+  });
+  const clock = new FakeClock('2026-11-29T00:00:00Z');
+  // Pages of 10 batches: 50 events each, the second read while the first is published.
+  const values = Array.from({ length: 120 }, (_, i) => `w${i}`);
+  const ids = await enqueueEvents(
+    pg.db,
+    values.map((v, i) => ({ target: target2, key: `k${i % 4}`, type: 'T', value: v })),
+  );
+  let aheads = 0;
+  let finishes = 0;
+  const dying: Db = Object.create(pg.db, {
+    query: {
+      value: (sql: string, params?: unknown[]) => {
+        if (sql === READ_AHEAD_SQL) aheads++;
+        if (/snap_lo = CASE/.test(sql) && ++finishes === 1) return Promise.reject(new Error('killed before the mirror'));
+        return pg.db.query(sql, params);
+      },
+    },
+  }) as Db;
+  const first = new ExactlyOnceSinks(config);
+  const plain = new KafkaPublisher(config.kafka, { publishTimeoutMs: 3000 });
+  await dispatchOnce({ db: dying, config, clock, log: silentLog }, [plain], {
+    exactlyOnce: first,
+    dispatcherId: 'first',
+    targets: [target2],
+    maxBatches: 40,
+  });
+  expect(aheads).toBe(1);
+  // The first page committed with its cursor; the one read ahead went nowhere.
+  expect((await committed(topic2)).map((r) => r.value)).toEqual(values.slice(0, 50));
+
+  clock.advance(10_000);
+  const second = new ExactlyOnceSinks(config);
+  for (let i = 0; i < 10 && (await pendingByTarget(pg.db, clock.now())).some((p) => p.target === target2); i++)
+    await dispatchOnce({ db: pg.db, config, clock, log: silentLog }, [plain], {
+      exactlyOnce: second,
+      dispatcherId: 'second',
+      targets: [target2],
+      maxBatches: 40,
+    });
+  const seen = await committed(topic2);
+  expect(seen.map((r) => r.id)).toEqual(ids.map(String));
+  expect(seen.map((r) => r.value)).toEqual(values);
   await Promise.all([first.close(), second.close(), plain.close()]);
 }, 120_000);

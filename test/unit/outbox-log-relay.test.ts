@@ -7,6 +7,7 @@ import { dispatchOnce, type DispatchContext, type SentEvent } from '../../lib/ou
 import { enqueueEvents, type NewEvent } from '../../lib/outbox/enqueue.ts';
 import { replayDeadEvents } from '../../lib/outbox/replay.ts';
 import { deadEvents, pendingByTarget } from '../../lib/outbox/queries.ts';
+import { READ_AHEAD_SQL } from '../../lib/outbox/logLease.ts';
 import { eventsBySource } from '../../lib/outbox/sourceEvents.ts';
 import type { OutRecord, Publisher, PublishResult } from '../../lib/outbox/types.ts';
 import { FakeClock } from '../../lib/shared/clock.ts';
@@ -256,5 +257,61 @@ describe('the log relay', () => {
     clock.advance(3_000);
     await dispatchOnce(ctx, [pub]);
     expect(pub.delivered.map((r) => r.value).at(-1)).toBe('{"s":3}');
+  });
+  test('pages read ahead: a page that fails while the next was already read keeps order and loses nothing', async () => {
+    // Batches of 3, 40 per round: pages of 30 events, each read while the one before is published.
+    const { clock, ctx } = setup({ MSGX_DELIVERY_BATCH_SIZE: '3' });
+    const aheads: Promise<unknown>[] = [];
+    const spied = new Proxy(db, {
+      get(t, k) {
+        if (k === 'query')
+          return (sql: string, params?: unknown[]) => {
+            const q = t.query(sql, params);
+            if (sql === READ_AHEAD_SQL) aheads.push(q);
+            return q;
+          };
+        const v: unknown = Reflect.get(t, k);
+        return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(t) : v;
+      },
+    });
+    const sctx: DispatchContext = { ...ctx, db: spied };
+    const w = await enqueue(
+      clock,
+      Array.from({ length: 75 }, (_, i) => ev('msg', `K${i % 4}`, i)),
+    );
+    // A failure answers only once the page after it was read: the relay has it in hand when it fails.
+    class SlowToFail extends FakePublisher {
+      override async publish(records: OutRecord[], signal: AbortSignal): Promise<PublishResult[]> {
+        if (records.some((r) => this.failIds.has(r.eventId))) {
+          expect(aheads.length).toBeGreaterThan(0);
+          await Promise.all(aheads);
+        }
+        return super.publish(records, signal);
+      }
+    }
+    const pub = new SlowToFail();
+    const reference = new FakePublisher('reference');
+    // Page 1 fails in its fifth batch, while page 2 was read.
+    pub.failIds.add(w[13]!);
+    await dispatchOnce(sctx, [pub, reference], { maxBatches: 40 });
+    expect(ids(pub.delivered)).toEqual(w.slice(0, 13));
+    expect(aheads).toHaveLength(1);
+    // Its retry goes alone; the page from the cursor (14–43) passes and the one read ahead behind it
+    // (44–73) fails while the page after it was read ahead in turn.
+    pub.failIds.clear();
+    pub.failIds.add(w[50]!);
+    clock.advance(5_000);
+    await dispatchOnce(sctx, [pub, reference], { maxBatches: 40 });
+    expect(ids(pub.delivered)).toEqual(w.slice(0, 50));
+    expect(aheads).toHaveLength(3);
+    pub.failIds.clear();
+    clock.advance(5_000);
+    await dispatchOnce(sctx, [pub, reference], { maxBatches: 40 });
+    // Every event once, in event_id order (so in order per key), nothing lost behind the dropped pages.
+    expect(ids(pub.delivered)).toEqual(w);
+    // The other publisher took the events behind each failure in its batch (sent again after it,
+    // at least once): each first seen in order.
+    expect([...new Set(ids(reference.delivered))]).toEqual(w);
+    expect(await pendingByTarget(db, clock.now())).toEqual([]);
   });
 });
