@@ -7,7 +7,7 @@
  */
 import { mkdtempSync } from 'node:fs';
 import { createServer, type RequestListener, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import mysql from 'mysql2/promise';
@@ -123,6 +123,32 @@ export function useServer(handler: RequestListener): { server: Server; origin: s
     s.server.close();
   });
   return s;
+}
+
+/**
+ * A producer's check-back endpoint that accepts every call, reads it and never answers (its
+ * service is hung), counting the calls it saw, holds open and saw closed: a journey judges from
+ * these counts that msgx went on while the calls were still waiting.
+ */
+export function useHungProducer(): { readonly origin: string; seen: number; closed: number; open: Set<Socket> } {
+  const hung = {
+    seen: 0,
+    closed: 0,
+    open: new Set<Socket>(),
+    // Known once the server listens (beforeAll).
+    get origin() {
+      return server.origin;
+    },
+  };
+  const server = useServer((req) => {
+    hung.seen++;
+    hung.open.add(req.socket);
+    req.socket.once('close', () => {
+      hung.open.delete(req.socket);
+      hung.closed++;
+    });
+  });
+  return hung;
 }
 
 // ---- The model ----------------------------------------------------------------------------------

@@ -1,6 +1,5 @@
-import type { Socket } from 'node:net';
 import { expect, it } from 'vitest';
-import { useJourney, useServer } from '../helpers/journey.ts';
+import { useHungProducer, useJourney } from '../helpers/journey.ts';
 import { callTwin } from '../helpers/twinChild.ts';
 import { waitFor } from '../helpers/services.ts';
 
@@ -20,19 +19,7 @@ import { waitFor } from '../helpers/services.ts';
 const TOPIC = 'journey.archive.orders';
 const UNCONFIRMED = 20;
 
-const open = new Set<Socket>();
-let callsSeen = 0;
-let callsClosed = 0;
-
-// Accept, read, never answer: the producer's service is hung.
-const hung = useServer((req) => {
-  callsSeen++;
-  open.add(req.socket);
-  req.socket.once('close', () => {
-    open.delete(req.socket);
-    callsClosed++;
-  });
-});
+const hung = useHungProducer();
 const world = useJourney('archive', {
   startTwin: false,
   env: () => ({ MSGX_TX_CHECK_ALLOWED_ORIGINS: hung.origin, MSGX_TX_RETENTION: '1ms' }),
@@ -65,7 +52,7 @@ it('moves a consumed message to history in the sweep step that starts the hung c
   expect((await post(`/v1/tx-messages/${id}/ack`)).status).toBe(200);
   // Model: consumed, not yet in history (no sweep ran), and no check-back was ever made.
   expect(await view(id)).toMatchObject({ status: 'CONSUMED', archived: false });
-  expect(callsSeen).toBe(0);
+  expect(hung.seen).toBe(0);
   await twin.stop('SIGTERM', { killAfterMs: 10_000 });
 
   // Past its retention already; the sweep's archive task runs in its first step, then hourly.
@@ -73,7 +60,7 @@ it('moves a consumed message to history in the sweep step that starts the hung c
   await waitFor(async () => (await view(id)).archived, { timeoutMs: 50_000, intervalMs: 200, what: 'the consumed message in history' });
   expect(await view(id)).toMatchObject({ status: 'CONSUMED', archived: true });
   // Archived while the hung producer's calls were all still waiting, none timed out.
-  expect(callsSeen).toBeGreaterThan(0);
-  expect(callsClosed).toBe(0);
-  expect(open.size).toBeGreaterThan(0);
+  expect(hung.seen).toBeGreaterThan(0);
+  expect(hung.closed).toBe(0);
+  expect(hung.open.size).toBeGreaterThan(0);
 });

@@ -1,8 +1,7 @@
-import type { Socket } from 'node:net';
 import { join } from 'node:path';
 import { expect, it } from 'vitest';
 import { fileSink } from '../helpers/fileSink.ts';
-import { useJourney, useServer } from '../helpers/journey.ts';
+import { useHungProducer, useJourney } from '../helpers/journey.ts';
 import { callTwin } from '../helpers/twinChild.ts';
 import { waitFor } from '../helpers/services.ts';
 
@@ -20,19 +19,7 @@ import { waitFor } from '../helpers/services.ts';
 const TOPIC = 'journey.sweep.orders';
 const UNCONFIRMED = 20;
 
-const open = new Set<Socket>();
-let callsSeen = 0;
-let callsClosed = 0;
-
-// Accept, read, never answer: the producer's service is hung.
-const hung = useServer((req) => {
-  callsSeen++;
-  open.add(req.socket);
-  req.socket.once('close', () => {
-    open.delete(req.socket);
-    callsClosed++;
-  });
-});
+const hung = useHungProducer();
 const world = useJourney('sweep', {
   env: () => ({ MSGX_TX_CHECK_ALLOWED_ORIGINS: hung.origin, MSGX_TX_REDELIVERY_SCHEDULE: '0s,1s,1s' }),
 });
@@ -54,7 +41,7 @@ it('redelivers and kills on schedule while a hung producer holds its own check-b
     });
     expect(res.status).toBe(201);
   }
-  await waitFor(() => callsSeen > 0, { timeoutMs: 60_000, what: 'the first check-back call to reach the hung producer' });
+  await waitFor(() => hung.seen > 0, { timeoutMs: 60_000, what: 'the first check-back call to reach the hung producer' });
 
   // Another producer commits at once; its consumer never acknowledges. Model: 3 deliveries (0s, 1s, 1s), then DEAD.
   const prep = await post('/v1/tx-messages', {
@@ -77,7 +64,7 @@ it('redelivers and kills on schedule while a hung producer holds its own check-b
   expect(deliveriesOf(id)).toBe(3);
   // All of that happened while the hung producer's calls were still waiting: none timed out yet,
   // and no more than the check-back's concurrency were out at once.
-  expect(callsClosed).toBe(0);
-  expect(open.size).toBeGreaterThan(0);
-  expect(callsSeen).toBeLessThanOrEqual(8);
+  expect(hung.closed).toBe(0);
+  expect(hung.open.size).toBeGreaterThan(0);
+  expect(hung.seen).toBeLessThanOrEqual(8);
 });
