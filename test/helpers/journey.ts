@@ -14,7 +14,7 @@ import mysql from 'mysql2/promise';
 import { afterAll, beforeAll, expect } from 'vitest';
 import { createTopics, randomTopic, readTopicToEnd, type ReadRecord } from './kafka.ts';
 import { freshMysql, freshPg, serviceUrls, type TestMysql, type TestPg, waitFor } from './services.ts';
-import { killTwins, startTwin, type Twin } from './twinChild.ts';
+import { callTwin, killTwins, startTwin, type Twin } from './twinChild.ts';
 
 // ---- The world ----------------------------------------------------------------------------------
 
@@ -42,8 +42,8 @@ export interface JourneyOptions {
   /** A MariaDB mailbox of its own (MSGX_MAILBOX_URL, MSGX_TIMEZONE=UTC for the messages' times). */
   mailbox?: boolean;
   /**
-   * 'flights': brokers and msgx.msg / msgx.schd of its own with this many partitions; 'brokers':
-   * the broker only (transactional messages and plain outbox rows name their own topics).
+   * { partitions }: the broker and msgx.msg / msgx.schd of its own with that many partitions;
+   * 'brokers': the broker only (transactional messages and plain outbox rows name their own topics).
    */
   kafka?: { partitions: number } | 'brokers';
   /** Topics a consumer owns, created before the twin starts (msgx never creates them). */
@@ -149,6 +149,23 @@ export function useHungProducer(): { readonly origin: string; seen: number; clos
     });
   });
   return hung;
+}
+
+/**
+ * `n` half messages on `topic` that nobody decides, their check-backs due at once and sent to the
+ * hung producer with its full 60 s each: calls that stay open for the whole journey.
+ */
+export async function prepareForHungProducer(world: JourneyWorld, hung: { origin: string }, topic: string, n: number): Promise<void> {
+  for (let i = 0; i < n; i++) {
+    const res = await callTwin(world.twin, 'POST', '/v1/tx-messages', {
+      topic,
+      payload: { order: i },
+      checkUrl: `${hung.origin}/check`,
+      checkAfterMs: 1,
+      checkTimeoutMs: 60_000,
+    });
+    expect(res.status).toBe(201);
+  }
 }
 
 // ---- The model ----------------------------------------------------------------------------------

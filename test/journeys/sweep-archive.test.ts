@@ -1,5 +1,5 @@
 import { expect, it } from 'vitest';
-import { useHungProducer, useJourney } from '../helpers/journey.ts';
+import { prepareForHungProducer, useHungProducer, useJourney } from '../helpers/journey.ts';
 import { callTwin } from '../helpers/twinChild.ts';
 import { waitFor } from '../helpers/services.ts';
 
@@ -30,16 +30,7 @@ const view = async (id: string) =>
 
 it('moves a consumed message to history in the sweep step that starts the hung check-backs', { timeout: 240_000 }, async () => {
   const twin = await world.start({ MSGX_DISABLED_ROLES: 'sweep' });
-  for (let i = 0; i < UNCONFIRMED; i++) {
-    const res = await post('/v1/tx-messages', {
-      topic: TOPIC,
-      payload: { order: i },
-      checkUrl: `${hung.origin}/check`,
-      checkAfterMs: 1,
-      checkTimeoutMs: 60_000,
-    });
-    expect(res.status).toBe(201);
-  }
+  await prepareForHungProducer(world, hung, TOPIC, UNCONFIRMED);
   const prep = await post('/v1/tx-messages', {
     topic: TOPIC,
     payload: { order: 'x' },

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { expect, it } from 'vitest';
 import { fileSink } from '../helpers/fileSink.ts';
-import { useHungProducer, useJourney } from '../helpers/journey.ts';
+import { prepareForHungProducer, useHungProducer, useJourney } from '../helpers/journey.ts';
 import { callTwin } from '../helpers/twinChild.ts';
 import { waitFor } from '../helpers/services.ts';
 
@@ -31,16 +31,7 @@ const deliveriesOf = (id: string) => fileSink(join(world.dir, '.msgx'), TOPIC).f
 
 it('redelivers and kills on schedule while a hung producer holds its own check-backs', { timeout: 240_000 }, async () => {
   // The hung producer's messages: prepared, never decided, each check allowed its full 60 s.
-  for (let i = 0; i < UNCONFIRMED; i++) {
-    const res = await post('/v1/tx-messages', {
-      topic: TOPIC,
-      payload: { order: i },
-      checkUrl: `${hung.origin}/check`,
-      checkAfterMs: 1,
-      checkTimeoutMs: 60_000,
-    });
-    expect(res.status).toBe(201);
-  }
+  await prepareForHungProducer(world, hung, TOPIC, UNCONFIRMED);
   await waitFor(() => hung.seen > 0, { timeoutMs: 60_000, what: 'the first check-back call to reach the hung producer' });
 
   // Another producer commits at once; its consumer never acknowledges. Model: 3 deliveries (0s, 1s, 1s), then DEAD.
