@@ -5,6 +5,7 @@ import mysql from 'mysql2/promise';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { flight, flop, schd } from '../fixtures/messages/build.ts';
+import { readTopicToEnd } from '../helpers/kafka.ts';
 import { type Emulator, start } from './emulator/index.ts';
 import {
   call,
@@ -14,7 +15,6 @@ import {
   OPERATOR_KEY,
   OPERATOR_ROLE,
   partitionsOf,
-  readTopicToEnd,
   runCli,
   UPSTREAM_KEY,
   waitFor,

@@ -1,16 +1,16 @@
 import { execFile } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import kafkajs from 'kafkajs';
 import { expect } from 'vitest';
 import { type AccessKey, IAM_PRINCIPAL_HEADER } from './emulator/index.ts';
+import { readTopicToEnd, type ReadRecord } from '../helpers/kafka.ts';
 import { REPO } from './emulator/synth.ts';
 
 /**
  * What a journey through the emulated cloud uses to look at msgx from outside: the HTTP API as
- * an IAM caller, a real Kafka consumer, polling waits, and the journey's own model of its flights.
- * Nothing here imports msgx's code.
+ * an IAM caller, a real Kafka consumer (test/helpers/kafka.ts's, the reader every tier judges by),
+ * polling waits, and the journey's own model of its flights. Nothing here runs msgx's code.
  */
 const { Kafka, logLevel } = kafkajs;
 
@@ -109,14 +109,6 @@ export async function call(
   return { status: res.status, body: parsed, text };
 }
 
-export interface ReadRecord {
-  partition: number;
-  offset: number;
-  key: string | null;
-  value: string | null;
-  headers: Record<string, string>;
-}
-
 /** Creates a topic as its owner would (a consumer's own topic for transactional messages). */
 export async function createTopic(brokers: string[], topic: string): Promise<void> {
   const admin = new Kafka({ clientId: 'cloud-journey-admin', brokers, logLevel: logLevel.NOTHING }).admin();
@@ -138,62 +130,6 @@ export async function partitionsOf(brokers: string[], topic: string): Promise<nu
   } finally {
     await admin.disconnect();
   }
-}
-
-/**
- * Every record of `topic` up to each partition's end as it is at the call, read by a real
- * consumer of its own group; per partition in offset order.
- */
-export async function readTopicToEnd(brokers: string[], topic: string): Promise<ReadRecord[]> {
-  const kafka = new Kafka({ clientId: 'cloud-journey-reader', brokers, logLevel: logLevel.NOTHING });
-  const admin = kafka.admin();
-  await admin.connect();
-  const ends = await admin.fetchTopicOffsets(topic).finally(() => admin.disconnect());
-  const high = new Map(ends.map((e) => [e.partition, Number(e.high)]));
-  // Partitions with something to read, and the last offset each must reach. Offsets, not a count
-  // of records: under exactly once, transaction markers take offsets no consumer is given.
-  const open = new Map(ends.filter((e) => Number(e.high) > Number(e.low)).map((e) => [e.partition, Number(e.high) - 1]));
-  if (open.size === 0) return [];
-  const consumer = kafka.consumer({ groupId: `cloud-journey-${randomBytes(6).toString('hex')}`, maxWaitTimeInMs: 200 });
-  const got: ReadRecord[] = [];
-  await consumer.connect();
-  try {
-    await consumer.subscribe({ topic, fromBeginning: true });
-    let done!: () => void;
-    const finished = new Promise<void>((r) => (done = r));
-    await consumer.run({
-      eachBatch: async ({ batch }) => {
-        for (const m of batch.messages) {
-          if (Number(m.offset) >= high.get(batch.partition)!) continue;
-          const headers: Record<string, string> = {};
-          for (const [k, v] of Object.entries(m.headers ?? {})) headers[k] = v === undefined ? '' : String(v);
-          got.push({
-            partition: batch.partition,
-            offset: Number(m.offset),
-            key: m.key?.toString() ?? null,
-            value: m.value?.toString() ?? null,
-            headers,
-          });
-        }
-        const last = open.get(batch.partition);
-        if (last !== undefined && Number(batch.lastOffset()) >= last) open.delete(batch.partition);
-        if (open.size === 0) done();
-      },
-    });
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([
-      finished,
-      new Promise<void>((_, reject) => {
-        timer = setTimeout(
-          () => reject(new Error(`${topic}: read ${got.length} records, partitions ${[...open.keys()].join(', ')} not to their end`)),
-          30_000,
-        );
-      }),
-    ]).finally(() => clearTimeout(timer));
-  } finally {
-    await consumer.disconnect().catch(() => {});
-  }
-  return got.sort((a, b) => a.partition - b.partition || a.offset - b.offset);
 }
 
 export type Fields = Record<string, string | Record<string, string>[]>;

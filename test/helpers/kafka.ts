@@ -3,7 +3,6 @@ import { randomBytes } from 'node:crypto';
 import kafkajs from 'kafkajs';
 import type { OutRecord, Publisher, PublishResult } from '../../lib/outbox/types.ts';
 import type { Log } from '../../lib/observability/logger.ts';
-import { createTopicsWithLeaders } from '../../lib/outbox/topics.ts';
 
 const { Kafka, logLevel } = kafkajs;
 
@@ -58,6 +57,8 @@ export async function createTopics(
   brokers: string[],
   topics: { topic: string; numPartitions?: number; configEntries?: { name: string; value: string }[] }[],
 ): Promise<void> {
+  // Loaded here, not at the top: the cloud tier reads topics with this file and runs none of msgx's code.
+  const { createTopicsWithLeaders } = await import('../../lib/outbox/topics.ts');
   const admin = new Kafka({ clientId: 'msgx-test-admin', brokers, logLevel: logLevel.NOTHING }).admin();
   await admin.connect();
   try {

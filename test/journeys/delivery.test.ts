@@ -1,17 +1,12 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
-import { mkdtempSync } from 'node:fs';
-import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
+import type { IncomingHttpHeaders } from 'node:http';
 import { join } from 'node:path';
-import mysql from 'mysql2/promise';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { flight, flop, schd } from '../fixtures/messages/build.ts';
-import { freshMysql, freshPg, type TestMysql, type TestPg, waitFor } from '../helpers/services.ts';
+import { waitFor } from '../helpers/services.ts';
 import { fileSink } from '../helpers/fileSink.ts';
-import { type Fields, FlightModel } from '../helpers/flightModel.ts';
+import { eventually, type Fields, FlightModel, useJourney, useServer } from '../helpers/journey.ts';
 import { twinCli } from '../helpers/twinCli.ts';
-import { killTwins, startTwin, type Twin } from '../helpers/twinChild.ts';
 
 /**
  * Journeys of the relay's other publishers, driven only from outside: flights go in through the
@@ -27,11 +22,6 @@ const DAY = '20261130';
 const SECRET = randomBytes(24).toString('hex');
 /** The twin's MSGX_DELIVERY_MAX_RETRY_COUNT: attempts before an event is DEAD. */
 const MAX_ATTEMPTS = 8;
-
-let pg: TestPg;
-let my: TestMysql;
-let twin: Twin;
-let twinDir: string;
 
 // ---- The receiver: a user's webhook endpoint ----------------------------------------------------
 
@@ -51,8 +41,6 @@ const signatureProblems: string[] = [];
 let outageLeft = 0;
 /** Flights whose events the receiver refuses (400) until it is fixed. */
 const refusedKeys = new Set<string>();
-let receiver: Server;
-let receiverUrl: string;
 
 /**
  * The documented recipe (docs/outbox.md "Webhooks", docs/txmsg.md "Verifying msgx's signature"),
@@ -78,66 +66,41 @@ function signatureProblem(raw: Buffer, headers: IncomingHttpHeaders): string | n
   return null;
 }
 
-function startReceiver(): Promise<void> {
-  receiver = createServer((req, res) => {
-    if (req.method !== 'POST') {
-      // msgx may probe a receiver that timed out with HEAD: any answer means "up".
-      res.writeHead(200).end();
-      return;
-    }
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const raw = Buffer.concat(chunks);
-      const problem = signatureProblem(raw, req.headers);
-      const body = JSON.parse(raw.toString('utf8')) as { eventId: number | string; type: string; key: string | null; value: string | null };
-      let answered = 200;
-      if (problem) {
-        signatureProblems.push(problem);
-        answered = 401;
-      } else if (outageLeft > 0) {
-        outageLeft--;
-        answered = 503;
-      } else if (body.key !== null && refusedKeys.has(body.key)) answered = 400;
-      posts.push({ eventId: String(body.eventId), type: body.type, key: body.key, value: body.value, answered });
-      res.writeHead(answered, { 'content-type': 'application/json' }).end(answered === 200 ? '{"ok":true}' : '{"error":"refused"}');
-    });
+const receiver = useServer((req, res) => {
+  if (req.method !== 'POST') {
+    // msgx may probe a receiver that timed out with HEAD: any answer means "up".
+    res.writeHead(200).end();
+    return;
+  }
+  const chunks: Buffer[] = [];
+  req.on('data', (c: Buffer) => chunks.push(c));
+  req.on('end', () => {
+    const raw = Buffer.concat(chunks);
+    const problem = signatureProblem(raw, req.headers);
+    const body = JSON.parse(raw.toString('utf8')) as { eventId: number | string; type: string; key: string | null; value: string | null };
+    let answered = 200;
+    if (problem) {
+      signatureProblems.push(problem);
+      answered = 401;
+    } else if (outageLeft > 0) {
+      outageLeft--;
+      answered = 503;
+    } else if (body.key !== null && refusedKeys.has(body.key)) answered = 400;
+    posts.push({ eventId: String(body.eventId), type: body.type, key: body.key, value: body.value, answered });
+    res.writeHead(answered, { 'content-type': 'application/json' }).end(answered === 200 ? '{"ok":true}' : '{"error":"refused"}');
   });
-  return new Promise((r) =>
-    receiver.listen(0, '127.0.0.1', () => {
-      receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks/flights`;
-      r();
-    }),
-  );
-}
+});
 
-beforeAll(async () => {
-  pg = await freshPg({ migrate: false });
-  my = await freshMysql();
-  await startReceiver();
-  twinDir = mkdtempSync(join(tmpdir(), 'msgx-journey-delivery-'));
-  // No brokers: the main publisher is the file sink; the webhook is the fan-out every target has.
-  twin = await startTwin(
-    {
-      MSGX_PG_URL: pg.url,
-      MSGX_MAILBOX_URL: my.url,
-      MSGX_FANOUT_WEBHOOKS: receiverUrl,
-      MSGX_SIGNING_SECRET: SECRET,
-      MSGX_DELIVERY_POLL_INTERVAL: '200ms',
-      MSGX_DELIVERY_INITIAL_BACKOFF: '200ms',
-      MSGX_DELIVERY_MAX_BACKOFF: '1s',
-      MSGX_DELIVERY_MAX_RETRY_COUNT: String(MAX_ATTEMPTS),
-      MSGX_TIMEZONE: 'UTC',
-    },
-    twinDir,
-  );
-}, 180_000);
-afterAll(async () => {
-  await twin?.stop('SIGTERM');
-  killTwins();
-  receiver?.close();
-  await my?.drop();
-  await pg?.drop();
+// No brokers: the main publisher is the file sink; the webhook is the fan-out every target has.
+const world = useJourney('delivery', {
+  mailbox: true,
+  env: () => ({
+    MSGX_FANOUT_WEBHOOKS: `${receiver.origin}/hooks/flights`,
+    MSGX_SIGNING_SECRET: SECRET,
+    MSGX_DELIVERY_INITIAL_BACKOFF: '200ms',
+    MSGX_DELIVERY_MAX_BACKOFF: '1s',
+    MSGX_DELIVERY_MAX_RETRY_COUNT: String(MAX_ATTEMPTS),
+  }),
 });
 
 // ---- The independent model ----------------------------------------------------------------------
@@ -159,27 +122,19 @@ function nextFlop(i: number, flid: string): { text: string; apply: (msgId: numbe
   };
 }
 
-/** Inserts one row per text, in order; returns their mailbox IDs (the model's order). */
-async function insertIntoMailbox(texts: string[]): Promise<number[]> {
-  const c = await mysql.createConnection({ uri: my.url });
-  try {
-    const ids: number[] = [];
-    for (const t of texts) ids.push((await c.query<mysql.ResultSetHeader>('INSERT INTO CMINMSGS (MSG_TEXT) VALUES (?)', [t]))[0].insertId);
-    return ids;
-  } finally {
-    await c.end();
-  }
-}
-
 /** Posts one message to the ingress; returns the mailbox ID it answered with. */
 async function postToIngress(text: string): Promise<number> {
-  const res = await fetch(`${twin.base}/cminmsgs/send`, { method: 'POST', headers: { 'content-type': 'application/xml' }, body: text });
+  const res = await fetch(`${world.twin.base}/cminmsgs/send`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/xml' },
+    body: text,
+  });
   const body = await res.text();
   expect(res.status, body).toBe(200);
   return Number(body);
 }
 
-const settled = (flids: string[]) => model.settled(twin.base, flids);
+const settled = (flids: string[]) => model.settled(world.twin.base, flids);
 
 /** A delivered record as either destination shows it. */
 interface Delivered {
@@ -199,7 +154,7 @@ function receivedOnce(): Delivered[] {
 function fileSinkOnce(topic: string): Delivered[] {
   const seen = new Set<string>();
   const out: Delivered[] = [];
-  for (const r of fileSink(join(twinDir, '.msgx'), topic)) {
+  for (const r of fileSink(join(world.dir, '.msgx'), topic)) {
     expect(r.topic).toBe(topic);
     const id = r.headers['msgx-event-id']!;
     if (seen.has(id)) continue;
@@ -216,24 +171,10 @@ function fileSinkOnce(topic: string): Delivered[] {
  * is the modelled flight.
  */
 function judge(where: string, changes: Delivered[], states: Delivered[], flids: string[]): void {
-  const versions = new Map<string, number[]>();
-  const sources = new Map<string, number[]>();
-  for (const r of changes) {
-    const v = JSON.parse(r.value!) as { flid: string; stateVersion: number; source: { msgId: number } };
-    expect(v.flid, `${where}: key and flid agree`).toBe(r.key);
-    versions.set(r.key!, [...(versions.get(r.key!) ?? []), v.stateVersion]);
-    sources.set(r.key!, [...(sources.get(r.key!) ?? []), v.source.msgId]);
-  }
-  const last = new Map<string, Record<string, unknown>>();
-  for (const r of states) if (r.value !== null) last.set(r.key!, JSON.parse(r.value) as Record<string, unknown>);
-  for (const flid of flids) {
-    const want = model.get(flid)!;
-    expect(versions.get(flid), `${where}: change records of ${flid}`).toEqual(Array.from({ length: want.version }, (_, i) => i + 1));
-    const order = model.expectedSources(flid);
-    expect(order, `the model knows every mailbox ID of ${flid}`).toBeDefined();
-    expect(sources.get(flid), `${where}: source.msgId of ${flid} in mailbox-ID order`).toEqual(order);
-    expect(last.get(flid), `${where}: last state of ${flid}`).toMatchObject({ ...want.fields, stateVersion: want.version });
-  }
+  for (const r of changes) expect((JSON.parse(r.value!) as { flid: string }).flid, `${where}: key and flid agree`).toBe(r.key);
+  for (const flid of flids) expect(model.expectedSources(flid), `the model knows every mailbox ID of ${flid}`).toBeDefined();
+  model.expectChanges(where, changes, flids);
+  model.expectLastStates(where, states, flids);
 }
 
 const isChange = (r: Delivered) => r.type.startsWith('FLIGHT_');
@@ -254,23 +195,11 @@ function judgeBoth(flids: string[]): void {
   expect(signatureProblems, 'every post carried a valid signature').toEqual([]);
 }
 
-/** The relay delivers a moment after the flights changed: retry the judgement, then judge once more. */
-async function judgeWhenDelivered(flids: string[]): Promise<void> {
-  await waitFor(
-    () => {
-      try {
-        judgeBoth(flids);
-        return true;
-      } catch {
-        return false;
-      }
-    },
-    { timeoutMs: 60_000, what: 'both destinations to show the modelled flights' },
-  ).catch(() => {});
-  judgeBoth(flids);
-}
+/** The relay delivers a moment after the flights changed. */
+const judgeWhenDelivered = (flids: string[]) =>
+  eventually(() => judgeBoth(flids), { timeoutMs: 60_000, what: 'both destinations to show the modelled flights' });
 
-const cli = (...args: string[]) => twinCli(twin.base, ...args);
+const cli = (...args: string[]) => twinCli(world.twin.base, ...args);
 
 /** The rows of a table the CLI printed (header, dashes, rows; columns aligned). */
 function cliTable(out: string): Record<string, string>[] {
@@ -292,7 +221,7 @@ describe('delivery journeys: webhook and file sink, outage, dead event and repla
     const plan = schd('DNLD', { seqn: 'dplan', dttm: `${DAY}040000`, opdy: DAY, flights: flids.map((f) => flight(planned(f))) });
     // Several changes per flight in quick succession: batches carry more than one event per flight.
     const fromMailbox = Array.from({ length: 9 }, (_, i) => nextFlop(i, flids[i % flids.length]!));
-    const [planId, ...ids] = await insertIntoMailbox([plan, ...fromMailbox.map((f) => f.text)]);
+    const [planId, ...ids] = await world.insert(plan, ...fromMailbox.map((f) => f.text));
     for (const f of flids) model.set(f, { fields: planned(f), version: 1, msgIds: [planId!] });
     fromMailbox.forEach((f, i) => f.apply(ids[i]!));
     for (let i = 20; i < 24; i++) {
@@ -309,7 +238,7 @@ describe('delivery journeys: webhook and file sink, outage, dead event and repla
     const before = posts.length;
     outageLeft = 4;
     const changes = Array.from({ length: 6 }, (_, i) => nextFlop(40 + i, flids[i % flids.length]!));
-    const ids = await insertIntoMailbox(changes.slice(0, 3).map((f) => f.text));
+    const ids = await world.insert(...changes.slice(0, 3).map((f) => f.text));
     for (const f of changes.slice(3)) ids.push(await postToIngress(f.text));
     changes.forEach((f, i) => f.apply(ids[i]!));
     await settled(flids);
@@ -348,7 +277,7 @@ describe('delivery journeys: webhook and file sink, outage, dead event and repla
     refusedKeys.add(poison);
     const adft = schd('ADFT', { seqn: 'dadft', dttm: `${DAY}050000`, opdy: DAY, flights: [flight(planned(poison))] });
     const behind = nextFlop(60, 'JW1');
-    const [adftId, behindId] = await insertIntoMailbox([adft, behind.text]);
+    const [adftId, behindId] = await world.insert(adft, behind.text);
     model.set(poison, { fields: planned(poison), version: 1, msgIds: [adftId!] });
     behind.apply(behindId!);
     await settled([poison, 'JW1']);
@@ -356,7 +285,7 @@ describe('delivery journeys: webhook and file sink, outage, dead event and repla
     // The operator sees the dead letters: the flight's change event and its state event.
     const deadOverHttp = async () =>
       (
-        (await (await fetch(`${twin.base}/admin/dead?kind=event`)).json()) as {
+        (await (await fetch(`${world.twin.base}/admin/dead?kind=event`)).json()) as {
           items: { eventId: number; key: string; lastError: string }[];
         }
       ).items;
@@ -393,7 +322,7 @@ describe('delivery journeys: webhook and file sink, outage, dead event and repla
     // Nothing moved: a change made after the dry run is taken, and nothing of the dead letters
     // came before it (re-queued events would have gone out first, in their target's order).
     const control = nextFlop(61, 'JW2');
-    const [controlId] = await insertIntoMailbox([control.text]);
+    const [controlId] = await world.insert(control.text);
     control.apply(controlId!);
     await waitFor(
       () =>

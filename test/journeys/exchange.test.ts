@@ -1,16 +1,11 @@
-import { mkdtempSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import mysql from 'mysql2/promise';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { flight, flop, schd } from '../fixtures/messages/build.ts';
-import { createTopics, randomTopic, readTopicToEnd, type ReadRecord } from '../helpers/kafka.ts';
-import { freshMysql, freshPg, serviceUrls, type TestMysql, type TestPg, waitFor } from '../helpers/services.ts';
-import { type Fields, FlightModel } from '../helpers/flightModel.ts';
+import { type Fields, FlightModel, insertOn, judgeFlightsOnKafka, useJourney, useServer } from '../helpers/journey.ts';
+import { randomTopic, readTopicToEnd } from '../helpers/kafka.ts';
+import { waitFor } from '../helpers/services.ts';
 import { twinCli } from '../helpers/twinCli.ts';
-import { killTwins, startTwin, type Twin } from '../helpers/twinChild.ts';
+import { callTwin } from '../helpers/twinChild.ts';
 
 /**
  * Journeys: msgx driven ONLY from outside, as its users drive it — rows INSERTed into the mailbox
@@ -20,12 +15,6 @@ import { killTwins, startTwin, type Twin } from '../helpers/twinChild.ts';
  */
 const DAY = '20261129';
 
-let pg: TestPg;
-let my: TestMysql;
-let twin: Twin;
-let brokers: string[];
-const topicMsg = randomTopic('msgx.journey.msg');
-const topicSchd = randomTopic('msgx.journey.schd');
 const txTopic = randomTopic('msgx.journey.orders');
 const txTopic2 = randomTopic('msgx.journey.points');
 
@@ -33,52 +22,26 @@ const txTopic2 = randomTopic('msgx.journey.points');
  * The producer's check-back endpoint, as a user's service would run it: /check/commit always
  * answers COMMIT; /check/later answers UNKNOWN until `committedLater` is set.
  */
-let checkServer: Server;
-let checkOrigin: string;
 let committedLater = false;
 const checkCalls: string[] = [];
-
-beforeAll(async () => {
-  pg = await freshPg({ migrate: false });
-  my = await freshMysql();
-  brokers = serviceUrls().kafkaBrokers;
+const check = useServer((req, res) => {
+  const url = new URL(req.url ?? '/', 'http://check');
+  // msgx names the message twice: ?id= and the msgx-txmsg-id header; both must agree.
+  const id = url.searchParams.get('id');
+  checkCalls.push(`${url.pathname} ${id === req.headers['msgx-txmsg-id'] ? id : `mismatch ${id}/${String(req.headers['msgx-txmsg-id'])}`}`);
+  const status = url.pathname === '/check/commit' || (url.pathname === '/check/later' && committedLater) ? 'COMMIT' : 'UNKNOWN';
+  res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ status }));
+});
+const world = useJourney('exchange', {
+  mailbox: true,
+  kafka: { partitions: 2 },
   // The consumer's own topic for transactional messages exists before anyone writes to it.
-  await createTopics(brokers, [{ topic: txTopic }, { topic: txTopic2 }]);
-  checkServer = createServer((req, res) => {
-    const url = new URL(req.url ?? '/', 'http://check');
-    // msgx names the message twice: ?id= and the msgx-txmsg-id header; both must agree.
-    const id = url.searchParams.get('id');
-    checkCalls.push(
-      `${url.pathname} ${id === req.headers['msgx-txmsg-id'] ? id : `mismatch ${id}/${String(req.headers['msgx-txmsg-id'])}`}`,
-    );
-    const status = url.pathname === '/check/commit' || (url.pathname === '/check/later' && committedLater) ? 'COMMIT' : 'UNKNOWN';
-    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ status }));
-  });
-  await new Promise<void>((r) => checkServer.listen(0, '127.0.0.1', () => r()));
-  checkOrigin = `http://127.0.0.1:${(checkServer.address() as AddressInfo).port}`;
-  twin = await startTwin(
-    {
-      MSGX_PG_URL: pg.url,
-      MSGX_MAILBOX_URL: my.url,
-      MSGX_KAFKA_BROKERS: brokers.join(','),
-      MSGX_TOPIC_MSG: topicMsg,
-      MSGX_TOPIC_SCHD: topicSchd,
-      MSGX_TOPIC_PARTITIONS: '2',
-      MSGX_DELIVERY_POLL_INTERVAL: '200ms',
-      MSGX_TX_CHECK_ALLOWED_ORIGINS: checkOrigin,
-      MSGX_TX_CHECK_INTERVAL: '1s',
-      MSGX_TX_CHECK_MAX: '2',
-      MSGX_TIMEZONE: 'UTC',
-    },
-    mkdtempSync(join(tmpdir(), 'msgx-journey-')),
-  );
-}, 120_000);
-afterAll(async () => {
-  await twin?.stop('SIGTERM');
-  killTwins();
-  checkServer?.close();
-  await my?.drop();
-  await pg?.drop();
+  ownTopics: [{ topic: txTopic }, { topic: txTopic2 }],
+  env: () => ({
+    MSGX_TX_CHECK_ALLOWED_ORIGINS: check.origin,
+    MSGX_TX_CHECK_INTERVAL: '1s',
+    MSGX_TX_CHECK_MAX: '2',
+  }),
 });
 
 // ---- The independent model of the flight journeys ----------------------------------------------
@@ -97,67 +60,13 @@ function nextFlop(i: number, flid: string): { text: string; fields: Fields } {
   return { text: flop(styp, { seqn: `j${i}`, dttm: t }, flight({ FLID: flid, ...fields })), fields };
 }
 
-async function readFlightOverHttp(flid: string): Promise<Record<string, unknown>> {
-  const res = await fetch(`${twin.base}/v1/flights/${flid}`);
-  expect(res.status).toBe(200);
-  return (await res.json()) as Record<string, unknown>;
-}
-
 /**
  * What a reader must see of each modelled flight: the read API, msgx.msg and the last msgx.schd
- * record. The relay delivers a moment after the flight changed, so this retries until the topics
- * show it too (or 30 s pass), then asserts once more for a readable failure.
+ * record, once the relay delivered them.
  */
-async function judgeFlights(flids: string[]): Promise<void> {
-  await waitFor(
-    () =>
-      checkFlights(flids).then(
-        () => true,
-        () => false,
-      ),
-    { timeoutMs: 30_000, what: 'the topics to show the modelled flights' },
-  ).catch(() => {});
-  await checkFlights(flids);
-}
-
-async function checkFlights(flids: string[]): Promise<void> {
-  for (const flid of flids) {
-    const want = model.get(flid)!;
-    const got = await readFlightOverHttp(flid);
-    expect(got, flid).toMatchObject({ ...want.fields, stateVersion: want.version });
-  }
-  // msgx.msg: per flight, versions 1..n in partition order (duplicates dropped by event id), and
-  // the messages that made them (source.msgId) in mailbox-ID order, as the model has them.
-  const msg = await readTopicToEnd(brokers, topicMsg, { timeoutMs: 30_000 });
-  const versions = perFlid(msg, (v) => (v as { stateVersion: number }).stateVersion);
-  const sources = perFlid(msg, (v) => (v as { source: { msgId: number } }).source.msgId);
-  for (const flid of flids) {
-    expect(versions.get(flid), `msgx.msg ${flid}`).toEqual(Array.from({ length: model.get(flid)!.version }, (_, i) => i + 1));
-    expect(sources.get(flid), `msgx.msg ${flid}: source.msgId in mailbox-ID order`).toEqual(model.expectedSources(flid));
-  }
-  // msgx.schd: the last record per flight carries the modelled state.
-  const schdRecords = await readTopicToEnd(brokers, topicSchd, { timeoutMs: 30_000 });
-  const last = new Map<string, Record<string, unknown>>();
-  for (const r of schdRecords) if (r.value) last.set(r.key!, JSON.parse(r.value) as Record<string, unknown>);
-  for (const flid of flids)
-    expect(last.get(flid), `msgx.schd ${flid}`).toMatchObject({ ...model.get(flid)!.fields, stateVersion: model.get(flid)!.version });
-}
-
-function perFlid(records: ReadRecord[], pick: (value: unknown) => number): Map<string, number[]> {
-  const seen = new Set<string>();
-  const out = new Map<string, number[]>();
-  for (const r of records) {
-    const id = r.headers['msgx-event-id']!;
-    if (seen.has(id) || !r.value) continue;
-    seen.add(id);
-    const list = out.get(r.key!) ?? [];
-    list.push(pick(JSON.parse(r.value)));
-    out.set(r.key!, list);
-  }
-  return out;
-}
-
-const settled = (flids: string[]) => model.settled(twin.base, flids);
+const judgeFlights = (flids: string[]) => judgeFlightsOnKafka(world, model, flids);
+const settled = (flids: string[]) => model.settled(world.twin.base, flids);
+const call = (method: string, path: string, body?: unknown) => callTwin(world.twin, method, path, body);
 
 // ---- Journeys -----------------------------------------------------------------------------------
 
@@ -166,7 +75,7 @@ describe('journeys from outside', () => {
   const httpFlids = ['J201', 'J202'];
 
   it('inbox pipeline: a day plan and FLOPs INSERTed into the mailbox end up in the read API and on both topics, in order', async () => {
-    const c = await mysql.createConnection({ uri: my.url });
+    const c = await mysql.createConnection({ uri: world.my.url });
     try {
       const plan = schd('DNLD', {
         seqn: 'jplan',
@@ -174,8 +83,7 @@ describe('journeys from outside', () => {
         opdy: DAY,
         flights: [...mailboxFlids, ...httpFlids].map((f) => flight(planned(f))),
       });
-      const insert = async (text: string) =>
-        (await c.query<mysql.ResultSetHeader>('INSERT INTO CMINMSGS (MSG_TEXT) VALUES (?)', [text]))[0].insertId;
+      const insert = (text: string) => insertOn(c, text);
       const planId = await insert(plan);
       for (const f of [...mailboxFlids, ...httpFlids]) model.set(f, { fields: planned(f), version: 1, msgIds: [planId] });
       for (let i = 0; i < 12; i++) {
@@ -183,7 +91,6 @@ describe('journeys from outside', () => {
         const { text, fields } = nextFlop(i, flid);
         model.apply(flid, fields, await insert(text));
       }
-      await settled(mailboxFlids);
       await judgeFlights(mailboxFlids);
       // The owner of the mailbox sees every row marked processed, successfully.
       await waitFor(
@@ -202,7 +109,7 @@ describe('journeys from outside', () => {
 
   it('ingress over HTTP: accepted FLOPs change their flights; refused input changes nothing and says why', async () => {
     const post = (body: string, type = 'application/xml') =>
-      fetch(`${twin.base}/cminmsgs/send`, { method: 'POST', headers: { 'content-type': type }, body });
+      fetch(`${world.twin.base}/cminmsgs/send`, { method: 'POST', headers: { 'content-type': type }, body });
     for (let i = 100; i < 106; i++) {
       const flid = httpFlids[i % httpFlids.length]!;
       const { text, fields } = nextFlop(i, flid);
@@ -217,12 +124,11 @@ describe('journeys from outside', () => {
     expect(((await bad.json()) as { detail: string }).detail).toMatch(/not well-formed/);
     const json = await post(nextFlop(999, 'J201').text, 'application/json');
     expect(json.status).toBe(415);
-    await settled(httpFlids);
     await judgeFlights(httpFlids);
   });
 
   it('CLI: status and trace over the twin show what the user sent', async () => {
-    const res = await fetch(`${twin.base}/cminmsgs/send`, {
+    const res = await fetch(`${world.twin.base}/cminmsgs/send`, {
       method: 'POST',
       headers: { 'content-type': 'application/xml' },
       body: nextFlop(200, 'J101').text,
@@ -231,22 +137,22 @@ describe('journeys from outside', () => {
     model.apply('J101', nextFlop(200, 'J101').fields, id);
     await settled(['J101']);
     // The summary a person reads: the message, then its flight change and the events as tables.
-    const trace = await twinCli(twin.base, 'trace', String(id));
+    const trace = await twinCli(world.twin.base, 'trace', String(id));
     expect(trace).toMatch(new RegExp(`^message #${id} {2}FLOP/\\S+ {2}SUCCEEDED`));
     expect(trace).toMatch(/\nFLIGHT CHANGES\nflid .*state_version[^\n]*\n[- ]+\nJ101 /);
     expect(trace).toMatch(/\nEVENTS\nevent .*publishers/);
     expect(trace.split('\n').filter((l) => l.length > 120)).toEqual([]);
     // --json keeps the whole trace for scripts.
-    const json = JSON.parse(await twinCli(twin.base, 'trace', String(id), '--json'));
+    const json = JSON.parse(await twinCli(world.twin.base, 'trace', String(id), '--json'));
     expect(json).toMatchObject({ msgId: id, message: { status: 'SUCCEEDED' }, flightChanges: [{ flid: 'J101' }] });
     // Every mailbox ID so far was committed in turn (nothing held open, nothing rolled back): no
     // gap, no hole, no late row, and the frontier at this message, the newest.
-    expect(await twinCli(twin.base, 'status')).toMatch(
+    expect(await twinCli(world.twin.base, 'status')).toMatch(
       new RegExp(
         `\\nORDERING \\(.*\\)\\ngaps waiting +0\\nholes +0 declared, 0 still open \\(never filled\\)\\nlate rows +0\\nfrontier +accounted ${id}, scanned ${id}\\n`,
       ),
     );
-    const status = await twinCli(twin.base, 'status', '--json');
+    const status = await twinCli(world.twin.base, 'status', '--json');
     // The model: the plan plus one message per version step of every flight, all SUCCEEDED.
     const sent = 1 + [...model.values()].reduce((n, m) => n + m.version - 1, 0);
     expect(JSON.parse(status)).toMatchObject({ paused: false, pipeline: { backlog: 0, head: null, byStatus: { SUCCEEDED: sent } } });
@@ -257,17 +163,9 @@ describe('journeys from outside', () => {
       topic: txTopic,
       key: `order-${n}`,
       payload: { order: n },
-      checkUrl: `${checkOrigin}/check/never`,
+      checkUrl: `${check.origin}/check/never`,
       checkAfterMs: 600_000,
     });
-    const call = async (method: string, path: string, body?: unknown) => {
-      const res = await fetch(`${twin.base}${path}`, {
-        method,
-        headers: { 'content-type': 'application/json' },
-        body: body === undefined ? undefined : JSON.stringify(body),
-      });
-      return { status: res.status, body: (await res.json()) as Record<string, unknown> };
-    };
     const a = await call('POST', '/v1/tx-messages', prepareBody(1));
     expect(a).toMatchObject({ status: 201, body: { status: 'PREPARED' } });
     const b = await call('POST', '/v1/tx-messages', prepareBody(2));
@@ -277,7 +175,7 @@ describe('journeys from outside', () => {
     // The consumer: the committed message arrives with its key and payload.
     const delivered = await waitFor(
       async () => {
-        const r = await readTopicToEnd(brokers, txTopic, { timeoutMs: 10_000 });
+        const r = await readTopicToEnd(world.brokers, txTopic, { timeoutMs: 10_000 });
         return r.length > 0 ? r : null;
       },
       { timeoutMs: 30_000, what: 'the committed message on the consumer topic' },
@@ -287,25 +185,17 @@ describe('journeys from outside', () => {
     expect((await call('POST', `/v1/tx-messages/${a.body.id}/ack`)).body).toMatchObject({ status: 'CONSUMED' });
     expect((await call('GET', `/v1/tx-messages/${b.body.id}`)).body).toMatchObject({ status: 'ROLLED_BACK' });
     // Nothing else ever reached the topic (read to its end again).
-    expect((await readTopicToEnd(brokers, txTopic)).map((r) => r.key)).toEqual(['order-1']);
+    expect((await readTopicToEnd(world.brokers, txTopic)).map((r) => r.key)).toEqual(['order-1']);
   });
 
-  const txCall = async (method: string, path: string, body?: unknown) => {
-    const res = await fetch(`${twin.base}${path}`, {
-      method,
-      headers: { 'content-type': 'application/json' },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    return { status: res.status, body: (await res.json()) as Record<string, unknown> };
-  };
-  const statusOf = async (id: unknown) => (await txCall('GET', `/v1/tx-messages/${String(id)}`)).body.status;
+  const statusOf = async (id: unknown) => (await call('GET', `/v1/tx-messages/${String(id)}`)).body.status;
 
   it('transactional check-back: a producer that never commits is asked, and its COMMIT answer delivers the message', async () => {
-    const p = await txCall('POST', '/v1/tx-messages', {
+    const p = await call('POST', '/v1/tx-messages', {
       topic: txTopic2,
       key: 'points-1',
       payload: { points: 10 },
-      checkUrl: `${checkOrigin}/check/commit`,
+      checkUrl: `${check.origin}/check/commit`,
       checkAfterMs: 1,
     });
     expect(p).toMatchObject({ status: 201, body: { status: 'PREPARED' } });
@@ -314,17 +204,17 @@ describe('journeys from outside', () => {
       what: 'the checked-back message to be delivered',
     });
     expect(checkCalls).toContain(`/check/commit ${String(p.body.id)}`);
-    const records = await readTopicToEnd(brokers, txTopic2);
+    const records = await readTopicToEnd(world.brokers, txTopic2);
     expect(records.map((r) => [r.key, JSON.parse(r.value!)])).toEqual([['points-1', { points: 10 }]]);
     expect(records[0]!.headers['msgx-txmsg-id']).toBe(String(p.body.id));
   });
 
   it('transactional dead letter: unanswered check-backs make it DEAD, an operator resend after the producer committed delivers it once', async () => {
-    const p = await txCall('POST', '/v1/tx-messages', {
+    const p = await call('POST', '/v1/tx-messages', {
       topic: txTopic2,
       key: 'points-2',
       payload: { points: 20 },
-      checkUrl: `${checkOrigin}/check/later`,
+      checkUrl: `${check.origin}/check/later`,
       checkAfterMs: 1,
     });
     expect(p.status).toBe(201);
@@ -340,38 +230,38 @@ describe('journeys from outside', () => {
     ]);
     committedLater = true;
     // The operator's view of it: one row within 120 columns naming where it died.
-    const deadTable = await twinCli(twin.base, 'dead', '--kind', 'txmsg');
+    const deadTable = await twinCli(world.twin.base, 'dead', '--kind', 'txmsg');
     // Its row: id, topic (cut to fit), phase, checks (MSGX_TX_CHECK_MAX), tries (never delivered).
     expect(deadTable).toMatch(new RegExp(`\\n${String(p.body.id)} +msgx\\.journe\\S* +check +2 +0 `));
     expect(deadTable.split('\n').filter((l) => l.length > 120)).toEqual([]);
-    const resent = await txCall('POST', `/admin/tx-messages/${String(p.body.id)}/resend`);
+    const resent = await call('POST', `/admin/tx-messages/${String(p.body.id)}/resend`);
     expect(resent.status).toBe(200);
     await waitFor(async () => (await statusOf(p.body.id)) === 'DELIVERED', {
       timeoutMs: 30_000,
       what: 'the resent message to be delivered',
     });
-    const records = await readTopicToEnd(brokers, txTopic2);
+    const records = await readTopicToEnd(world.brokers, txTopic2);
     expect(records.map((r) => r.key)).toEqual(['points-1', 'points-2']);
     expect(JSON.parse(records[1]!.value!)).toEqual({ points: 20 });
     // Its trace from the CLI: the message, its timeline with the resend, its event on Kafka.
-    const trace = await twinCli(twin.base, 'trace', '--tx', String(p.body.id));
+    const trace = await twinCli(world.twin.base, 'trace', '--tx', String(p.body.id));
     expect(trace).toMatch(new RegExp(`^transactional message ${String(p.body.id)} {2}${txTopic2.replaceAll('.', '\\.')} {2}DELIVERED`));
     expect(trace).toMatch(/\nTIMELINE\n[\s\S]* resend /);
     // The log relay records no per-publisher partition/offset (a cursor per target, not a row per
     // delivery): the event is listed with the state its target's cursor gives it.
     expect(trace).toMatch(/\nEVENTS\n[\s\S]* SENT /);
     expect(trace.split('\n').filter((l) => l.length > 120)).toEqual([]);
-    expect(JSON.parse(await twinCli(twin.base, 'trace', '--tx', String(p.body.id), '--json'))).toMatchObject({
+    expect(JSON.parse(await twinCli(world.twin.base, 'trace', '--tx', String(p.body.id), '--json'))).toMatchObject({
       message: { id: p.body.id },
     });
   });
 
   it('requests: request-day from the CLI writes an RQFD to COUTMSGS; the upstream answer in the mailbox creates the flights', async () => {
     const day = '20261201';
-    const out = await twinCli(twin.base, 'request-day', day);
+    const out = await twinCli(world.twin.base, 'request-day', day);
     const id = /^id\s+(\S+)$/m.exec(out)?.[1];
     expect(id, out).toBeTruthy();
-    const c = await mysql.createConnection({ uri: my.url });
+    const c = await mysql.createConnection({ uri: world.my.url });
     try {
       // What upstream reads: one RQFD for that day, naming the request.
       const [rows] = await c.query<mysql.RowDataPacket[]>('SELECT MSG_TEXT FROM COUTMSGS');
@@ -388,9 +278,8 @@ describe('journeys from outside', () => {
         opdy: day,
         flights: answered.map((f) => flight({ ...planned(f), OPDY: day })),
       });
-      const [ins] = await c.query<mysql.ResultSetHeader>('INSERT INTO CMINMSGS (MSG_TEXT) VALUES (?)', [answer]);
-      for (const f of answered) model.set(f, { fields: { ...planned(f), OPDY: day }, version: 1, msgIds: [ins.insertId] });
-      await settled(answered);
+      const answerId = await insertOn(c, answer);
+      for (const f of answered) model.set(f, { fields: { ...planned(f), OPDY: day }, version: 1, msgIds: [answerId] });
       await judgeFlights(answered);
     } finally {
       await c.end();
@@ -399,11 +288,11 @@ describe('journeys from outside', () => {
 
   // Last: it holds the head for a while (a message msgx cannot process blocks the FIFO until it dies).
   it('replay: an unprocessable message holds the head, dies EXHAUSTED, then the queue moves on; the operator replays it from the CLI', async () => {
-    const cli = (...args: string[]) => twinCli(twin.base, ...args);
+    const cli = (...args: string[]) => twinCli(world.twin.base, ...args);
     const post = async (text: string) =>
       Number(
         await (
-          await fetch(`${twin.base}/cminmsgs/send`, { method: 'POST', headers: { 'content-type': 'application/xml' }, body: text })
+          await fetch(`${world.twin.base}/cminmsgs/send`, { method: 'POST', headers: { 'content-type': 'application/xml' }, body: text })
         ).text(),
       );
     const blocker = await post(

@@ -1,13 +1,9 @@
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import mysql from 'mysql2/promise';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { flight, flop, schd } from '../fixtures/messages/build.ts';
-import { type Fields, FlightModel } from '../helpers/flightModel.ts';
-import { randomTopic, readTopicToEnd } from '../helpers/kafka.ts';
-import { freshMysql, freshPg, serviceUrls, type TestMysql, type TestPg, waitFor } from '../helpers/services.ts';
-import { killTwins, startTwin, type Twin } from '../helpers/twinChild.ts';
+import { eventually, type Fields, FlightModel, fromKafka, insertOn, useJourney } from '../helpers/journey.ts';
+import { readTopicToEnd } from '../helpers/kafka.ts';
+import { waitFor } from '../helpers/services.ts';
 
 /**
  * Journey: hostile and heavy messages ahead of ordinary traffic, in the mailbox (INSERTed by
@@ -24,41 +20,17 @@ const DAY = '20261129';
 const FLIDS = ['H301', 'H302', 'H303'];
 const MIB = 1024 * 1024;
 
-let pg: TestPg;
-let my: TestMysql;
-let twin: Twin;
-let brokers: string[];
-const topicMsg = randomTopic('msgx.journey.gate.msg');
-const topicSchd = randomTopic('msgx.journey.gate.schd');
 const model = new FlightModel();
 
-beforeAll(async () => {
-  pg = await freshPg({ migrate: false });
-  my = await freshMysql();
-  brokers = serviceUrls().kafkaBrokers;
-  twin = await startTwin(
-    {
-      MSGX_PG_URL: pg.url,
-      MSGX_MAILBOX_URL: my.url,
-      MSGX_KAFKA_BROKERS: brokers.join(','),
-      MSGX_TOPIC_MSG: topicMsg,
-      MSGX_TOPIC_SCHD: topicSchd,
-      MSGX_TOPIC_PARTITIONS: '2',
-      MSGX_DELIVERY_POLL_INTERVAL: '200ms',
-      MSGX_TIMEZONE: 'UTC',
-      // The retry rule, shortened: 3 attempts 200 ms and 400 ms apart, then DEAD(EXHAUSTED).
-      MSGX_MAX_ATTEMPTS: '3',
-      MSGX_BACKOFF_INITIAL: '200ms',
-      MSGX_BACKOFF_MAX: '1s',
-    },
-    mkdtempSync(join(tmpdir(), 'msgx-journey-gate-')),
-  );
-}, 120_000);
-afterAll(async () => {
-  await twin?.stop('SIGTERM');
-  killTwins();
-  await my?.drop();
-  await pg?.drop();
+const world = useJourney('gate', {
+  mailbox: true,
+  kafka: { partitions: 2 },
+  env: () => ({
+    // The retry rule, shortened: 3 attempts 200 ms and 400 ms apart, then DEAD(EXHAUSTED).
+    MSGX_MAX_ATTEMPTS: '3',
+    MSGX_BACKOFF_INITIAL: '200ms',
+    MSGX_BACKOFF_MAX: '1s',
+  }),
 });
 
 const meta = (seqn: string, type: string, styp?: string) =>
@@ -82,7 +54,7 @@ it('hostile and heavy messages ahead of ordinary traffic: ordinary traffic flows
   // Every HTTP answer of the journey, with what asked for it.
   const answers: { what: string; status: number }[] = [];
   const call = async (what: string, path: string, init?: RequestInit) => {
-    const res = await fetch(`${twin.base}${path}`, init);
+    const res = await fetch(`${world.twin.base}${path}`, init);
     answers.push({ what, status: res.status });
     return res;
   };
@@ -98,9 +70,8 @@ it('hostile and heavy messages ahead of ordinary traffic: ordinary traffic flows
     }
   })();
 
-  const c = await mysql.createConnection({ uri: my.url });
-  const insert = async (text: string) =>
-    Number(((await c.query('INSERT INTO CMINMSGS (MSG_TEXT) VALUES (?)', [text])) as [mysql.ResultSetHeader, unknown])[0].insertId);
+  const c = await mysql.createConnection({ uri: world.my.url });
+  const insert = (text: string) => insertOn(c, text);
   const dead = new Map<number, string>(); // mailbox ID → the class it must end DEAD with
   try {
     await insert(
@@ -174,26 +145,21 @@ it('hostile and heavy messages ahead of ordinary traffic: ordinary traffic flows
     }
 
     // ---- Judged from outside ----
-    await model.settled(twin.base, FLIDS);
+    await model.settled(world.twin.base, FLIDS);
     for (const flid of FLIDS) {
       const got = (await (await call('read', `/v1/flights/${flid}`)).json()) as Record<string, unknown>;
       expect(got, flid).toMatchObject({ ...model.get(flid)!.fields, stateVersion: model.get(flid)!.version });
     }
     // The consumer: msgx.schd's last record per flight carries the modelled state.
-    await waitFor(
-      async () => {
-        const records = await readTopicToEnd(brokers, topicSchd, { timeoutMs: 20_000 });
-        const last = new Map<string, Record<string, unknown>>();
-        for (const r of records) if (r.value) last.set(r.key!, JSON.parse(r.value) as Record<string, unknown>);
-        return FLIDS.every((f) => (last.get(f)?.stateVersion as number | undefined) === model.get(f)!.version);
-      },
+    await eventually(
+      async () =>
+        model.expectLastStates(
+          'msgx.schd',
+          (await readTopicToEnd(world.brokers, world.topics.schd, { timeoutMs: 20_000 })).map(fromKafka),
+          FLIDS,
+        ),
       { timeoutMs: 60_000, what: 'msgx.schd to carry every modelled version' },
     );
-    const records = await readTopicToEnd(brokers, topicSchd, { timeoutMs: 20_000 });
-    const last = new Map<string, Record<string, unknown>>();
-    for (const r of records) if (r.value) last.set(r.key!, JSON.parse(r.value) as Record<string, unknown>);
-    for (const flid of FLIDS)
-      expect(last.get(flid), `msgx.schd ${flid}`).toMatchObject({ ...model.get(flid)!.fields, stateVersion: model.get(flid)!.version });
     // What was refused after it was stored ends DEAD with its class, named in the admin API.
     await waitFor(
       async () => {

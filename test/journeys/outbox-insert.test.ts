@@ -2,10 +2,10 @@ import { type ChildProcessWithoutNullStreams, execFileSync, spawn } from 'node:c
 import { existsSync, mkdtempSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, expect, it } from 'vitest';
-import { createTopics, randomTopic, readTopicToEnd } from '../helpers/kafka.ts';
-import { freshPg, serviceUrls, type TestPg, waitFor } from '../helpers/services.ts';
-import { killTwins, startTwin, type Twin } from '../helpers/twinChild.ts';
+import { beforeAll, expect, it } from 'vitest';
+import { useJourney } from '../helpers/journey.ts';
+import { randomTopic, readTopicToEnd } from '../helpers/kafka.ts';
+import { waitFor } from '../helpers/services.ts';
 
 /**
  * The outbox any service can write (docs/outbox.md "Writing the outbox with a plain INSERT"):
@@ -17,30 +17,17 @@ import { killTwins, startTwin, type Twin } from '../helpers/twinChild.ts';
 const JDBC = join(homedir(), '.m2/repository/org/postgresql/postgresql/42.7.13/postgresql-42.7.13.jar');
 const topic = randomTopic('msgx-insert');
 const target = `tx:${topic}`;
-let pg: TestPg;
-let twin: Twin;
-let brokers: string[];
 let classes: string;
 
-beforeAll(async () => {
-  pg = await freshPg({ migrate: false });
-  brokers = serviceUrls().kafkaBrokers;
-  await createTopics(brokers, [{ topic }]);
+// The Java writer is compiled before the twin starts (a hook registered first runs first).
+beforeAll(() => {
   classes = mkdtempSync(join(tmpdir(), 'msgx-insert-java-'));
   // The driver comes from Maven Central, as the broker does; a machine that has it already skips the download.
   if (!existsSync(JDBC))
     execFileSync('mvn', ['-q', '-B', 'dependency:get', '-Dartifact=org.postgresql:postgresql:42.7.13'], { stdio: 'inherit' });
   execFileSync('javac', ['-cp', JDBC, '-d', classes, join(import.meta.dirname, '../fixtures/outbox-insert/OutboxInsert.java')]);
-  twin = await startTwin(
-    { MSGX_PG_URL: pg.url, MSGX_KAFKA_BROKERS: brokers.join(','), MSGX_DELIVERY_POLL_INTERVAL: '200ms' },
-    mkdtempSync(join(tmpdir(), 'msgx-insert-')),
-  );
 }, 180_000);
-afterAll(async () => {
-  await twin?.stop('SIGTERM');
-  killTwins();
-  await pg?.drop();
-});
+const world = useJourney('insert', { kafka: 'brokers', ownTopics: [{ topic }] });
 
 /** A writer with its transaction open; end() commits or rolls it back. */
 interface Writer {
@@ -62,7 +49,7 @@ function until(child: ChildProcessWithoutNullStreams, word: string): Promise<voi
 }
 
 async function psqlWriter(key: string, values: string[]): Promise<Writer> {
-  const child = spawn('psql', ['-X', '-q', '-v', 'ON_ERROR_STOP=1', pg.url]);
+  const child = spawn('psql', ['-X', '-q', '-v', 'ON_ERROR_STOP=1', world.pg.url]);
   child.stdin.write('BEGIN;\n');
   for (const v of values)
     child.stdin.write(
@@ -79,7 +66,7 @@ async function psqlWriter(key: string, values: string[]): Promise<Writer> {
 }
 
 async function javaWriter(key: string, values: string[]): Promise<Writer> {
-  const url = new URL(pg.url);
+  const url = new URL(world.pg.url);
   const jdbc = `jdbc:postgresql://${url.host}${url.pathname}?user=${url.username || 'postgres'}`;
   const child = spawn('java', ['-cp', `${classes}:${JDBC}`, 'OutboxInsert', jdbc, target, key, ...values]);
   await until(child, 'inserted');
@@ -91,7 +78,7 @@ async function javaWriter(key: string, values: string[]): Promise<Writer> {
   };
 }
 
-const seen = async () => (await readTopicToEnd(brokers, topic)).map((r) => `${r.key}:${r.value}`);
+const seen = async () => (await readTopicToEnd(world.brokers, topic)).map((r) => `${r.key}:${r.value}`);
 
 it('exactly the committed events reach Kafka, per key in commit order, from psql and Java writers in overlapping transactions', async () => {
   const committed: string[] = [];

@@ -1,15 +1,10 @@
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import kafkajs from 'kafkajs';
-import mysql from 'mysql2/promise';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { flight, flop, schd } from '../fixtures/messages/build.ts';
-import { type Fields, FlightModel } from '../helpers/flightModel.ts';
-import { randomTopic, readTopicToEnd, type ReadRecord } from '../helpers/kafka.ts';
-import { freshMysql, freshPg, serviceUrls, type TestMysql, type TestPg, waitFor } from '../helpers/services.ts';
+import { type Fields, FlightModel, judgeFlightsOnKafka, useJourney } from '../helpers/journey.ts';
+import { readTopicToEnd } from '../helpers/kafka.ts';
+import { waitFor } from '../helpers/services.ts';
 import { twinCli } from '../helpers/twinCli.ts';
-import { killTwins, startTwin, type Twin } from '../helpers/twinChild.ts';
 
 /**
  * Replays an operator runs against a twin on real PostgreSQL, MariaDB and Kafka, driven only from
@@ -22,45 +17,20 @@ import { killTwins, startTwin, type Twin } from '../helpers/twinChild.ts';
 const DAY = '20261129';
 const { Kafka, logLevel } = kafkajs;
 
-let pg: TestPg;
-let my: TestMysql;
-let twin: Twin;
-let brokers: string[];
-const topicMsg = randomTopic('msgx.replay.msg');
-const topicSchd = randomTopic('msgx.replay.schd');
-const cli = (...args: string[]) => twinCli(twin.base, ...args);
-
-beforeAll(async () => {
-  pg = await freshPg({ migrate: false });
-  my = await freshMysql();
-  brokers = serviceUrls().kafkaBrokers;
-  twin = await startTwin(
-    {
-      MSGX_PG_URL: pg.url,
-      MSGX_MAILBOX_URL: my.url,
-      MSGX_KAFKA_BROKERS: brokers.join(','),
-      MSGX_TOPIC_MSG: topicMsg,
-      MSGX_TOPIC_SCHD: topicSchd,
-      MSGX_TOPIC_PARTITIONS: '2',
-      MSGX_DELIVERY_POLL_INTERVAL: '200ms',
-      MSGX_DELIVERY_INITIAL_BACKOFF: '200ms',
-      MSGX_DELIVERY_MAX_BACKOFF: '1s',
-      MSGX_DELIVERY_MAX_RETRY_COUNT: '3',
-      // A failing message dies after two attempts, so the head is not held for minutes.
-      MSGX_MAX_ATTEMPTS: '2',
-      MSGX_BACKOFF_INITIAL: '200ms',
-      MSGX_BACKOFF_MAX: '1s',
-      MSGX_TIMEZONE: 'UTC',
-    },
-    mkdtempSync(join(tmpdir(), 'msgx-journey-replay-')),
-  );
-}, 180_000);
-afterAll(async () => {
-  await twin?.stop('SIGTERM', { killAfterMs: 20_000 });
-  killTwins();
-  await my?.drop();
-  await pg?.drop();
+const world = useJourney('replay', {
+  mailbox: true,
+  kafka: { partitions: 2 },
+  env: () => ({
+    MSGX_DELIVERY_INITIAL_BACKOFF: '200ms',
+    MSGX_DELIVERY_MAX_BACKOFF: '1s',
+    MSGX_DELIVERY_MAX_RETRY_COUNT: '3',
+    // A failing message dies after two attempts, so the head is not held for minutes.
+    MSGX_MAX_ATTEMPTS: '2',
+    MSGX_BACKOFF_INITIAL: '200ms',
+    MSGX_BACKOFF_MAX: '1s',
+  }),
 });
+const cli = (...args: string[]) => twinCli(world.twin.base, ...args);
 
 // ---- The independent model -----------------------------------------------------------------------
 
@@ -76,80 +46,21 @@ function remark(flid: string, text = `replay remark ${++serial}`): { text: strin
   };
 }
 
-async function insert(text: string): Promise<number> {
-  const c = await mysql.createConnection({ uri: my.url });
-  try {
-    return (await c.query<mysql.ResultSetHeader>('INSERT INTO CMINMSGS (MSG_TEXT) VALUES (?)', [text]))[0].insertId;
-  } finally {
-    await c.end();
-  }
-}
-
-/** What a consumer of msgx.msg makes of the records: per flight, each event once, in topic order. */
-function perFlight(records: ReadRecord[]): Map<string, { version: number; msgId: number }[]> {
-  const seen = new Set<string>();
-  const out = new Map<string, { version: number; msgId: number }[]>();
-  for (const r of records) {
-    const id = r.headers['msgx-event-id']!;
-    if (seen.has(id) || r.value === null) continue;
-    seen.add(id);
-    const v = JSON.parse(r.value) as { stateVersion: number; source: { msgId: number } };
-    out.set(r.key!, [...(out.get(r.key!) ?? []), { version: v.stateVersion, msgId: v.source.msgId }]);
-  }
-  return out;
-}
+const insert = async (text: string) => (await world.insert(text))[0]!;
 
 /** The read API, msgx.msg (versions 1..n, source.msgId in mailbox-ID order) and the last msgx.schd record hold the model. */
-async function checkFlights(flids: string[]): Promise<void> {
-  for (const flid of flids) {
-    const want = model.get(flid)!;
-    const got = (await (await fetch(`${twin.base}/v1/flights/${flid}`)).json()) as Record<string, unknown>;
-    expect(got, flid).toMatchObject({ ...want.fields, stateVersion: want.version });
-  }
-  const msg = perFlight(await readTopicToEnd(brokers, topicMsg));
-  for (const flid of flids) {
-    const want = model.get(flid)!;
-    expect(
-      msg.get(flid)?.map((x) => x.version),
-      `msgx.msg ${flid}: versions`,
-    ).toEqual(Array.from({ length: want.version }, (_, i) => i + 1));
-    expect(
-      msg.get(flid)?.map((x) => x.msgId),
-      `msgx.msg ${flid}: source.msgId in mailbox-ID order`,
-    ).toEqual(model.expectedSources(flid));
-  }
-  const last = new Map<string, string | null>();
-  for (const r of await readTopicToEnd(brokers, topicSchd)) last.set(r.key!, r.value);
-  for (const flid of flids) {
-    const want = model.get(flid)!;
-    expect(JSON.parse(last.get(flid) ?? 'null'), `msgx.schd ${flid}`).toMatchObject({ ...want.fields, stateVersion: want.version });
-  }
-}
-
-/** The relay delivers a moment after the flights changed: retry the judgement, then judge once more. */
-async function judge(flids: string[]): Promise<void> {
-  await model.settled(twin.base, flids);
-  await waitFor(
-    () =>
-      checkFlights(flids).then(
-        () => true,
-        () => false,
-      ),
-    { timeoutMs: 30_000, intervalMs: 500, what: 'the topics to show the modelled flights' },
-  ).catch(() => {});
-  await checkFlights(flids);
-}
+const judge = (flids: string[]) => judgeFlightsOnKafka(world, model, flids);
 
 const deadOf = async (kind: 'proc' | 'event') =>
-  ((await (await fetch(`${twin.base}/admin/dead?kind=${kind}`)).json()) as { items: Record<string, unknown>[] }).items;
+  ((await (await fetch(`${world.twin.base}/admin/dead?kind=${kind}`)).json()) as { items: Record<string, unknown>[] }).items;
 
 async function topicConfig(name: string, value: string): Promise<void> {
-  const admin = new Kafka({ clientId: 'msgx-test-operator', brokers, logLevel: logLevel.NOTHING }).admin();
+  const admin = new Kafka({ clientId: 'msgx-test-operator', brokers: world.brokers, logLevel: logLevel.NOTHING }).admin();
   await admin.connect();
   try {
     await admin.alterConfigs({
       validateOnly: false,
-      resources: [{ type: 2 /* TOPIC */, name: topicMsg, configEntries: [{ name, value }] }],
+      resources: [{ type: 2 /* TOPIC */, name: world.topics.msg, configEntries: [{ name, value }] }],
     });
   } finally {
     await admin.disconnect();
@@ -167,9 +78,9 @@ describe('replays from outside, judged on Kafka', () => {
     await judge(['JR1', 'JR2']);
 
     // A DBA's maintenance: writes to JR1's row fail in the database, a cause that is not the message's.
-    await pg.db.query(`CREATE FUNCTION journey_outage() RETURNS trigger LANGUAGE plpgsql AS $$
+    await world.pg.db.query(`CREATE FUNCTION journey_outage() RETURNS trigger LANGUAGE plpgsql AS $$
                        BEGIN RAISE EXCEPTION 'flight store unavailable (maintenance)'; END $$`);
-    await pg.db.query(`CREATE TRIGGER journey_outage BEFORE INSERT OR UPDATE ON flight_schd FOR EACH ROW
+    await world.pg.db.query(`CREATE TRIGGER journey_outage BEFORE INSERT OR UPDATE ON flight_schd FOR EACH ROW
                        WHEN (NEW.flid = 'JR1') EXECUTE FUNCTION journey_outage()`);
     const failing = remark('JR1');
     const failingId = await insert(failing.text);
@@ -184,7 +95,7 @@ describe('replays from outside, judged on Kafka', () => {
     expect(await cli('dead')).toMatch(new RegExp(`\\n${failingId}\\s.*EXHAUSTED`));
 
     // The outage ends; the operator replays it.
-    await pg.db.query(`DROP TRIGGER journey_outage ON flight_schd`);
+    await world.pg.db.query(`DROP TRIGGER journey_outage ON flight_schd`);
     expect(await cli('replay', '--kind', 'proc', '--ids', String(failingId))).toMatch(/^moved 1$/m);
     model.apply('JR1', failing.fields, failingId);
     await judge(['JR1', 'JR2']);
@@ -202,7 +113,7 @@ describe('replays from outside, judged on Kafka', () => {
     const big = remark('JR2', `replay remark ${'x'.repeat(8_000)}`);
     const bigId = await insert(big.text);
     model.apply('JR2', big.fields, bigId);
-    await model.settled(twin.base, ['JR2']);
+    await model.settled(world.twin.base, ['JR2']);
     const deadEvent = await waitFor(
       async () => (await deadOf('event')).find((d) => d.key === 'JR2' && d.target === 'msg') as { eventId: number } | undefined,
       { timeoutMs: 60_000, what: 'the refused event to die' },
@@ -215,21 +126,24 @@ describe('replays from outside, judged on Kafka', () => {
     const afterId = await insert(after.text);
     model.apply('JR1', after.fields, afterId);
     await waitFor(
-      async () => (await readTopicToEnd(brokers, topicMsg)).some((r) => r.value !== null && JSON.parse(r.value).source?.msgId === afterId),
+      async () =>
+        (await readTopicToEnd(world.brokers, world.topics.msg)).some(
+          (r) => r.value !== null && JSON.parse(r.value).source?.msgId === afterId,
+        ),
       { timeoutMs: 60_000, what: 'the change behind the dead event on msgx.msg' },
     );
-    expect((await readTopicToEnd(brokers, topicMsg)).filter((r) => r.headers['msgx-event-id'] === deadId)).toEqual([]);
+    expect((await readTopicToEnd(world.brokers, world.topics.msg)).filter((r) => r.headers['msgx-event-id'] === deadId)).toEqual([]);
 
     // The operator raises the limit again, looks first, then replays that event.
     await topicConfig('max.message.bytes', String(2 * 1024 * 1024));
     expect(await cli('replay', '--kind', 'event', '--ids', deadId, '--dry-run')).toMatch(/^would move 1$/m);
-    expect((await readTopicToEnd(brokers, topicMsg)).filter((r) => r.headers['msgx-event-id'] === deadId)).toEqual([]);
+    expect((await readTopicToEnd(world.brokers, world.topics.msg)).filter((r) => r.headers['msgx-event-id'] === deadId)).toEqual([]);
     expect(await cli('replay', '--kind', 'event', '--ids', deadId)).toMatch(/^moved 1$/m);
-    await waitFor(async () => (await readTopicToEnd(brokers, topicMsg)).some((r) => r.headers['msgx-event-id'] === deadId), {
+    await waitFor(async () => (await readTopicToEnd(world.brokers, world.topics.msg)).some((r) => r.headers['msgx-event-id'] === deadId), {
       timeoutMs: 60_000,
       what: 'the replayed event on msgx.msg',
     });
-    const again = (await readTopicToEnd(brokers, topicMsg)).filter((r) => r.headers['msgx-event-id'] === deadId);
+    const again = (await readTopicToEnd(world.brokers, world.topics.msg)).filter((r) => r.headers['msgx-event-id'] === deadId);
     expect(again, 'the replayed record, once').toHaveLength(1);
     expect(again[0]!.key).toBe('JR2');
     expect(JSON.parse(again[0]!.value!)).toMatchObject({ stateVersion: model.get('JR2')!.version, source: { msgId: bigId } });

@@ -1,16 +1,20 @@
-import { mkdtempSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import mysql from 'mysql2/promise';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { fdel, flight, flop, schd } from '../fixtures/messages/build.ts';
-import { randomTopic, readTopicToEnd, type ReadRecord } from '../helpers/kafka.ts';
-import { freshMysql, freshPg, serviceUrls, type TestMysql, type TestPg, waitFor } from '../helpers/services.ts';
-import { type Fields, FlightModel } from '../helpers/flightModel.ts';
+import {
+  changesPerFlight,
+  checkFlightsOnKafka,
+  type Fields,
+  FlightModel,
+  fromKafka,
+  insertOn,
+  judgeFlightsOnKafka,
+  useJourney,
+  useServer,
+} from '../helpers/journey.ts';
+import { readTopicToEnd } from '../helpers/kafka.ts';
+import { waitFor } from '../helpers/services.ts';
 import { twinCli } from '../helpers/twinCli.ts';
-import { killTwins, startTwin, type Twin } from '../helpers/twinChild.ts';
 
 /**
  * Journeys of the things that go wrong around msgx, driven ONLY from outside (rows INSERTed into
@@ -23,77 +27,46 @@ import { killTwins, startTwin, type Twin } from '../helpers/twinChild.ts';
  */
 const DAY = '20261129';
 
-let pg: TestPg;
-let my: TestMysql;
-let twin: Twin;
-let twinEnv: Record<string, string>;
-let twinDir: string;
-let brokers: string[];
-const topicMsg = randomTopic('msgx.resilience.msg');
-const topicSchd = randomTopic('msgx.resilience.schd');
-
 /** The fan-out receiver: every post it took, in arrival order. */
-let receiver: Server;
 const posts: { eventId: string; type: string; key: string | null; value: string | null }[] = [];
 /** While set, the receiver keeps each post in hand, unanswered (a delivery in flight). */
 let holdPosts = false;
 let inHand = 0;
 
-beforeAll(async () => {
-  pg = await freshPg({ migrate: false });
-  my = await freshMysql();
-  brokers = serviceUrls().kafkaBrokers;
-  receiver = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      if (req.method === 'POST') {
-        const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as {
-          eventId: number | string;
-          type: string;
-          key: string | null;
-          value: string | null;
-        };
-        posts.push({ eventId: String(body.eventId), type: body.type, key: body.key, value: body.value });
-        if (holdPosts) {
-          inHand++;
-          return; // never answered: its sender dies with it in flight
-        }
+const receiver = useServer((req, res) => {
+  const chunks: Buffer[] = [];
+  req.on('data', (c: Buffer) => chunks.push(c));
+  req.on('end', () => {
+    if (req.method === 'POST') {
+      const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as {
+        eventId: number | string;
+        type: string;
+        key: string | null;
+        value: string | null;
+      };
+      posts.push({ eventId: String(body.eventId), type: body.type, key: body.key, value: body.value });
+      if (holdPosts) {
+        inHand++;
+        return; // never answered: its sender dies with it in flight
       }
-      res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}');
-    });
+    }
+    res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}');
   });
-  await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', () => r()));
-  twinEnv = {
-    MSGX_PG_URL: pg.url,
-    MSGX_MAILBOX_URL: my.url,
-    MSGX_KAFKA_BROKERS: brokers.join(','),
-    MSGX_TOPIC_MSG: topicMsg,
-    MSGX_TOPIC_SCHD: topicSchd,
-    MSGX_TOPIC_PARTITIONS: '2',
-    MSGX_DELIVERY_POLL_INTERVAL: '200ms',
-    MSGX_FANOUT_WEBHOOKS: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`,
+});
+const world = useJourney('resilience', {
+  mailbox: true,
+  kafka: { partitions: 2 },
+  env: () => ({
+    MSGX_FANOUT_WEBHOOKS: `${receiver.origin}/hooks`,
     MSGX_SIGNING_SECRET: 'resilience-journey-secret',
     // A held insert becomes a hole after 1 s; a row committed later is found by the re-check.
     MSGX_GAP_GRACE: '1s',
-    MSGX_TIMEZONE: 'UTC',
-  };
-  twinDir = mkdtempSync(join(tmpdir(), 'msgx-journey-resilience-'));
-  twin = await startTwin(twinEnv, twinDir);
-}, 180_000);
-afterAll(async () => {
-  await twin?.stop('SIGTERM', { killAfterMs: 20_000 });
-  killTwins();
-  receiver?.close();
-  await my?.drop();
-  await pg?.drop();
+  }),
 });
 
 // ---- The independent model -----------------------------------------------------------------------
 
 const model = new FlightModel();
-/** Flights the test deleted (FDEL): the last msgx.schd record of each must be a tombstone. */
-const deleted = new Set<string>();
 const planned = (flid: string): Fields => ({ FLID: flid, OPDY: DAY, AWCD: 'CZ', FLNO: flid.slice(-4), STAT: 'SCH' });
 const pad = (n: number) => String(n).padStart(2, '0');
 let serial = 0;
@@ -108,15 +81,13 @@ function nextFlop(flid: string, o: { sndr?: string; seqn?: string; styp?: 'ETOT'
 }
 
 async function withMailbox<T>(fn: (c: mysql.Connection) => Promise<T>): Promise<T> {
-  const c = await mysql.createConnection({ uri: my.url });
+  const c = await mysql.createConnection({ uri: world.my.url });
   try {
     return await fn(c);
   } finally {
     await c.end();
   }
 }
-const insertOn = async (c: mysql.Connection, text: string) =>
-  (await c.query<mysql.ResultSetHeader>('INSERT INTO CMINMSGS (MSG_TEXT) VALUES (?)', [text]))[0].insertId;
 
 /** A day plan for `flids`, INSERTed into the mailbox; the model starts each flight at v1. */
 async function plan(flids: string[]): Promise<void> {
@@ -126,69 +97,13 @@ async function plan(flids: string[]): Promise<void> {
   for (const f of flids) model.set(f, { fields: planned(f), version: 1, msgIds: [id] });
 }
 
-const settled = (flids: string[]) => model.settled(twin.base, flids);
-
-/** Per flight, what a topic's records (or the webhook's posts) carry, each event once, in order. */
-function perFlight(
-  records: { eventId: string; key: string | null; value: string | null }[],
-): Map<string, { version: number; msgId: number }[]> {
-  const seen = new Set<string>();
-  const out = new Map<string, { version: number; msgId: number }[]>();
-  for (const r of records) {
-    if (seen.has(r.eventId) || r.value === null) continue;
-    seen.add(r.eventId);
-    const v = JSON.parse(r.value) as { stateVersion: number; source: { msgId: number } };
-    out.set(r.key!, [...(out.get(r.key!) ?? []), { version: v.stateVersion, msgId: v.source.msgId }]);
-  }
-  return out;
-}
-const withEventId = (r: ReadRecord) => ({ eventId: r.headers['msgx-event-id']!, key: r.key, value: r.value });
-
-async function checkFlights(flids: string[]): Promise<void> {
-  for (const flid of flids) {
-    const want = model.get(flid)!;
-    const res = await fetch(`${twin.base}/v1/flights/${flid}`);
-    expect(res.status, flid).toBe(200);
-    const got = (await res.json()) as Record<string, unknown>;
-    expect(got, flid).toMatchObject({ ...want.fields, stateVersion: want.version, ...(deleted.has(flid) ? { status: 'DELETED' } : {}) });
-  }
-  const msg = perFlight((await readTopicToEnd(brokers, topicMsg)).map(withEventId));
-  for (const flid of flids) {
-    const want = model.get(flid)!;
-    expect(
-      msg.get(flid)?.map((x) => x.version),
-      `msgx.msg ${flid}: versions`,
-    ).toEqual(Array.from({ length: want.version }, (_, i) => i + 1));
-    expect(
-      msg.get(flid)?.map((x) => x.msgId),
-      `msgx.msg ${flid}: source.msgId in mailbox-ID order`,
-    ).toEqual(model.expectedSources(flid));
-  }
-  const last = new Map<string, string | null>();
-  for (const r of await readTopicToEnd(brokers, topicSchd)) last.set(r.key!, r.value);
-  for (const flid of flids) {
-    const want = model.get(flid)!;
-    if (deleted.has(flid)) expect(last.get(flid), `msgx.schd ${flid}: a tombstone`).toBeNull();
-    else expect(JSON.parse(last.get(flid) ?? 'null'), `msgx.schd ${flid}`).toMatchObject({ ...want.fields, stateVersion: want.version });
-  }
-}
-
-/** The relay delivers a moment after the flights changed: retry the judgement, then judge once more. */
-async function judge(flids: string[]): Promise<void> {
-  await settled(flids);
-  await waitFor(
-    () =>
-      checkFlights(flids).then(
-        () => true,
-        () => false,
-      ),
-    { timeoutMs: 30_000, intervalMs: 500, what: 'the topics to show the modelled flights' },
-  ).catch(() => {});
-  await checkFlights(flids);
-}
+const settled = (flids: string[]) => model.settled(world.twin.base, flids);
+const checkFlights = (flids: string[]) => checkFlightsOnKafka(world, model, flids);
+const judge = (flids: string[]) => judgeFlightsOnKafka(world, model, flids);
 
 /** What the operator's stats say (GET /admin/stats, the API behind `msgx status`). */
-const status = async () => (await (await fetch(`${twin.base}/admin/stats`)).json()) as { paused: boolean; pipeline: { backlog: number } };
+const status = async () =>
+  (await (await fetch(`${world.twin.base}/admin/stats`)).json()) as { paused: boolean; pipeline: { backlog: number } };
 
 // ---- Journeys -----------------------------------------------------------------------------------
 
@@ -225,8 +140,8 @@ describe('resilience journeys from outside', () => {
     await plan(['JL1', 'JL2', 'JL3']);
     const lateOne = nextFlop('JL1');
     const rolledBack = nextFlop('JL2');
-    const held1 = await mysql.createConnection({ uri: my.url });
-    const held2 = await mysql.createConnection({ uri: my.url });
+    const held1 = await mysql.createConnection({ uri: world.my.url });
+    const held2 = await mysql.createConnection({ uri: world.my.url });
     try {
       await held1.query('START TRANSACTION');
       const lateId = await insertOn(held1, lateOne.text);
@@ -259,16 +174,18 @@ describe('resilience journeys from outside', () => {
       model.apply('JF1', change.fields, await insertOn(c, change.text));
       model.apply('JF1', {}, await insertOn(c, fdel({ seqn: 'fdel-1', dttm: `${DAY}090000` }, 'JF1')));
     });
-    deleted.add('JF1');
+    model.deleted.add('JF1');
     await judge(['JF1', 'JF2']);
-    const types = (await readTopicToEnd(brokers, topicMsg)).filter((r) => r.key === 'JF1').map((r) => r.headers['msgx-event-type']);
+    const types = (await readTopicToEnd(world.brokers, world.topics.msg))
+      .filter((r) => r.key === 'JF1')
+      .map((r) => r.headers['msgx-event-type']);
     expect(types.at(-1)).toBe('FLIGHT_DELETED');
   });
 
   it('pause and resume with traffic: nothing is applied while paused, everything in order after the resume', async () => {
     await plan(['JP1', 'JP2']);
     await settled(['JP1', 'JP2']);
-    expect(await twinCli(twin.base, 'pause')).toMatch(/paused/);
+    expect(await twinCli(world.twin.base, 'pause')).toMatch(/paused/);
     const changes = [nextFlop('JP1'), nextFlop('JP2'), nextFlop('JP1'), nextFlop('JP1')];
     const ids = await withMailbox(async (c) => {
       const out: number[] = [];
@@ -282,7 +199,7 @@ describe('resilience journeys from outside', () => {
     });
     expect((await status()).paused).toBe(true);
     await checkFlights(['JP1', 'JP2']); // still the plan's versions everywhere
-    expect(await twinCli(twin.base, 'resume')).toMatch(/running/);
+    expect(await twinCli(world.twin.base, 'resume')).toMatch(/running/);
     changes.forEach((f, i) => model.apply(i === 1 ? 'JP2' : 'JP1', f.fields, ids[i]));
     await judge(['JP1', 'JP2']);
   });
@@ -304,19 +221,19 @@ describe('resilience journeys from outside', () => {
     // Killed once it is working on them (some flight moved on) and a delivery of them is in flight.
     await waitFor(
       async () => {
-        const r = await fetch(`${twin.base}/v1/flights/JK1`);
+        const r = await fetch(`${world.twin.base}/v1/flights/JK1`);
         return inHand > 0 && r.status === 200 && ((await r.json()) as { stateVersion: number }).stateVersion > 1;
       },
       { timeoutMs: 60_000, what: 'the twin to start on the burst, a delivery in flight' },
     );
-    await twin.stop('SIGKILL');
+    await world.twin.stop('SIGKILL');
     holdPosts = false;
     await write(40);
-    twin = await startTwin(twinEnv, twinDir);
+    await world.start();
     await judge(flids);
     // Exactly once into Kafka (on by default with brokers): a read_committed consumer sees each
     // event once across the kill (test/faults/relay-eos.test.ts kills inside the transaction itself).
-    const ids = (await readTopicToEnd(brokers, topicMsg)).map((r) => r.headers['msgx-event-id']!);
+    const ids = (await readTopicToEnd(world.brokers, world.topics.msg)).map((r) => r.headers['msgx-event-id']!);
     expect(
       ids.filter((id, i) => ids.indexOf(id) !== i),
       'msgx.msg event ids seen twice',
@@ -326,14 +243,14 @@ describe('resilience journeys from outside', () => {
   it('fan-out: Kafka and the webhook received the same change events, per flight in the same order', async () => {
     const all = [...model.keys()];
     await judge(all);
-    const kafka = (await readTopicToEnd(brokers, topicMsg)).map(withEventId);
+    const kafka = (await readTopicToEnd(world.brokers, world.topics.msg)).map(fromKafka);
     const hooks = () => posts.filter((p) => p.type.startsWith('FLIGHT_'));
     await waitFor(() => new Set(hooks().map((p) => p.eventId)).size >= new Set(kafka.map((r) => r.eventId)).size, {
       timeoutMs: 30_000,
       what: 'the webhook to catch up with Kafka',
     });
     expect(new Set(hooks().map((p) => p.eventId))).toEqual(new Set(kafka.map((r) => r.eventId)));
-    const atHook = perFlight(hooks());
-    for (const flid of all) expect(atHook.get(flid), `webhook ${flid}`).toEqual(perFlight(kafka).get(flid));
+    const atHook = changesPerFlight(hooks());
+    for (const flid of all) expect(atHook.get(flid), `webhook ${flid}`).toEqual(changesPerFlight(kafka).get(flid));
   });
 });

@@ -1,11 +1,7 @@
-import { mkdtempSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, beforeAll, expect, it } from 'vitest';
-import { freshPg, type TestPg, waitFor } from '../helpers/services.ts';
-import { callTwin, killTwins, startTwin, type Twin } from '../helpers/twinChild.ts';
+import { expect, it } from 'vitest';
+import { useJourney, useServer } from '../helpers/journey.ts';
+import { waitFor } from '../helpers/services.ts';
+import { callTwin } from '../helpers/twinChild.ts';
 
 /**
  * Journey: the log lines an operator relies on. Every write command on a transactional message
@@ -18,43 +14,25 @@ import { callTwin, killTwins, startTwin, type Twin } from '../helpers/twinChild.
  */
 const TOPIC = 'journey.logs.orders';
 
-let pg: TestPg;
-let twin: Twin;
-let producer: Server;
-let origin: string;
-
-beforeAll(async () => {
-  pg = await freshPg({ migrate: false });
-  // A producer that never knows: every check-back answers UNKNOWN.
-  producer = createServer((_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end('{"status":"UNKNOWN"}'));
-  await new Promise<void>((r) => producer.listen(0, '127.0.0.1', () => r()));
-  origin = `http://127.0.0.1:${(producer.address() as AddressInfo).port}`;
-  twin = await startTwin(
-    {
-      MSGX_PG_URL: pg.url,
-      MSGX_TX_CHECK_ALLOWED_ORIGINS: origin,
-      MSGX_TX_CHECK_MAX: '1',
-      MSGX_TX_REDELIVERY_SCHEDULE: '0s,1s',
-      MSGX_DELIVERY_POLL_INTERVAL: '200ms',
-    },
-    mkdtempSync(join(tmpdir(), 'msgx-txlogs-')),
-  );
-}, 180_000);
-afterAll(async () => {
-  await twin?.stop('SIGTERM', { killAfterMs: 10_000 });
-  killTwins();
-  producer?.close();
-  await pg?.drop();
+// A producer that never knows: every check-back answers UNKNOWN.
+const producer = useServer((_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end('{"status":"UNKNOWN"}'));
+const world = useJourney('txlogs', {
+  env: () => ({
+    MSGX_TX_CHECK_ALLOWED_ORIGINS: producer.origin,
+    MSGX_TX_CHECK_MAX: '1',
+    MSGX_TX_REDELIVERY_SCHEDULE: '0s,1s',
+  }),
 });
 
-const call = (method: string, path: string, body?: unknown) => callTwin(twin, method, path, body);
+const call = (method: string, path: string, body?: unknown) => callTwin(world.twin, method, path, body);
 
 const prepare = async (checkAfterMs: number) =>
-  (await call('POST', '/v1/tx-messages', { topic: TOPIC, payload: { n: 1 }, checkUrl: `${origin}/check`, checkAfterMs })).body.id as string;
+  (await call('POST', '/v1/tx-messages', { topic: TOPIC, payload: { n: 1 }, checkUrl: `${producer.origin}/check`, checkAfterMs })).body
+    .id as string;
 
 /** The twin's JSON log lines with this message text. */
 function lines(message: string): Record<string, unknown>[] {
-  return twin
+  return world.twin
     .output()
     .split('\n')
     .filter((l) => l.startsWith('{'))

@@ -1,12 +1,8 @@
-import { mkdtempSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, beforeAll, expect, it } from 'vitest';
-import { createTopics, randomTopic, readTopicToEnd } from '../helpers/kafka.ts';
-import { freshPg, serviceUrls, type TestPg, waitFor } from '../helpers/services.ts';
-import { callTwin, killTwins, startTwin, type Twin } from '../helpers/twinChild.ts';
+import { expect, it } from 'vitest';
+import { useJourney, useServer } from '../helpers/journey.ts';
+import { randomTopic, readTopicToEnd } from '../helpers/kafka.ts';
+import { waitFor } from '../helpers/services.ts';
+import { callTwin } from '../helpers/twinChild.ts';
 
 /**
  * Journey: a producer prepares a transactional message and never calls commit or rollback; asked
@@ -18,47 +14,23 @@ import { callTwin, killTwins, startTwin, type Twin } from '../helpers/twinChild.
  */
 const topic = randomTopic('msgx.journey.rollback');
 
-let pg: TestPg;
-let twin: Twin;
-let checkServer: Server;
-let checkOrigin: string;
 const checkCalls: string[] = [];
-const brokers = serviceUrls().kafkaBrokers;
-
-beforeAll(async () => {
-  pg = await freshPg({ migrate: false });
-  await createTopics(brokers, [{ topic, numPartitions: 2 }]);
-  checkServer = createServer((req, res) => {
-    const url = new URL(req.url ?? '/', 'http://check');
-    checkCalls.push(`${url.pathname} ${url.searchParams.get('id')}`);
-    const status = url.pathname === '/check/rollback' ? 'ROLLBACK' : 'COMMIT';
-    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ status }));
-  });
-  await new Promise<void>((r) => checkServer.listen(0, '127.0.0.1', () => r()));
-  checkOrigin = `http://127.0.0.1:${(checkServer.address() as AddressInfo).port}`;
-  twin = await startTwin(
-    {
-      MSGX_PG_URL: pg.url,
-      MSGX_KAFKA_BROKERS: brokers.join(','),
-      MSGX_DELIVERY_POLL_INTERVAL: '200ms',
-      MSGX_TX_CHECK_ALLOWED_ORIGINS: checkOrigin,
-      MSGX_TX_CHECK_INTERVAL: '200ms',
-      MSGX_TX_CHECK_MAX: '3',
-    },
-    mkdtempSync(join(tmpdir(), 'msgx-journey-rollback-')),
-  );
-}, 120_000);
-afterAll(async () => {
-  await twin?.stop('SIGTERM');
-  killTwins();
-  checkServer?.close();
-  await pg?.drop();
+const check = useServer((req, res) => {
+  const url = new URL(req.url ?? '/', 'http://check');
+  checkCalls.push(`${url.pathname} ${url.searchParams.get('id')}`);
+  const status = url.pathname === '/check/rollback' ? 'ROLLBACK' : 'COMMIT';
+  res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ status }));
+});
+const world = useJourney('rollback', {
+  kafka: 'brokers',
+  ownTopics: [{ topic, numPartitions: 2 }],
+  env: () => ({ MSGX_TX_CHECK_ALLOWED_ORIGINS: check.origin, MSGX_TX_CHECK_INTERVAL: '200ms', MSGX_TX_CHECK_MAX: '3' }),
 });
 
-const call = (method: string, path: string, body?: unknown) => callTwin(twin, method, path, body);
+const call = (method: string, path: string, body?: unknown) => callTwin(world.twin, method, path, body);
 const statusOf = async (id: string) => (await call('GET', `/v1/tx-messages/${id}`)).body.status;
 const prepare = async (key: string, path: string) => {
-  const p = await call('POST', '/v1/tx-messages', { topic, key, payload: { key }, checkUrl: `${checkOrigin}${path}`, checkAfterMs: 1 });
+  const p = await call('POST', '/v1/tx-messages', { topic, key, payload: { key }, checkUrl: `${check.origin}${path}`, checkAfterMs: 1 });
   expect(p).toMatchObject({ status: 201, body: { status: 'PREPARED' } });
   return String(p.body.id);
 };
@@ -71,7 +43,7 @@ it('a check-back answered ROLLBACK: the message is never delivered, a later comm
   await waitFor(async () => (await statusOf(control)) === 'DELIVERED', { timeoutMs: 30_000, what: 'the control message delivered' });
   // The control was asked after the rolled-back one was answered, so anything that one would have
   // sent is on the topic by now too.
-  const records = await readTopicToEnd(brokers, topic, { timeoutMs: 30_000 });
+  const records = await readTopicToEnd(world.brokers, topic, { timeoutMs: 30_000 });
   expect(records.map((r) => [r.key, r.headers['msgx-txmsg-id']])).toEqual([['order-committed', control]]);
   expect(checkCalls.filter((c) => c.startsWith('/check/rollback'))).toEqual([`/check/rollback ${rolledBack}`]);
   expect(await statusOf(rolledBack)).toBe('ROLLED_BACK');
