@@ -3,6 +3,26 @@
 --
 
 --
+-- Name: msgx_event_deliveries(text, bigint); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.msgx_event_deliveries(p_target text, p_event_id bigint) RETURNS TABLE(publisher text, sent_at timestamp with time zone, partition integer, "offset" bigint, tries integer)
+    LANGUAGE sql STABLE
+    AS $$
+  SELECT b.publisher, b.sent_at, b.partitions[i.n], b.offsets[i.n], coalesce(b.tries[i.n], 1)
+  FROM outbox_batch b
+  CROSS JOIN LATERAL (SELECT array_position(b.event_ids, p_event_id) AS n) i
+  WHERE int8range(b.lo_id, b.hi_id, '[]') @> p_event_id AND b.target = p_target AND p_event_id = ANY (b.event_ids)
+  ORDER BY b.sent_at, b.publisher
+$$;
+
+--
+-- Name: FUNCTION msgx_event_deliveries(p_target text, p_event_id bigint); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.msgx_event_deliveries(p_target text, p_event_id bigint) IS 'The publishers that took the event p_event_id of p_target, from outbox_batch (one row per publisher per finished batch): when, the Kafka partition and offset (NULL for publishers without), and the try it went on. The batch''s id range is only a prefilter (ranges of batches overlap when a transaction commits late); event_ids decides. lib/outbox/sourceEvents.ts.';
+
+--
 -- Name: msgx_event_delivery_cascade(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -505,6 +525,29 @@ CREATE TABLE public.msgx_state (
     value jsonb NOT NULL,
     updated_at timestamp with time zone DEFAULT now() NOT NULL
 );
+
+--
+-- Name: outbox_batch; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.outbox_batch (
+    target text NOT NULL,
+    publisher text NOT NULL,
+    sent_at timestamp with time zone NOT NULL,
+    lo_id bigint NOT NULL,
+    hi_id bigint NOT NULL,
+    event_ids bigint[] NOT NULL,
+    partitions integer[],
+    offsets bigint[],
+    tries integer[],
+    CONSTRAINT outbox_batch_check CHECK ((lo_id <= hi_id))
+);
+
+--
+-- Name: TABLE outbox_batch; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.outbox_batch IS 'The log relay''s outcome per publisher per finished batch (lib/outbox/batchLog.ts, written in the batch''s finish statement); read through msgx_event_deliveries; removed by retention with the events below its cut.';
 
 --
 -- Name: outbox_exception; Type: TABLE; Schema: public; Owner: -
@@ -1147,6 +1190,12 @@ CREATE INDEX msg_event_source ON public.msg_event USING btree (source_kind, sour
 --
 
 CREATE INDEX msg_event_writer ON public.msg_event USING btree (writer_xid, target);
+
+--
+-- Name: outbox_batch_ids; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX outbox_batch_ids ON public.outbox_batch USING gist (int8range(lo_id, hi_id, '[]'::text));
 
 --
 -- Name: outbox_exception_dead; Type: INDEX; Schema: public; Owner: -

@@ -89,7 +89,7 @@ export async function relayScenario(o: RunOptions): Promise<ScenarioResult> {
         await sleep(1_500); // the statistics reach pg_stat_user_tables asynchronously
         const r = await ctx.db.query<{ n: string }>(
           `SELECT coalesce(sum(n_tup_upd + CASE WHEN relname = 'msg_event' THEN 0 ELSE n_tup_ins END), 0)::text AS n
-           FROM pg_stat_user_tables WHERE relname IN ('msg_event', 'event_delivery', 'outbox_target', 'outbox_exception')`,
+           FROM pg_stat_user_tables WHERE relname IN ('msg_event', 'event_delivery', 'outbox_target', 'outbox_exception', 'outbox_batch')`,
         );
         return Number(r.rows[0]!.n);
       };

@@ -16,7 +16,8 @@ import { REPLAY_ACTION, replaysOf } from '../pipeline/replay.ts';
  * - proc_attempt: every processing attempt with its outcome, error class and time;
  * - msg_event (source_kind 'proc', source_id = msg id): the flight changes (one msgx.msg event per
  *   changed flight, carrying FLID, state_version and the changed fields) and every event produced;
- * - event_delivery: each publisher's outcome per event, with Kafka partition and offset;
+ * - outbox_batch (and event_delivery before the log relay): each publisher that took an event, with
+ *   Kafka partition and offset, read through msgx_event_deliveries;
  * - schd_snap_log: the counts of an applied snapshot package;
  * - backfill_todo and the mailbox itself: whether the mailbox row was back-filled;
  * - audit_log: operator replays that named this message.

@@ -74,10 +74,15 @@ export class ExactlyOnceSinks {
     return this.#open.has(target);
   }
 
-  /** One Kafka transaction: the records and the cursor they end at; a failure drops the producer. */
-  async deliver(target: string, sink: TransactionalTarget, records: TxRecord[], cursor: Cursor): Promise<void> {
+  /** One Kafka transaction: the records and the cursor they end at (where each record landed); a failure drops the producer. */
+  async deliver(
+    target: string,
+    sink: TransactionalTarget,
+    records: TxRecord[],
+    cursor: Cursor,
+  ): Promise<{ partition?: number; offset?: number }[]> {
     try {
-      await sink.deliver(records, JSON.stringify({ ...cursor, db: this.#identity }));
+      return await sink.deliver(records, JSON.stringify({ ...cursor, db: this.#identity }));
     } catch (err) {
       this.#open.delete(target);
       await sink.close().catch(() => {});

@@ -1,5 +1,6 @@
 import { prepared } from '../db/prepared.ts';
 import type { ClaimedRow } from './types.ts';
+import { addResults, BatchLog, batchLogCte } from './batchLog.ts';
 import { classifyKafkaError } from './classify.ts';
 import { charge, logFailures, settle, verdictOf, type Exc, type Verdict } from './logFailures.ts';
 import { markNewest } from './logSchd.ts';
@@ -46,7 +47,8 @@ x AS (
     updated_at = EXCLUDED.updated_at),
 d AS (
   -- A failed head that went through this time.
-  DELETE FROM outbox_exception WHERE target = $1 AND at_head AND event_id = ANY($19::bigint[]) AND EXISTS (SELECT 1 FROM f))
+  DELETE FROM outbox_exception WHERE target = $1 AND at_head AND event_id = ANY($19::bigint[]) AND EXISTS (SELECT 1 FROM f)),
+${batchLogCte('b', 22, { target: '$1', at: '$6', from: 'f' })}
 SELECT count(*)::int AS n, set_config('synchronous_commit', 'off', true) AS async_commit FROM f`);
 
 /** An event as the transactional producer writes it (the headers as every publisher sends them). */
@@ -217,6 +219,10 @@ export async function relayBatch(
     prev = r.event_id;
   }
 
+  // What each publisher took, sent or not by the cursor's reckoning: a record that went out is logged.
+  const taken = new BatchLog();
+  addResults(taken, pubs, rows, byId);
+
   let isAll = stopAfter === null;
   let lastId = isAll ? (rows.at(-1)?.event_id ?? 0) : stopAfter!;
   let fullyDrained = isAll && drained;
@@ -228,11 +234,13 @@ export async function relayBatch(
     const cursor = fullyDrained
       ? { snapLo: snapHi, snapHi: null, afterId: 0 }
       : { snapLo: read.rows[0]!.lo, snapHi, afterId: Math.max(afterId, lastId) };
-    const records = sent.filter((r) => !isSchd || r.event_id === r.newest_id).map(txRecord);
+    const txRows = sent.filter((r) => !isSchd || r.event_id === r.newest_id);
+    const records = txRows.map(txRecord);
     const tk = performance.now();
     try {
-      await eos.deliver(target, sink, records, cursor);
+      const placed = await eos.deliver(target, sink, records, cursor);
       report.published += records.length;
+      placed.forEach((at, i) => taken.add(eos.replaces, txRows[i]!.event_id, { ok: true, ...at }, txRows[i]!.attempts + 1));
     } catch (err) {
       const c = classifyKafkaError(err);
       sent.length = 0;
@@ -286,6 +294,7 @@ export async function relayBatch(
     headsSent,
     keep,
     new Date(ctx.clock.now().getTime() + ctx.config.outbox.leaseMs),
+    ...taken.params(),
   ];
   const t2 = performance.now();
   const ok = await settle(ctx, options, now, { sent, dead, retried }, async (q) => {

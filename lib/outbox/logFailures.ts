@@ -1,5 +1,6 @@
 import type { Queryable } from '../db/db.ts';
 import { prepared } from '../db/prepared.ts';
+import { addResults, BatchLog, batchLogCte } from './batchLog.ts';
 import { RELEASE_SQL, toClaimed, type LogRow } from './logLease.ts';
 import { publishRun } from './publish.ts';
 import type { TargetReport } from './report.ts';
@@ -24,7 +25,8 @@ u AS (
   UPDATE outbox_exception x SET attempts = v.attempts, next_attempt_at = v.next_at, last_error = v.err, dead = v.dead,
     delivered_to = string_to_array(v.dto, ','), updated_at = $8::timestamptz
   FROM unnest($3::bigint[], $4::int[], $5::timestamptz[], $6::text[], $7::boolean[], $9::text[]) AS v(id, attempts, next_at, err, dead, dto)
-  WHERE x.target = $1 AND x.event_id = v.id)
+  WHERE x.target = $1 AND x.event_id = v.id),
+${batchLogCte('b', 12, { target: '$1', at: '$8' })}
 UPDATE outbox_target SET hold_until = $10::timestamptz, stalled_since = CASE WHEN $10 IS NULL THEN NULL ELSE coalesce(stalled_since, $8) END,
   last_error = $11::text
 WHERE target = $1`);
@@ -111,6 +113,8 @@ export async function retryHeads(
       else retried.push({ ...r, error: v.error });
     } else if (v.kind === 'outage') hold ??= { error: v.error };
   });
+  const taken = new BatchLog();
+  addResults(taken, pubs, out.rows, new Map(out.rows.map((r, i) => [r.event_id, out.results.map((rs) => rs[i]!)])));
   const holdUntil = hold ? new Date(now.getTime() + settings.initialBackoffMs) : null;
   await settle(ctx, options, now, { sent, dead, retried }, async (q) => {
     await q.query(SETTLE_SQL, [
@@ -125,6 +129,7 @@ export async function retryHeads(
       next.map((e) => e.deliveredTo.join(',')),
       holdUntil,
       hold?.error ?? null,
+      ...taken.params(),
     ]);
     return true;
   });

@@ -20,7 +20,8 @@ export interface EventRetentionResult {
  * an exception still retried, a row the per-event path holds), or `keepFrom` (the delivery a
  * transactional message still waits for, which lib/txmsg reads). Below the cut everything is delivered or dead; dead events and any event
  * with an exception row stay (replay needs them). The delete then goes in chunks of `chunk` ids, one
- * statement each. event_delivery outcomes go with their events (the statement trigger of 009).
+ * statement each. event_delivery outcomes go with their events (the statement trigger of 009), and so
+ * do the log relay's outbox_batch rows, by range: those whose ids all lie below the chunk's end.
  * Cursors keep their after_id and snapshots: a cursor below the cut only points at ids no longer there.
  */
 export async function sweepDeliveredEvents(
@@ -67,7 +68,9 @@ export async function sweepDeliveredEvents(
     }
     const hi = Math.min(lo + chunk, cut);
     const d = await db.query(
-      `DELETE FROM msg_event e
+      // The batch outcomes wholly below the chunk's end go with it (all their events were delivered).
+      `WITH b AS (DELETE FROM outbox_batch WHERE int8range(lo_id, hi_id, '[]') << int8range($2, NULL))
+       DELETE FROM msg_event e
         WHERE e.event_id >= $1 AND e.event_id < $2
           AND e.dead_at IS NULL AND e.status <> 'DEAD'
           AND NOT EXISTS (SELECT 1 FROM outbox_exception x WHERE x.target = e.target AND x.event_id = e.event_id)`,

@@ -3,7 +3,9 @@ import type { EventSummary } from './types.ts';
 
 /**
  * The events a source produced (an inbound message, a transactional message), each with its
- * per-publisher outcomes and Kafka partition/offset: what the trace and the console show.
+ * per-publisher outcomes and Kafka partition/offset: what the trace and the console show. The log
+ * relay's outcomes come from outbox_batch (msgx_event_deliveries, migration 016), one per batch that
+ * took the event, so a record sent twice (at least once) shows twice.
  */
 
 const iso = (d: Date | string | null | undefined): string | null => (d ? new Date(d).toISOString() : null);
@@ -40,11 +42,19 @@ export async function eventsBySource(
             coalesce(x.attempts, e.attempts) AS attempts, coalesce(x.last_error, e.last_error) AS last_error,
             e.created_at, e.sent_at, coalesce(e.dead_at, CASE WHEN x.dead THEN x.updated_at END) AS dead_at, e.sent_as,
             CASE WHEN e.target = 'msg' THEN e.value END AS value,
-            coalesce((SELECT json_agg(json_build_object('publisher', d.publisher, 'outcome', d.outcome, 'partition', d.partition,
-                                                        'offset', d."offset"::text, 'tries', d.tries, 'at', d.at, 'error', d.error)
-                                      ORDER BY d.publisher)
-                      FROM event_delivery d WHERE d.event_id = e.event_id), '[]'::json) AS deliveries
+            coalesce(d.deliveries, '[]'::json) AS deliveries, d.last_at
      FROM msg_event e LEFT JOIN outbox_exception x ON x.target = e.target AND x.event_id = e.event_id
+     -- What the per-event relay wrote (event_delivery), then what the log relay's batches took (outbox_batch).
+     LEFT JOIN LATERAL (
+       SELECT json_agg(json_build_object('publisher', o.publisher, 'outcome', o.outcome, 'partition', o.partition,
+                                         'offset', o."offset"::text, 'tries', o.tries, 'at', o.at, 'error', o.error)
+                       ORDER BY o.at, o.publisher) AS deliveries,
+              max(o.at) FILTER (WHERE o.logged) AS last_at
+       FROM (SELECT dv.publisher, dv.outcome, dv.partition, dv."offset", dv.tries, dv.at, dv.error, false AS logged
+             FROM event_delivery dv WHERE dv.event_id = e.event_id
+             UNION ALL
+             SELECT b.publisher, 'ok', b.partition, b."offset", b.tries, b.sent_at, NULL, true
+             FROM msgx_event_deliveries(e.target, e.event_id) b) o) d ON true
      WHERE e.source_kind = $1 AND e.source_id = $2 ORDER BY e.event_id`,
     [sourceKind, sourceId],
   );
@@ -69,7 +79,8 @@ export async function eventsBySource(
       attempts: Number(x.attempts),
       lastError: (x.last_error as string | null) ?? null,
       createdAt: iso(x.created_at as Date)!,
-      sentAt: iso(x.sent_at as Date),
+      // The log relay does not write sent_at: a SENT event went when its last publisher took it.
+      sentAt: iso((x.sent_at ?? (x.status === 'SENT' ? x.last_at : null)) as Date),
       deadAt: iso(x.dead_at as Date),
       sentAs: x.sent_as === null || x.sent_as === undefined ? null : Number(x.sent_as),
       value,

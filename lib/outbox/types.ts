@@ -49,7 +49,7 @@ export type PublishResult =
     };
 
 export interface Publisher {
-  /** Stable: it names the publisher in event_delivery and in logs. */
+  /** Stable: it names the publisher in outbox_batch (the trace) and in logs. */
   readonly name: string;
   /**
    * Publishes `records` (one topic, event_id order) and resolves one result per record. It must

@@ -103,8 +103,9 @@ function eosDispatcher(name: string, clock: Clock, o: { diesAfterKafkaCommit?: b
   if (o.diesAfterKafkaCommit) {
     const deliver = sinks.deliver.bind(sinks);
     sinks.deliver = async (...a) => {
-      await deliver(...a);
+      const placed = await deliver(...a);
       dead = true;
+      return placed;
     };
   }
   const ctx: DispatchContext = { db, config, clock, log: silentLog };

@@ -9,29 +9,16 @@ import { PgMailbox } from '../../lib/mailbox/pg.ts';
 import type { MessageTrace } from '../../lib/observability/trace.ts';
 import type { Throughput } from '../../lib/observability/throughput.ts';
 import { dispatchOnce } from '../../lib/outbox/dispatcher.ts';
+import { ExactlyOnceSinks } from '../../lib/outbox/exactlyOnce.ts';
+import { KafkaPublisher } from '../../lib/outbox/publishers/kafka.ts';
 import type { OutRecord, Publisher, PublishResult } from '../../lib/outbox/types.ts';
 import { ProcessorRegistry } from '../../lib/pipeline/processor.ts';
 import { FakeClock } from '../../lib/shared/clock.ts';
 import type { AppContext } from '../../lib/app/context.ts';
 import { drainPoller, drainPump, makeContext, wire } from '../helpers/pipeline.ts';
-import { freshPg, type TestPg } from '../helpers/services.ts';
+import { createTopics, randomTopic, readTopicToEnd, type ReadRecord } from '../helpers/kafka.ts';
+import { freshPg, serviceUrls, type TestPg } from '../helpers/services.ts';
 import { SESSION_COOKIE, sessionValue } from '../../lib/http/consoleSession.ts';
-
-/** A Kafka-like publisher that answers a partition and an offset per record, as kafkajs does. */
-class FakeKafka implements Publisher {
-  readonly name = 'kafka';
-  offsets = new Map<string, number>();
-  async publish(records: OutRecord[]): Promise<PublishResult[]> {
-    return records.map((r) => {
-      const partition = r.key ? Number(r.key) % 6 : 0;
-      const k = `${r.topic}:${partition}`;
-      const offset = this.offsets.get(k) ?? 0;
-      this.offsets.set(k, offset + 1);
-      return { ok: true, partition, offset };
-    });
-  }
-  async close() {}
-}
 
 /** A webhook that fails its first call, so one event shows a failed outcome then a retried ok. */
 class FlakyWebhook implements Publisher {
@@ -53,8 +40,15 @@ describe('trace of an inbound message, throughput, console routes', () => {
   const clock = new FakeClock('2026-11-29T08:00:00Z');
   const router = buildRouter();
   const ids: Record<string, number> = {};
-  const kafka = new FakeKafka();
   const webhook = new FlakyWebhook();
+  // Real topics: msgx.msg through the plain producer, msgx.schd through the transactional one.
+  const brokers = serviceUrls().kafkaBrokers;
+  const topicMsg = randomTopic('msgx-trace-msg');
+  const topicSchd = randomTopic('msgx-trace-schd');
+  let kafka: KafkaPublisher;
+  let sinks: ExactlyOnceSinks;
+  /** The oracle: every record a consumer of our own reads from the topics, by its msgx-event-id. */
+  const consumed = new Map<string, ReadRecord[]>();
 
   const get = async (path: string, o: { admin?: boolean; headers?: Record<string, string> } = {}) => {
     const url = new URL(path, 'http://x');
@@ -72,12 +66,25 @@ describe('trace of an inbound message, throughput, console routes', () => {
   const trace = async (id: number) => (await get(`/admin/trace/${id}`)).body as MessageTrace;
   const deliverAll = async () => {
     for (let i = 0; i < 5; i++) {
-      await dispatchOnce(ctx, (target) => (target === 'msg' ? [kafka, webhook] : [kafka]));
+      await dispatchOnce(ctx, [kafka, webhook], { targets: ['msg'] });
+      await dispatchOnce(ctx, [], { targets: ['schd'], exactlyOnce: sinks });
       clock.advance(60_000);
     }
   };
+  /** What a real consumer read of one event: [partition, offset] per record that carried its id. */
+  const readOf = (eventId: number) => (consumed.get(String(eventId)) ?? []).map((r) => [r.partition, String(r.offset)]);
+  /** What the trace says Kafka took of one event: [partition, offset] per 'published' entry. */
+  const publishedOf = (t: MessageTrace, eventId: number) =>
+    t.timeline
+      .filter((e) => e.kind === 'published' && e.detail.eventId === eventId && e.detail.publisher === 'kafka')
+      .map((e) => [e.detail.partition, e.detail.offset]);
 
   beforeAll(async () => {
+    await createTopics(brokers, [
+      { topic: topicMsg, numPartitions: 6 },
+      { topic: topicSchd, numPartitions: 3 },
+      { topic: `${topicSchd}.offsets`, configEntries: [{ name: 'cleanup.policy', value: 'compact' }] },
+    ]);
     pg = await freshPg();
     const mailbox = new PgMailbox(pg.db);
     await mailbox.ensureTables();
@@ -86,8 +93,18 @@ describe('trace of an inbound message, throughput, console routes', () => {
       mailbox,
       clock,
       registry: registerFlightProcessors(new ProcessorRegistry()),
-      env: { MSGX_MAX_ATTEMPTS: '1', MSGX_DELIVERY_INITIAL_BACKOFF: '1s' },
+      env: {
+        MSGX_MAX_ATTEMPTS: '1',
+        MSGX_DELIVERY_INITIAL_BACKOFF: '1s',
+        MSGX_KAFKA_BROKERS: brokers.join(','),
+        MSGX_TOPIC_MSG: topicMsg,
+        MSGX_TOPIC_SCHD: topicSchd,
+        MSGX_TOPIC_OFFSETS: `${topicSchd}.offsets`,
+        MSGX_STAGE: 'trace-test',
+      },
     });
+    kafka = new KafkaPublisher(ctx.config.kafka, { publishTimeoutMs: 10_000 });
+    sinks = new ExactlyOnceSinks(ctx.config);
     ids.plan = await mailbox.insertInbound(
       wire({ TYPE: 'SCHD', STYP: 'DNLD', SEQN: 1 }, `<SCHD><OPDY>20261129</OPDY><CNT>2</CNT>${flight('1001')}${flight('1002')}</SCHD>`),
     );
@@ -108,8 +125,17 @@ describe('trace of an inbound message, throughput, console routes', () => {
     await drainPump(ctx);
     // The backfill of these ran right after commit; one more message is left with its backfill pending.
     await deliverAll();
+    for (const topic of [topicMsg, topicSchd])
+      for (const r of await readTopicToEnd(brokers, topic)) {
+        const id = r.headers['msgx-event-id']!;
+        consumed.set(id, [...(consumed.get(id) ?? []), r]);
+      }
+  }, 120_000);
+  afterAll(async () => {
+    await kafka?.close();
+    await sinks?.close();
+    await pg?.drop();
   });
-  afterAll(() => pg.drop());
 
   it('a flight change: attempts, versions, its delivered events, backfill, timeline', async () => {
     const t = await trace(ids.gate!);
@@ -128,10 +154,29 @@ describe('trace of an inbound message, throughput, console routes', () => {
     ]);
     const msg = t.events.find((e) => e.target === 'msg')!;
     expect(msg).toMatchObject({ type: 'FLIGHT_UPDATED', key: '1001', stateVersion: 2, status: 'SENT' });
-    // The relay keeps a cursor per target, not an outcome row per publisher and event.
-    expect(msg.deliveries).toEqual([]);
+    // Where the trace says Kafka put it is where a consumer found it: every record with its id, and
+    // only those (the webhook's failure sent this one to Kafka twice, at least once).
+    expect(readOf(msg.eventId).length).toBeGreaterThan(0);
+    expect(publishedOf(t, msg.eventId)).toEqual(readOf(msg.eventId));
+    expect(msg.deliveries.filter((d) => d.publisher === 'kafka').map((d) => [d.partition, d.offset])).toEqual(readOf(msg.eventId));
+    expect(msg.deliveries.every((d) => d.outcome === 'ok')).toBe(true);
+    expect(msg.deliveries.map((d) => d.publisher)).toContain(webhook.name);
     const schd = t.events.find((e) => e.target === 'schd')!;
     expect(schd).toMatchObject({ type: 'UPSERT', stateVersion: 2, status: 'SENT' });
+    // msgx.schd went through the transactional producer, exactly once: one record.
+    expect(readOf(schd.eventId)).toHaveLength(1);
+    expect(publishedOf(t, schd.eventId)).toEqual(readOf(schd.eventId));
+    // Sent once its last publisher took it, and not before any of them did.
+    for (const e of [msg, schd]) {
+      const sent = t.timeline.find((x) => x.kind === 'sent' && x.detail.eventId === e.eventId)!;
+      expect(sent, `sent entry of ${e.eventId}`).toBeTruthy();
+      expect(sent.at).toBe(
+        e.deliveries
+          .map((d) => d.at)
+          .sort()
+          .at(-1),
+      );
+    }
     expect(t.mailbox).toMatchObject({ id: ids.gate, present: true, processed: true });
     expect(t.mailbox.rawText).toContain('<STYP>GATE</STYP>');
     expect(t.backfill).toMatchObject({ state: 'done', procStatus: 'SUCCEEDED' });
@@ -140,6 +185,8 @@ describe('trace of an inbound message, throughput, console routes', () => {
     expect(kinds).toContain('received');
     expect(kinds.filter((k) => k !== 'received').slice(0, 3)).toEqual(['enqueued', 'attempt', 'flight-change']);
     expect(kinds).toContain('event');
+    expect(kinds).toContain('published');
+    expect(kinds).toContain('sent');
     expect(kinds).toContain('backfill');
     expect(t.timeline.map((e) => e.seq)).toEqual(t.timeline.map((_, i) => i + 1));
     for (let i = 1; i < t.timeline.length; i++)
@@ -158,6 +205,15 @@ describe('trace of an inbound message, throughput, console routes', () => {
     const first = t.events.find((e) => e.target === 'msg')!;
     expect(webhook.calls).toBeGreaterThan(1);
     expect(first).toMatchObject({ status: 'SENT', lastError: null });
+    // The webhook took it on its second try; Kafka on the first, and was not asked again.
+    expect(first.deliveries.find((d) => d.publisher === webhook.name)).toMatchObject({ outcome: 'ok', tries: 2 });
+    expect(first.deliveries.filter((d) => d.publisher === 'kafka')).toEqual([expect.objectContaining({ outcome: 'ok', tries: 1 })]);
+    expect(publishedOf(t, first.eventId)).toEqual(readOf(first.eventId));
+    const retried = t.timeline.find(
+      (e) => e.kind === 'published' && e.detail.eventId === first.eventId && e.detail.publisher === webhook.name,
+    );
+    expect(retried?.detail).toMatchObject({ tries: 2 });
+    for (const e of t.events.filter((x) => x.target === 'schd')) expect(publishedOf(t, e.eventId)).toEqual(readOf(e.eventId));
   });
 
   it('a dead message: its error class per attempt, no flight change, no event; a replay shows as a second attempt', async () => {

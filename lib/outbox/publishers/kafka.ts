@@ -1,4 +1,3 @@
-import kafkajs from 'kafkajs';
 import type { Message, Producer, ProducerConfig } from 'kafkajs';
 import type { Config } from '../../config/config.ts';
 import type { Log } from '../../observability/logger.ts';
@@ -7,8 +6,7 @@ import { classifyKafkaError } from '../classify.ts';
 import { createKafka } from '../kafkaClient.ts';
 import { topicCatalogFor, type TopicCatalog } from '../topicCatalog.ts';
 import type { OutRecord, Publisher, PublishResult } from '../types.ts';
-
-const { Partitioners } = kafkajs;
+import { placements, recordingPartitioner } from './placements.ts';
 
 /**
  * The producer settings msgx enforces (DESIGN "Delivery rules"): idempotent, one request in flight,
@@ -115,19 +113,7 @@ export class KafkaPublisher implements Publisher {
         }
         throw err;
       }
-      // Offsets: kafkajs groups the messages per partition in their order, and the broker
-      // answers the base offset of each partition's batch.
-      const base = new Map<number, number>();
-      for (const m of meta) base.set(m.partition, Number(m.baseOffset ?? m.offset ?? -1));
-      const seen = new Map<number, number>();
-      return messages.map((m) => {
-        const partition = this.#partitionOf.get(m);
-        if (partition === undefined) return { ok: true as const };
-        const i = seen.get(partition) ?? 0;
-        seen.set(partition, i + 1);
-        const b = base.get(partition);
-        return { ok: true as const, partition, offset: b === undefined || b < 0 ? undefined : b + i };
-      });
+      return placements(messages, this.#partitionOf, meta).map((at) => ({ ok: true as const, ...at }));
     } catch (err) {
       // docs/outbox.md "Which failures spend an attempt": no broker reachable is an outage; a
       // refusal of the record or its topic is the event's; a timeout is settled by a probe.
@@ -153,14 +139,7 @@ export class KafkaPublisher implements Publisher {
         // Finite retries, so an abandoned send ends on its own about one deadline later. The
         // outbox row is the real retry (with backoff); the producer only rides out blips.
         retry: { retries: 5, initialRetryTime: Math.min(100, retryBudget / 10), maxRetryTime: Math.max(100, retryBudget / 3) },
-        createPartitioner: () => {
-          const inner = Partitioners.DefaultPartitioner();
-          return (args) => {
-            const p = inner(args);
-            this.#partitionOf.set(args.message, p);
-            return p;
-          };
-        },
+        createPartitioner: recordingPartitioner(this.#partitionOf),
       };
       const producer = this.#kafka.producer(config);
       this.#connecting = producer

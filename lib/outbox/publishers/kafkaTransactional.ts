@@ -1,5 +1,6 @@
 import kafkajs from 'kafkajs';
 import { cursorGroupId, transactionalId } from '../../constants.ts';
+import { placements, recordingPartitioner } from './placements.ts';
 
 type Kafka = InstanceType<typeof kafkajs.Kafka>;
 type Producer = ReturnType<Kafka['producer']>;
@@ -27,16 +28,24 @@ export interface TxRecord {
 const TRANSACTION_TIMEOUT_MS = 10_000;
 
 export class TransactionalTarget {
+  /** The partition the producer chose for each message object of a send (for its offsets). */
+  readonly #partitionOf: WeakMap<object, number>;
+
   private constructor(
     private readonly producer: Producer,
     readonly target: string,
     private readonly topic: string,
     private readonly offsetsTopic: string,
-  ) {}
+    partitionOf: WeakMap<object, number>,
+  ) {
+    this.#partitionOf = partitionOf;
+  }
 
   /** Connects the target's transactional producer; connecting fences any older one of the same id. */
   static async open(kafka: Kafka, o: { stage: string; target: string; topic: string; offsetsTopic: string }): Promise<TransactionalTarget> {
+    const partitionOf = new WeakMap<object, number>();
     const producer = kafka.producer({
+      createPartitioner: recordingPartitioner(partitionOf),
       transactionalId: transactionalId(o.stage, o.target),
       idempotent: true,
       maxInFlightRequests: 1,
@@ -46,16 +55,22 @@ export class TransactionalTarget {
     // kafkajs registers the transactional.id (and so fences the older producer) only when a
     // first transaction begins: an empty one does it now, before this target reads its cursor.
     await (await producer.transaction()).abort();
-    return new TransactionalTarget(producer, o.target, o.topic, o.offsetsTopic);
+    return new TransactionalTarget(producer, o.target, o.topic, o.offsetsTopic, partitionOf);
   }
 
-  /** Writes the records and the cursor they end at in one transaction; aborts it on any failure. */
-  async deliver(records: TxRecord[], cursor: string): Promise<void> {
+  /**
+   * Writes the records and the cursor they end at in one transaction; aborts it on any failure.
+   * Resolves where each record landed (partition and offset), in the records' order.
+   */
+  async deliver(records: TxRecord[], cursor: string): Promise<{ partition?: number; offset?: number }[]> {
     const tx = await this.producer.transaction();
     try {
-      if (records.length > 0) await tx.send({ topic: this.topic, messages: records });
+      // Fresh objects: the partitioner remembers each message object it placed.
+      const messages = records.map((r) => ({ ...r }));
+      const meta = messages.length > 0 ? await tx.send({ topic: this.topic, messages }) : [];
       await tx.send({ topic: this.offsetsTopic, messages: [{ key: this.target, value: cursor }] });
       await tx.commit();
+      return placements(messages, this.#partitionOf, meta);
     } catch (err) {
       await tx.abort().catch(() => {}); // a fenced producer cannot abort either; the broker already did
       throw err;
