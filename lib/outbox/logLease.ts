@@ -50,6 +50,23 @@ WHERE tg.target IS NOT NULL`);
 export const ENSURE_CURSOR_SQL = prepared(`INSERT INTO outbox_target (target, snap_lo) VALUES ($1, msgx_outbox_origin())
   ON CONFLICT (target) DO UPDATE SET snap_lo = coalesce(outbox_target.snap_lo, msgx_outbox_origin())`);
 
+// A page of the open batch, shared by the read and the read ahead (each names its cursor `c`: its
+// snap_lo, snap_hi and after_id): the target's events committed between the two snapshots after
+// after_id, in event_id order, without those waiting behind a failed head of their key; a failed
+// head carries its attempts and the publishers that took it.
+const PAGE_COLUMNS = `e.event_id, e.partition_key, e.event_type, e.value, e.headers, e.source_kind, e.source_id,
+       e.flid, e.state_version, coalesce(h.attempts, 0) AS attempts, array_to_string(h.delivered_to, ',') AS delivered_to,
+       h.event_id IS NOT NULL AS at_head`;
+const PAGE_EVENTS = `LEFT JOIN LATERAL (
+  SELECT m.event_id, m.partition_key, m.event_type, m.value, m.headers, m.source_kind, m.source_id, m.flid, m.state_version
+  FROM msg_event m
+  WHERE m.target = $1 AND m.event_id > c.after_id AND m.sent_at IS NULL AND m.dead_at IS NULL AND m.status = 'PENDING'
+    AND pg_visible_in_snapshot(m.writer_xid, c.snap_hi) AND NOT pg_visible_in_snapshot(m.writer_xid, c.snap_lo)
+    AND NOT EXISTS (SELECT 1 FROM outbox_exception x WHERE x.target = $1 AND x.event_id = m.event_id AND NOT x.at_head)
+  ORDER BY m.event_id LIMIT $2) e ON true
+LEFT JOIN outbox_exception h ON h.target = $1 AND h.event_id = e.event_id AND h.at_head
+ORDER BY e.event_id`;
+
 // Lease, open (snap_hi = now unless a batch is open) and read in one statement. Opening a batch
 // starts after_id just below its first possible event (the writer index finds it among the recent
 // transactions), so each page reads the target's events in event_id order from there and stops at
@@ -66,18 +83,8 @@ WITH cur AS (
   RETURNING t.snap_lo, t.snap_hi, t.after_id)
 SELECT c.snap_lo::text AS lo, c.snap_hi::text AS hi, c.after_id, c.snap_hi::text <> pg_current_snapshot()::text AS stale,
        set_config('synchronous_commit', 'off', true) AS async_commit,
-       e.event_id, e.partition_key, e.event_type, e.value, e.headers, e.source_kind, e.source_id,
-       e.flid, e.state_version, coalesce(h.attempts, 0) AS attempts, array_to_string(h.delivered_to, ',') AS delivered_to,
-       h.event_id IS NOT NULL AS at_head
-FROM cur c LEFT JOIN LATERAL (
-  SELECT m.event_id, m.partition_key, m.event_type, m.value, m.headers, m.source_kind, m.source_id, m.flid, m.state_version
-  FROM msg_event m
-  WHERE m.target = $1 AND m.event_id > c.after_id AND m.sent_at IS NULL AND m.dead_at IS NULL AND m.status = 'PENDING'
-    AND pg_visible_in_snapshot(m.writer_xid, c.snap_hi) AND NOT pg_visible_in_snapshot(m.writer_xid, c.snap_lo)
-    AND NOT EXISTS (SELECT 1 FROM outbox_exception x WHERE x.target = $1 AND x.event_id = m.event_id AND NOT x.at_head)
-  ORDER BY m.event_id LIMIT $2) e ON true
-LEFT JOIN outbox_exception h ON h.target = $1 AND h.event_id = e.event_id AND h.at_head
-ORDER BY e.event_id`);
+       ${PAGE_COLUMNS}
+FROM cur c ${PAGE_EVENTS}`);
 
 // The page after one not finished yet: the same read from the position the caller gives (that
 // page's end, in the same open batch), writing nothing. The cursor row is not touched, so the
@@ -85,18 +92,8 @@ ORDER BY e.event_id`);
 // page's own finish.
 export const READ_AHEAD_SQL = prepared(`
 SELECT $3::text AS lo, $4::text AS hi, $5::bigint AS after_id, $4::text <> pg_current_snapshot()::text AS stale,
-       e.event_id, e.partition_key, e.event_type, e.value, e.headers, e.source_kind, e.source_id,
-       e.flid, e.state_version, coalesce(h.attempts, 0) AS attempts, array_to_string(h.delivered_to, ',') AS delivered_to,
-       h.event_id IS NOT NULL AS at_head
-FROM (SELECT $3::text::pg_snapshot AS snap_lo, $4::text::pg_snapshot AS snap_hi, $5::bigint AS after_id) c LEFT JOIN LATERAL (
-  SELECT m.event_id, m.partition_key, m.event_type, m.value, m.headers, m.source_kind, m.source_id, m.flid, m.state_version
-  FROM msg_event m
-  WHERE m.target = $1 AND m.event_id > c.after_id AND m.sent_at IS NULL AND m.dead_at IS NULL AND m.status = 'PENDING'
-    AND pg_visible_in_snapshot(m.writer_xid, c.snap_hi) AND NOT pg_visible_in_snapshot(m.writer_xid, c.snap_lo)
-    AND NOT EXISTS (SELECT 1 FROM outbox_exception x WHERE x.target = $1 AND x.event_id = m.event_id AND NOT x.at_head)
-  ORDER BY m.event_id LIMIT $2) e ON true
-LEFT JOIN outbox_exception h ON h.target = $1 AND h.event_id = e.event_id AND h.at_head
-ORDER BY e.event_id`);
+       ${PAGE_COLUMNS}
+FROM (SELECT $3::text::pg_snapshot AS snap_lo, $4::text::pg_snapshot AS snap_hi, $5::bigint AS after_id) c ${PAGE_EVENTS}`);
 
 export const LEASE_SQL = prepared(
   `UPDATE outbox_target SET lease_owner = $2, lease_until = $3 WHERE target = $1 AND (lease_owner IS NULL OR lease_owner = $2 OR lease_until <= $4)`,
