@@ -5,7 +5,11 @@
  * PostgreSQL CPU (on-CPU time of the pool's backends, /proc/<pid>/schedstat) and the process's
  * CPU per event. Compare two trees by alternating runs of this script in the same minutes.
  *
- *   npx tsx bench/probes/relay-cpu.ts [events=20000]
+ *   npx tsx bench/probes/relay-cpu.ts [events=20000] [analyze] [dead=0]
+ *
+ * `analyze` runs ANALYZE after queueing, as autovacuum soon does on a live table: the planner then
+ * knows the window's size, which is what the page read's plan must survive. `dead` exceptions of the
+ * target (events that died earlier, kept until retention) are there before the run.
  */
 import { readFileSync } from 'node:fs';
 import { dispatcherRole } from '../../lib/jobs/dispatcherRole.ts';
@@ -34,6 +38,13 @@ try {
   const ctx = benchContext({ db: pg.db, mailbox: new PgMailbox(pg.db) });
   const events = Array.from({ length: N }, (_, i) => eventOf(i));
   for (let i = 0; i < N; i += 5000) await ctx.db.tx((tx) => enqueueEvents(tx, events.slice(i, i + 5000)));
+  const dead = Number(process.argv[4] ?? 0);
+  if (dead > 0)
+    await ctx.db.query(
+      `INSERT INTO outbox_exception (target, event_id, dead, at_head) SELECT 'msg', -g, true, false FROM generate_series(1, $1::int) g`,
+      [dead],
+    );
+  if (process.argv[3] === 'analyze') await ctx.db.query('ANALYZE');
   const role = dispatcherRole(ctx, [instant]);
   const open = async () => (await ctx.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM msgx_outbox_open(now())`)).rows[0]!.n;
   // The first step opens the pool's connections; it is not counted.
