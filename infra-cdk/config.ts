@@ -541,7 +541,7 @@ function checkStage(at: string, settings: StageSettings, check: Check): void {
   });
   for (const [role, n] of Object.entries(settings.functions.reservedConcurrency))
     check(() => {
-      // 0 would stop the function altogether; an account needs 10 unreserved, so keep these small.
+      // 0 would stop the function altogether; an account keeps 100 unreserved, so keep these small.
       if (!Number.isInteger(n) || n < 1)
         throw new Error(`${at}.functions.reservedConcurrency.${role} must be a positive integer, got ${n}`);
     });
