@@ -64,9 +64,14 @@ export async function cloudScenario(o: RunOptions): Promise<ScenarioResult> {
     const RUN = Date.now().toString(36).slice(-4).toUpperCase();
     const flids = Array.from({ length: 20 }, (_, i) => `B${RUN}${i}`);
     let seqn = 0;
+    // Every change carries an ETOT no earlier change had (06:00:00 plus one second per change): a
+    // FLOP that leaves the flight as it is emits no event, and sends retried under a burst arrive
+    // out of order, so ETOTs that recur (they did every 240 changes) made some sends never read.
     const change = (i: number) => {
       const s = ++seqn;
-      const t = `${DAY}${String(6 + (s % 16)).padStart(2, '0')}${String(s % 60).padStart(2, '0')}00`;
+      const at = 6 * 3600 + s;
+      const hhmmss = [Math.floor(at / 3600), Math.floor(at / 60) % 60, at % 60].map((x) => String(x).padStart(2, '0')).join('');
+      const t = `${DAY}${hhmmss}`;
       return flop('ETOT', { seqn: `b${RUN}-${s}`, dttm: t }, flight({ FLID: flids[i % flids.length]!, ETOT: t }));
     };
     const refused: string[] = [];
