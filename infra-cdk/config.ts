@@ -1,7 +1,7 @@
 import type { Node } from 'constructs';
 import { SETTING_NAMES, settingProblems, TWIN_ONLY_SETTINGS } from '../lib/config/config.ts';
 import { FUNCTION_ROLES, type FunctionRole, ROLE_CATALOGUE, SCHEDULED_ROLES, type ScheduledRole } from '../lib/app/catalogue.ts';
-import { OPERATOR_ROLE_ARN } from '../lib/constants.ts';
+import { OPERATOR_ROLE_ARN, POOL_SIZE } from '../lib/constants.ts';
 
 /**
  * Deployment settings. Everything that differs between stages (sizes, retention, protection,
@@ -80,6 +80,12 @@ export interface StageSettings {
     /** What happens to the database when its stack is deleted. */
     removalPolicy: 'destroy' | 'snapshot' | 'retain';
     rotationDays: number;
+    /**
+     * The instance's max_connections, which the functions' concurrency is sized against
+     * (connectionBudget). Default: RDS's formula for the instance class; give the real value
+     * (`SHOW max_connections`) for a database msgx does not create or a class it does not know.
+     */
+    maxConnections?: number;
   };
   kafka: {
     instanceType: string;
@@ -96,7 +102,10 @@ export interface StageSettings {
     logRetentionDays: number;
     memoryMb: Record<FunctionRole, number>;
     timeoutSeconds: Record<FunctionRole, number>;
-    /** Reserved concurrency per role; none by default (the advisory lock is the guard). */
+    /**
+     * Reserved concurrency per role. The ingress's defaults to what the connection budget leaves
+     * for it (connectionBudget); the other roles have none unless set (the advisory lock is the guard).
+     */
     reservedConcurrency: Partial<Record<FunctionRole, number>>;
   };
   api: {
@@ -415,6 +424,98 @@ export function readSettings(node: Node): MsgxSettings {
   };
 }
 
+/** Memory of RDS instance classes (GiB), by size, for RDS's default max_connections. */
+const CLASS_MEMORY_GIB: Record<string, Record<string, number>> = {
+  burstable: { micro: 1, small: 2, medium: 4, large: 8, xlarge: 16, '2xlarge': 32 },
+  general: { large: 8, xlarge: 16, '2xlarge': 32, '4xlarge': 64, '8xlarge': 128, '12xlarge': 192, '16xlarge': 256 },
+  memory: { large: 16, xlarge: 32, '2xlarge': 64, '4xlarge': 128, '8xlarge': 256, '12xlarge': 384, '16xlarge': 512 },
+};
+
+/**
+ * RDS for PostgreSQL's default max_connections, LEAST(DBInstanceClassMemory / 9531392, 5000), from
+ * the class's nominal memory: an upper estimate (DBInstanceClassMemory leaves out what RDS keeps
+ * for itself), undefined for a class this table does not know.
+ */
+export function defaultMaxConnections(instanceType: string): number | undefined {
+  const m = /^(?:db\.)?([a-z]+)(\d+)([a-z]*)\.(\w+)$/.exec(instanceType);
+  if (!m) return undefined;
+  const [, family, , , size] = m;
+  const kind = family === 't' ? 'burstable' : family === 'm' ? 'general' : family === 'r' ? 'memory' : undefined;
+  const gib = kind ? CLASS_MEMORY_GIB[kind]![size!] : undefined;
+  return gib === undefined ? undefined : Math.min(5000, Math.floor((gib * 1024 ** 3) / 9531392));
+}
+
+/**
+ * PostgreSQL connections a stage's functions may open, against the instance's max_connections.
+ * Set aside first: the slots only superusers get (superuser_reserved_connections; msgx's users
+ * are not superusers), one lock holder per scheduled role (its pool, its lock session and its
+ * LISTEN session: the lock lets one work at a time), the deploy-time migrator and an operator's
+ * CLI on the database. What is left, divided by one environment's pool, is how many ingress
+ * environments the instance can take: the ingress's reserved concurrency, by default this or the
+ * API's throttle burst if smaller (docs/deploy.md "Connection budget").
+ */
+export const CONNECTION_BUDGET = {
+  superuserReserved: 3,
+  perScheduledRole: POOL_SIZE.lambda + 2,
+  migrate: POOL_SIZE.migrate,
+  operator: POOL_SIZE.operator,
+  perIngress: POOL_SIZE.lambda,
+} as const;
+
+export interface ConnectionBudget {
+  maxConnections: number;
+  /** Connections set aside before the ingress: superuser slots, scheduled roles, migrator, operator. */
+  setAside: number;
+  /** The most ingress environments the rest holds. */
+  ingressMax: number;
+}
+
+export function connectionBudget(maxConnections: number): ConnectionBudget {
+  const b = CONNECTION_BUDGET;
+  const setAside = b.superuserReserved + SCHEDULED_ROLES.length * b.perScheduledRole + b.migrate + b.operator;
+  return { maxConnections, setAside, ingressMax: Math.floor((maxConnections - setAside) / b.perIngress) };
+}
+
+/**
+ * The stage's max_connections and the ingress's reserved concurrency, derived when not given and
+ * refused, naming the setting, when the instance cannot hold them.
+ */
+function checkConnections(at: string, settings: StageSettings, check: Check): void {
+  const db = settings.db;
+  const given = db.maxConnections;
+  check(() => {
+    if (given !== undefined && (!Number.isInteger(given) || given < 1))
+      throw new Error(`${at}.db.maxConnections must be a positive integer (the instance's max_connections), got ${JSON.stringify(given)}`);
+  });
+  const max = given ?? (settings.existing.postgres ? undefined : defaultMaxConnections(db.instanceType));
+  if (max === undefined) {
+    check(() => {
+      throw new Error(
+        settings.existing.postgres
+          ? `${at}.db.maxConnections is required with ${at}.existing.postgres: the database's max_connections (SHOW max_connections), less what its other users hold`
+          : `${at}.db.maxConnections is required for instance class ${db.instanceType} (no default known): the instance's max_connections`,
+      );
+    });
+    return;
+  }
+  if (!Number.isInteger(max) || max < 1) return;
+  // Copies: a stage without overrides shares DEFAULT_STAGE's objects.
+  settings.db = { ...db, maxConnections: max };
+  const reserved = { ...settings.functions.reservedConcurrency };
+  settings.functions = { ...settings.functions, reservedConcurrency: reserved };
+  const budget = connectionBudget(max);
+  const why = `${max} connections (${at}.db.maxConnections) less ${budget.setAside} set aside (superuser slots, scheduled roles, migrator, operator) hold ${Math.max(0, budget.ingressMax)} ingress environments of ${CONNECTION_BUDGET.perIngress}`;
+  check(() => {
+    if (budget.ingressMax < 1) throw new Error(`${at}.db.maxConnections ${max} is too small: ${why}; use a larger instance class`);
+    const n = reserved.ingress;
+    // No more than the API lets in at once: a reservation beyond it is taken from the account's
+    // concurrency for nothing (and an account's quota must keep 100 unreserved).
+    if (n === undefined) reserved.ingress = Math.min(budget.ingressMax, settings.api.throttleBurst);
+    else if (Number.isInteger(n) && n > budget.ingressMax)
+      throw new Error(`${at}.functions.reservedConcurrency.ingress ${n} exceeds the connection budget: ${why}`);
+  });
+}
+
 /** Runs one check of the settings; a refusal is collected rather than thrown. */
 type Check = <T>(fn: () => T) => T | undefined;
 
@@ -440,10 +541,11 @@ function checkStage(at: string, settings: StageSettings, check: Check): void {
   });
   for (const [role, n] of Object.entries(settings.functions.reservedConcurrency))
     check(() => {
-      // 0 would stop the function altogether; an account needs 10 unreserved, so keep these small.
+      // 0 would stop the function altogether; an account keeps 100 unreserved, so keep these small.
       if (!Number.isInteger(n) || n < 1)
         throw new Error(`${at}.functions.reservedConcurrency.${role} must be a positive integer, got ${n}`);
     });
+  checkConnections(at, settings, check);
   check(() => checkExisting(at, settings.existing));
 }
 

@@ -57,3 +57,18 @@ export const cursorGroupPrefix = (stage: string): string => `${stagePrefix(stage
 
 /** The throwaway consumer group that reads the offsets topic at start; unique per process start. */
 export const cursorGroupId = (stage: string): string => `${cursorGroupPrefix(stage)}${process.pid}-${Date.now()}`;
+
+/*
+ * PostgreSQL connections per process, here so the CDK app sizes the stage's connection budget
+ * (infra-cdk/config.ts connectionBudget) with the numbers the code opens.
+ */
+export const POOL_SIZE = {
+  /** A Lambda container runs one invocation at a time (a few for the concurrent queries of one request). */
+  lambda: 3,
+  /** The twin runs every role and the HTTP server in one process. */
+  twin: 10,
+  /** The deploy-time migrator runs one statement at a time: two leave room for the pool to replace one. */
+  migrate: 2,
+  /** The CLI on the database directly (`MSGX_PG_URL`): an operator's command at a time. */
+  operator: 2,
+} as const;

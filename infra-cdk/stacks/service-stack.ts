@@ -116,8 +116,8 @@ export class ServiceStack extends Stack {
         timeout: Duration.seconds(settings.functions.timeoutSeconds[role]),
         logRetentionDays: settings.functions.logRetentionDays,
         logRemovalPolicy: dataRemovalPolicy(stage),
-        // Off unless configured: the advisory lock and row locks are the guard, and a reservation
-        // can be refused outright in an account with a small concurrency quota.
+        // The ingress's is its share of the database's connections (config.ts connectionBudget);
+        // the others' off unless configured: the advisory lock and row locks are their guard.
         reservedConcurrency: settings.functions.reservedConcurrency[role],
         asyncMaxEventAge: (SCHEDULED_ROLES as readonly string[]).includes(role) ? Duration.seconds(60) : undefined,
         environment: common,

@@ -11,16 +11,10 @@ import { createLogger, type Log } from '../observability/logger.ts';
 import { defaultRegistry } from './registry.ts';
 import { type Clock, systemClock } from '../shared/clock.ts';
 import type { AppContext } from './context.ts';
+import { POOL_SIZE } from '../constants.ts';
 
 /** A statement running longer than this is a bug or a lock wait gone wrong: cancelled, and the step retried. */
 const STATEMENT_TIMEOUT_MS = 60_000;
-/**
- * Connections per process: a Lambda container runs one invocation at a time (a few for the
- * concurrent queries of one request); the twin runs every role and the HTTP server in one process.
- */
-const POOL_SIZE = { lambda: 3, twin: 10 } as const;
-/** The deploy-time migrator runs one statement at a time: two connections leave room for the pool to replace one. */
-const MIGRATOR_POOL_SIZE = 2;
 
 /**
  * Builds the context once per process: database, mailbox, processors, clock, logger. Lambda
@@ -89,7 +83,7 @@ export async function openMigrated(
 ): Promise<{ db: Db; result: MigrateResult }> {
   const db = await openDb(config, {
     statementTimeoutMs: options.statementTimeoutMs,
-    max: MIGRATOR_POOL_SIZE,
+    max: POOL_SIZE.migrate,
     refreshUrl: options.credentials?.pg,
   });
   try {

@@ -5,6 +5,7 @@ import { type SignableRequest, signingRegion, sigv4Signer } from './sigv4.ts';
 import { silentLog } from '../observability/logger.ts';
 import { buildContext, closeContext } from '../app/buildContext.ts';
 import type { AppContext } from '../app/context.ts';
+import { POOL_SIZE } from '../constants.ts';
 
 /**
  * The CLI is a client of the admin API, so every command has exactly one implementation (the
@@ -45,7 +46,7 @@ function describe(status: number, body: unknown): string {
 export async function openAdminApi(env = process.env, o: { sigv4?: boolean } = {}): Promise<AdminApi> {
   if (env.MSGX_API_URL) return cloudApi(env.MSGX_API_URL, env, o.sigv4 === true || ['1', 'true'].includes(env.MSGX_API_SIGV4 ?? ''));
   if (o.sigv4) throw new Error('--sigv4 signs calls to the cloud API: set MSGX_API_URL to it');
-  if (env.MSGX_PG_URL) return inProcess(await buildContext(loadConfig(env), { log: silentLog, poolSize: 2 }));
+  if (env.MSGX_PG_URL) return inProcess(await buildContext(loadConfig(env), { log: silentLog, poolSize: POOL_SIZE.operator }));
   const base = env.MSGX_TWIN_URL ?? `http://127.0.0.1:${env.MSGX_HTTP_PORT ?? 8080}`;
   return overHttp(base, {
     token: env.MSGX_ADMIN_TOKEN,

@@ -50,6 +50,11 @@ export const KICK_DEBOUNCE_MS = 2_000;
 /**
  * The ingress's kicks, debounced per role within one container (a burst of sends costs one lock
  * probe and at most one invoke per role every KICK_DEBOUNCE_MS). Roles switched off are never kicked.
+ * Across containers the bound is the ingress's reserved concurrency R (its share of the database's
+ * connections, infra-cdk/config.ts connectionBudget): at most R invokes per kicked role in any
+ * KICK_DEBOUNCE_MS, and only while no instance of the role holds its lock; each started role that
+ * finds the lock taken exits at once, so at most R + 2 of a role run at a time (R kicked, the lock
+ * holder and its successor), and one of them works.
  */
 export function debouncedKicks(o: {
   targets: Partial<Record<KickedRole, string>>;

@@ -38,6 +38,9 @@ function asPostgres(cmd: string, args: string[]): void {
   if (r.status !== 0) throw new Error(`${cmd} ${args.join(' ')} failed: ${r.stderr || r.stdout}`);
 }
 
+/** The private server's max_connections: a small RDS instance's worth (the emulated cloud's stage is sized to it). */
+export const PRIVATE_PG_MAX_CONNECTIONS = 40;
+
 export async function startPrivatePg(): Promise<PrivatePg> {
   const bin = pgBin();
   const dir = mkdtempSync(join(tmpdir(), 'msgx-privpg-'));
@@ -77,7 +80,7 @@ export async function startPrivatePg(): Promise<PrivatePg> {
       `ssl_cert_file = '${join(dir, 'server.crt')}'`,
       `ssl_key_file = '${join(dir, 'server.key')}'`,
       `fsync = off`,
-      `max_connections = 40`,
+      `max_connections = ${PRIVATE_PG_MAX_CONNECTIONS}`,
       `shared_buffers = 16MB`,
       '',
     ].join('\n'),

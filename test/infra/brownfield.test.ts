@@ -57,7 +57,7 @@ describe('brownfield: existing infrastructure from stage settings', () => {
   });
 
   it('uses an existing PostgreSQL: no instance, its secret and endpoint, an ingress rule on its group', () => {
-    const s = withExisting({ vpc: VPC, postgres: PG });
+    const s = synth({ stages: { dev: { existing: { vpc: VPC, postgres: PG }, db: { maxConnections: 200 } } } });
     const data = Template.fromStack(s.data);
     data.resourceCountIs('AWS::RDS::DBInstance', 0);
     data.resourceCountIs('AWS::SecretsManager::RotationSchedule', 0);

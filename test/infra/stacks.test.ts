@@ -125,7 +125,7 @@ describe('msgx stacks (dev)', () => {
     service.resourcePropertiesCountIs('AWS::Logs::LogGroup', { RetentionInDays: 14 }, FUNCTION_COUNT + 1);
   });
 
-  it('gives scheduled functions a 60-90 s timeout, the ingress <= 29 s, and no reserved concurrency', () => {
+  it('gives scheduled functions a 60-90 s timeout and no reserved concurrency, the ingress <= 29 s and its connection budget', () => {
     const props = (role: FunctionRole) =>
       service.toJSON().Resources[s.service.getLogicalId(s.service.functions[role].fn.node.defaultChild as never)].Properties;
     for (const role of SCHEDULED_ROLES) {
@@ -134,8 +134,10 @@ describe('msgx stacks (dev)', () => {
     }
     expect(props('ingress').Timeout).toBeLessThanOrEqual(29);
     // The advisory lock is the guard; a reservation could be refused in a small account.
-    for (const role of Object.keys(s.service.functions) as FunctionRole[])
-      expect(props(role).ReservedConcurrentExecutions, role).toBeUndefined();
+    for (const role of SCHEDULED_ROLES) expect(props(role).ReservedConcurrentExecutions, role).toBeUndefined();
+    expect(props('migrate').ReservedConcurrentExecutions).toBeUndefined();
+    // t4g.micro: RDS's 112 connections less 27 set aside, in pools of 3 (test/infra/connections.test.ts).
+    expect(props('ingress').ReservedConcurrentExecutions).toBe(28);
     // Async invokes (schedules, the ingress kick) are dropped after a minute, never queued for hours.
     service.resourcePropertiesCountIs(
       'AWS::Lambda::EventInvokeConfig',

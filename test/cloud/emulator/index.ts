@@ -12,7 +12,7 @@ import type { AccessKey } from '../../helpers/sigv4Verify.ts';
 import { HttpApi } from './api.ts';
 import { CloudFormation } from './deploy.ts';
 import { listen, type Listening, readBody, sendJson } from './http.ts';
-import { type FunctionCode, LambdaError, LambdaService } from './lambda.ts';
+import { apiIntegration, type FunctionCode, LambdaError, LambdaService } from './lambda.ts';
 import { Resolver } from './resolve.ts';
 import { SchedulerService } from './scheduler.ts';
 import { SecretsExtension, SecretStore } from './secrets.ts';
@@ -151,7 +151,7 @@ export async function start(stage: string, o: StartOptions = {}): Promise<Emulat
       account: ACCOUNT,
       region: REGION,
       accessKeys: o.accessKeys,
-      invoke: async (arn, event) => lambda.invoke(arn, event).catch((err: Error) => ({ ok: false, payload: err.message })),
+      invoke: apiIntegration(lambda),
     });
     await api.start();
     cleanup.push(() => api.close());

@@ -24,6 +24,7 @@ export interface FunctionCode {
   environment: Record<string, string>;
   /** The Parameters and Secrets extension layer is attached. */
   secretsExtension: boolean;
+  /** ReservedConcurrentExecutions: invocations running at once beyond it are throttled (429). */
   reservedConcurrency?: number;
 }
 
@@ -173,8 +174,11 @@ export class LambdaService {
       startedAt: Date.now(),
     };
     this.invocations.push(inv);
+    // Reserved concurrency is the function's, whatever version or alias is invoked: a throttle
+    // beyond it, before any environment starts (none is spawned, none is kept for it).
+    const reserved = this.functions.get(code.functionName)?.latest.reservedConcurrency;
     const busy = this.instances.filter((i) => i.code.functionName === code.functionName && i.busy && !i.dead).length;
-    if (code.reservedConcurrency !== undefined && busy >= code.reservedConcurrency) {
+    if (reserved !== undefined && busy >= reserved) {
       inv.outcome = 'throttled';
       inv.endedAt = Date.now();
       throw new LambdaError(429, 'TooManyRequestsException', 'Rate Exceeded.');
@@ -284,6 +288,17 @@ export class LambdaService {
     inst.child.kill('SIGKILL');
     await gone;
   }
+}
+
+/**
+ * API Gateway's Lambda proxy integration: a synchronous invoke whose rejection by the Lambda API
+ * (a throttle beyond the reserved concurrency, 429 TooManyRequestsException) is a failed
+ * integration, which API Gateway answers 500 {"message":"Internal Server Error"} without retrying
+ * (AWS Lambda Developer Guide, "Handling Lambda errors with an API Gateway API"): the caller retries.
+ */
+export function apiIntegration(lambda: LambdaService) {
+  return async (functionArn: string, event: unknown): Promise<{ ok: boolean; payload: unknown }> =>
+    lambda.invoke(functionArn, event).catch((err: Error) => ({ ok: false, payload: err.message }));
 }
 
 /** An error of the Lambda API, with its HTTP status and error type (x-amzn-errortype). */

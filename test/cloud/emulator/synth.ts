@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { PRIVATE_PG_MAX_CONNECTIONS } from '../../helpers/privatePg.ts';
 
 const run = promisify(execFile);
 
@@ -48,10 +49,12 @@ export async function synthStage(
   };
   // The run's own offsets topic: the exactly-once cursors in the shared broker's default topic are
   // an earlier run's, and a fresh database adopting them would skip its first events.
-  const stageSettings = merge({ env: { MSGX_TOPIC_OFFSETS: `msgx.offsets.cloud${runId}` } }, o.stageSettings ?? {}) as Record<
-    string,
-    unknown
-  >;
+  // The emulated instance's max_connections, as a platform team states it for a database of its own:
+  // the ingress's reserved concurrency is sized to it (infra-cdk/config.ts connectionBudget).
+  const stageSettings = merge(
+    { env: { MSGX_TOPIC_OFFSETS: `msgx.offsets.cloud${runId}` }, db: { maxConnections: PRIVATE_PG_MAX_CONNECTIONS } },
+    o.stageSettings ?? {},
+  ) as Record<string, unknown>;
   const args = ['synth', '--quiet', '--no-notices', '-o', outdir, ...Object.entries(context).flatMap(([k, v]) => ['-c', `${k}=${v}`])];
   try {
     await run(join(REPO, 'node_modules', '.bin', 'cdk'), args, {
