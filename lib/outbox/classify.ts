@@ -53,6 +53,15 @@ export function causeChain(err: unknown): ErrLike[] {
 
 const describe = (e: ErrLike) => `${e.type ?? e.name}: ${e.message}`;
 
+// A newer producer holds this transactional.id (or the broker expired our transaction): what the
+// transaction carried was aborted, nobody's fault.
+const KAFKA_FENCED_ERRORS = new Set(['INVALID_PRODUCER_EPOCH', 'PRODUCER_FENCED', 'INVALID_PRODUCER_ID_MAPPING']);
+
+/** Whether a transactional producer failed because another one of its transactional.id replaced it. */
+export function isProducerFenced(err: unknown): boolean {
+  return causeChain(err).some((e) => e.type !== undefined && KAFKA_FENCED_ERRORS.has(e.type));
+}
+
 /** A kafkajs error (as thrown by producer.send or the admin client) → what it means for the event. */
 export function classifyKafkaError(err: unknown): Classified {
   const chain = causeChain(err);

@@ -1,7 +1,7 @@
 import { prepared } from '../db/prepared.ts';
 import type { ClaimedRow } from './types.ts';
 import { addResults, BatchLog, batchLogCte } from './batchLog.ts';
-import { classifyKafkaError } from './classify.ts';
+import { classifyKafkaError, isProducerFenced } from './classify.ts';
 import { charge, logFailures, settle, verdictOf, type Exc, type Verdict } from './logFailures.ts';
 import { markNewest } from './logSchd.ts';
 import { keyOf, LEASE_SQL, READ_AHEAD_SQL, READ_SQL, toClaimed, type PageRow } from './logLease.ts';
@@ -251,7 +251,13 @@ export async function relayBatch(
       fullyDrained = false;
       lastId = 0;
       const head = rows[0];
-      if (c.kind === 'event' && head && !held.has(keyOf(head.partition_key))) {
+      if (isProducerFenced(err)) {
+        // Another process opened this target's producer after ours (a dispatcher in another Lambda
+        // environment ran meanwhile): nothing of this transaction is in Kafka. No event's fault and
+        // no outage: the next page reopens the producer, fencing that one, and adopts Kafka's
+        // cursor before it reads (a retry backoff here stalled every handover for seconds).
+        ctx.log.info('kafka producer fenced by a newer one of its transactional.id; reopening', { target });
+      } else if (c.kind === 'event' && head && !held.has(keyOf(head.partition_key))) {
         // Refused whole: charged to the batch's first event, which is then tried alone.
         const e = charge(settings, now, head, `kafka: ${c.error}`, []);
         exceptions.push(e.dead ? e : { ...e, atHead: true });

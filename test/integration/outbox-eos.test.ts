@@ -5,6 +5,7 @@ import { silentLog } from '../../lib/observability/logger.ts';
 import { adoptCursor, databaseIdentity } from '../../lib/outbox/commitLog.ts';
 import { dispatchOnce, type DispatchContext } from '../../lib/outbox/dispatcher.ts';
 import { enqueueEvents } from '../../lib/outbox/enqueue.ts';
+import { pendingByTarget } from '../../lib/outbox/queries.ts';
 import { ExactlyOnceSinks } from '../../lib/outbox/exactlyOnce.ts';
 import { readKafkaCursor, TransactionalTarget } from '../../lib/outbox/publishers/kafkaTransactional.ts';
 import { systemClock, type Clock } from '../../lib/shared/clock.ts';
@@ -131,6 +132,25 @@ it('the log relayed exactly once: a dispatcher that dies between its Kafka commi
   expect(await committedValues(logTopic)).toEqual(['a', 'b', 'c']);
   await second.close();
   await first.close();
+}, 60_000);
+
+it('a dispatcher whose producer another process fenced meanwhile (a Lambda environment reused after another ran) reopens at once: nothing charged, nothing held, each event once', async () => {
+  const a = eosDispatcher('env-a', systemClock);
+  const b = eosDispatcher('env-b', systemClock);
+  try {
+    await insert('d');
+    expect((await a.round()).sent).toBe(1);
+    await insert('e');
+    expect((await b.round()).sent).toBe(1); // opens the same transactional.id: env-a's producer is fenced
+    await insert('f');
+    const back = await a.round();
+    expect(back.targets.map((t) => [t.sent, t.retried, t.dead, t.error ?? null])).toEqual([[1, 0, 0, null]]);
+    expect(await pendingByTarget(pg.db, new Date())).toEqual([]);
+    expect((await committedValues(logTopic)).slice(-3)).toEqual(['d', 'e', 'f']);
+  } finally {
+    await a.close();
+    await b.close();
+  }
 }, 60_000);
 
 const freshTopic = randomTopic('msgx-eos-fresh');
