@@ -155,7 +155,11 @@ describe('Lambda handlers', () => {
     const id = Number(res.body);
     const budget = { getRemainingTimeInMillis: () => BUDGET_MARGIN_MS + 500 };
     expect(await poller({}, budget)).toMatchObject({ acquired: true });
-    expect(await pump({}, budget)).toMatchObject({ acquired: true, errors: 0, pausedSteps: 1 });
+    // Every step of the run finds the pipeline paused (a loaded host may fit one or two in the budget).
+    const paused = (await pump({}, budget)) as { acquired: boolean; errors: number; steps: number; pausedSteps: number };
+    expect(paused).toMatchObject({ acquired: true, errors: 0 });
+    expect(paused.pausedSteps).toBeGreaterThan(0);
+    expect(paused.pausedSteps).toBe(paused.steps);
     expect(await statusOf(id)).toBe('PENDING');
     expect(runs).toEqual([
       { role: 'poller', Heartbeat: 1, RoleLockTaken: 0 },

@@ -27,7 +27,7 @@ const OWNERS: Record<string, string[]> = {
     'flight_csfl',
   ],
   'lib/requests': ['req_track', 'ref_master'],
-  'lib/outbox': ['msg_event', 'event_delivery', 'outbox_target', 'outbox_exception'],
+  'lib/outbox': ['msg_event', 'event_delivery', 'outbox_target', 'outbox_exception', 'outbox_batch'],
   'lib/txmsg': ['tx_message', 'tx_message_hst', 'tx_message_log', 'tx_idempotency'],
   'lib/audit': ['audit_log'],
   'lib/mailbox': ['CMINMSGS', 'COUTMSGS'],
