@@ -18,6 +18,8 @@ export class ExactlyOnceSinks {
   readonly replaces = 'kafka';
   readonly #kafka: ReturnType<typeof createKafka>;
   readonly #open = new Map<string, Promise<TransactionalTarget>>();
+  /** Producers dropped while a page may still publish on them. */
+  readonly #retired = new Map<string, Promise<TransactionalTarget>>();
   readonly #log: Log | undefined;
   /** This database's identity, stamped on every cursor committed to Kafka (read at the first prepare). */
   #identity: string | undefined;
@@ -43,6 +45,7 @@ export class ExactlyOnceSinks {
     let p = this.#open.get(target);
     if (!p) {
       p = (async () => {
+        await this.#closeRetired(target);
         const sink = await TransactionalTarget.open(this.#kafka, {
           stage: this.stage,
           target,
@@ -90,9 +93,28 @@ export class ExactlyOnceSinks {
     }
   }
 
+  /**
+   * Forgets the target's producer after a page whose PostgreSQL mirror did not land: Kafka's cursor
+   * is then ahead of the database's, and the next page must reopen and adopt it, not read on from
+   * the older one (which would send that page's events again).
+   */
+  drop(target: string): void {
+    const p = this.#open.get(target);
+    this.#open.delete(target);
+    // The page behind it may be publishing on this producer: it is closed when the target reopens.
+    if (p) this.#retired.set(target, p);
+  }
+
+  async #closeRetired(target: string): Promise<void> {
+    const p = this.#retired.get(target);
+    this.#retired.delete(target);
+    await p?.then((sink) => sink.close()).catch(() => {});
+  }
+
   async close(): Promise<void> {
-    const all = [...this.#open.values()];
+    const all = [...this.#open.values(), ...this.#retired.values()];
     this.#open.clear();
+    this.#retired.clear();
     await Promise.allSettled(all.map(async (p) => (await p).close()));
   }
 }

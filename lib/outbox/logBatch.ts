@@ -63,6 +63,9 @@ export function txRecord(r: ClaimedRow): TxRecord {
 /** A page read while the one before it was published: its rows once the read is done. */
 export type PageAhead = Promise<PageRow[]>;
 
+/** A page's finish still under way while the next page publishes: whether it kept the target. */
+export type Finishing = Promise<boolean>;
+
 /**
  * One page: read under the lease (or taken from `ahead`, read while the page before was
  * published), publish, one finish statement. With `nextLimit`, a full page starts reading the next
@@ -80,8 +83,8 @@ export async function relayBatch(
   held: Set<string>,
   options: DispatchOptions,
   report: TargetReport,
-  pipe: { ahead?: PageAhead; nextLimit?: number } = {},
-): Promise<{ r: 'more' | 'done' | 'lost'; next?: PageAhead }> {
+  pipe: { ahead?: PageAhead; nextLimit?: number; prior?: Finishing } = {},
+): Promise<{ r: 'more' | 'done' | 'lost'; next?: PageAhead; finishing?: Finishing }> {
   let pubs = pubsIn;
   const isSchd = target === 'schd';
   const topic = topicForTarget(ctx.config, target);
@@ -90,6 +93,7 @@ export async function relayBatch(
     // Fence an older producer and adopt Kafka's cursor while no one else may move this target's.
     const leased = await ctx.db.query(LEASE_SQL, [target, me, leaseUntil, ctx.clock.now()]);
     if (leased.rowCount !== 1) {
+      await pipe.prior;
       report.skipped = 'leased';
       return { r: 'lost' };
     }
@@ -102,6 +106,7 @@ export async function relayBatch(
   };
   report.claimMs = round(report.claimMs + performance.now() - t0);
   if (read.rows.length === 0) {
+    await pipe.prior;
     report.skipped = 'leased';
     return { r: 'lost' };
   }
@@ -302,29 +307,55 @@ export async function relayBatch(
     new Date(ctx.clock.now().getTime() + ctx.config.outbox.leaseMs),
     ...taken.params(),
   ];
-  const t2 = performance.now();
-  const ok = await settle(ctx, options, now, { sent, dead, retried }, async (q) => {
-    const f = await q.query<{ n: number }>(FINISH_SQL, params);
-    return f.rows[0]?.n === 1;
-  });
-  report.markMs = round(report.markMs + performance.now() - t2);
-  if (next && !(ok && keep)) {
+  // The page before finished while this one published; one that lost the lease leaves this page
+  // published but not ours to finish (nor the one read ahead behind it).
+  if (pipe.prior && !(await pipe.prior)) {
+    await next?.catch(() => {});
+    report.lostLease += rows.length;
+    return { r: 'lost' };
+  }
+  const finish = async (): Promise<boolean> => {
+    const t2 = performance.now();
+    const ok = await settle(ctx, options, now, { sent, dead, retried }, async (q) => {
+      const f = await q.query<{ n: number }>(FINISH_SQL, params);
+      return f.rows[0]?.n === 1;
+    }).catch((err: unknown) => {
+      eos?.drop(target);
+      throw err;
+    });
+    if (!ok) eos?.drop(target);
+    report.markMs = round(report.markMs + performance.now() - t2);
+    if (!ok) {
+      report.lostLease += rows.length;
+      ctx.log.warn({ message: 'outbox_lease_lost', target, rows: rows.length });
+      return false;
+    }
+    report.sent += sent.length;
+    report.dead += dead.length;
+    report.retried += retried.length;
+    logFailures(ctx, target, exceptions, hold);
+    return true;
+  };
+  if (keep) {
+    // A page that passed whole finishes while the next one (read ahead) is published. Should this
+    // finish fail (the lease lost), the next page was published but is not finished: under at least
+    // once its events go again from the cursor (the same msgx-event-id), under exactly once Kafka's
+    // cursor already has them and the next owner adopts it.
+    const finishing = finish();
+    finishing.catch(() => {}); // awaited by the next page or by the round
+    report.full = true;
+    return { r: 'more', next, finishing };
+  }
+  const ok = await finish();
+  if (next) {
     // Its events are read again, from the cursor this finish left (or the next owner's).
     await next.catch(() => {});
     next = undefined;
   }
-  if (!ok) {
-    report.lostLease += rows.length;
-    ctx.log.warn({ message: 'outbox_lease_lost', target, rows: rows.length });
-    return { r: 'lost' };
-  }
-  report.sent += sent.length;
-  report.dead += dead.length;
-  report.retried += retried.length;
-  logFailures(ctx, target, exceptions, hold);
+  if (!ok) return { r: 'lost' };
   if (hold) return { r: 'done' };
   // Stopped before an event no publisher tried (behind a failure in the same publish), or finished a
   // batch opened earlier (more may have committed since): read on.
   report.full = !fullyDrained;
-  return { r: fullyDrained && !read.rows[0]!.stale ? 'done' : 'more', ...(next ? { next } : {}) };
+  return { r: fullyDrained && !read.rows[0]!.stale ? 'done' : 'more' };
 }

@@ -1,4 +1,4 @@
-import { relayBatch, type PageAhead } from './logBatch.ts';
+import { relayBatch, type Finishing, type PageAhead } from './logBatch.ts';
 import { KEYS_SQL, retryHeads } from './logFailures.ts';
 import { DISCOVER_SQL, ENSURE_CURSOR_SQL, keyOf, LEASE_SQL, RELEASE_SQL, type TargetRow } from './logLease.ts';
 import { emptyReport, failedReport, round, type TargetReport } from './report.ts';
@@ -22,8 +22,8 @@ import type { DispatchContext, DispatchOptions, Publisher } from './types.ts';
  * - An outage of the destination charges nobody: the cursor stops before the first event not
  *   taken and the whole target waits (hold_until), shown stalled with the reason.
  * - A full page reads the next one while it is published, from its own end (nothing written): that
- *   page goes on behind a page that passed whole, whose finish keeps the lease for it; otherwise it
- *   is dropped and read again from the cursor.
+ *   page goes on behind a page that passed whole, whose finish keeps the lease for it and runs while
+ *   the next page publishes; otherwise it is dropped and read again from the cursor.
  *
  * This file is the round; logLease.ts the cursor rows and their reads, logBatch.ts one batch,
  * logFailures.ts the exceptions and their retries, logSchd.ts schd's flights.
@@ -111,6 +111,7 @@ async function deliverLogTarget(
     const maxBatches = isSchd ? 1 : Math.max(1, options.maxBatches ?? 1);
     const pageLimit = (b: number) => settings.batchSize * Math.min(PAGE_BATCHES, maxBatches - b);
     let ahead: PageAhead | undefined;
+    let finishing: Finishing | undefined;
     for (let b = 0; b < maxBatches;) {
       // A page is as many batches as the round has left, at most PAGE_BATCHES; what it held counts.
       const limit = isSchd ? ctx.config.outbox.schdFlushLimit : pageLimit(b);
@@ -118,8 +119,13 @@ async function deliverLogTarget(
       const after = b + Math.min(PAGE_BATCHES, maxBatches - b);
       const nextLimit = isSchd || after >= maxBatches ? 0 : pageLimit(after);
       const before = report.claimed;
-      const out = await relayBatch(ctx, pubs, target, settings, limit, me, leaseUntil(), held, options, report, { ahead, nextLimit });
+      const out = await relayBatch(ctx, pubs, target, settings, limit, me, leaseUntil(), held, options, report, {
+        ahead,
+        nextLimit,
+        prior: finishing,
+      });
       ahead = out.next;
+      finishing = out.finishing;
       holding = out.r !== 'lost';
       b += Math.max(1, Math.ceil((report.claimed - before) / settings.batchSize));
       if (out.r !== 'more') break;
@@ -130,9 +136,11 @@ async function deliverLogTarget(
         break;
       }
     }
-    // A page read ahead that the round has no time for is read again next round, lease released.
+    // The last page's finish, when it ran behind a publish; a page read ahead that the round has no
+    // time for is read again next round, lease released.
+    const kept = finishing ? await finishing : true;
     if (ahead) await ahead.catch(() => {});
-    holding = ahead !== undefined;
+    holding = ahead !== undefined && kept;
     return report;
   } finally {
     if (holding) await ctx.db.query(RELEASE_SQL, [target, me]).catch(() => {});

@@ -109,7 +109,7 @@ it('a dispatcher killed between its Kafka commit and the mirror: its replacement
   await Promise.all([first.close(), second.close(), plain.close()]);
 }, 120_000);
 
-it('a page whose mirror fails while the next was read ahead: that page never reaches Kafka, the replacement resumes at the end of the first page', async () => {
+it('a page whose mirror fails while the next publishes: the next one is in Kafka with its cursor, the one behind it is not, the replacement resumes after it', async () => {
   const topic2 = randomTopic('msgx-eos-ahead');
   const target2 = `tx:${topic2}`;
   await createTopics(brokers, [{ topic: topic2 }]);
@@ -120,7 +120,7 @@ it('a page whose mirror fails while the next was read ahead: that page never rea
     MSGX_DELIVERY_LEASE: '10s',
   });
   const clock = new FakeClock('2026-11-29T00:00:00Z');
-  // Pages of 10 batches: 50 events each, the second read while the first is published.
+  // Pages of 10 batches: 50 events each, each read while the one before is published.
   const values = Array.from({ length: 120 }, (_, i) => `w${i}`);
   const ids = await enqueueEvents(
     pg.db,
@@ -145,9 +145,10 @@ it('a page whose mirror fails while the next was read ahead: that page never rea
     targets: [target2],
     maxBatches: 40,
   });
-  expect(aheads).toBe(1);
-  // The first page committed with its cursor; the one read ahead went nowhere.
-  expect((await committed(topic2)).map((r) => r.value)).toEqual(values.slice(0, 50));
+  expect(aheads).toBe(2);
+  // The first page's mirror failed while the second was published in its own Kafka transaction,
+  // with the cursor after it; the third, read ahead behind the second, went nowhere.
+  expect((await committed(topic2)).map((r) => r.value)).toEqual(values.slice(0, 100));
 
   clock.advance(10_000);
   const second = new ExactlyOnceSinks(config);
@@ -162,4 +163,45 @@ it('a page whose mirror fails while the next was read ahead: that page never rea
   expect(seen.map((r) => r.id)).toEqual(ids.map(String));
   expect(seen.map((r) => r.value)).toEqual(values);
   await Promise.all([first.close(), second.close(), plain.close()]);
+}, 120_000);
+
+it('the same dispatcher after a mirror that failed: it adopts Kafka’s cursor again and sends nothing twice', async () => {
+  const topic3 = randomTopic('msgx-eos-same');
+  const target3 = `tx:${topic3}`;
+  await createTopics(brokers, [{ topic: topic3 }]);
+  const config = loadConfig({
+    MSGX_KAFKA_BROKERS: brokers.join(','),
+    MSGX_TOPIC_OFFSETS: offsets,
+    MSGX_DELIVERY_BATCH_SIZE: '5',
+  });
+  const clock = new FakeClock('2026-11-29T00:00:00Z');
+  const values = Array.from({ length: 120 }, (_, i) => `s${i}`);
+  const ids = await enqueueEvents(
+    pg.db,
+    values.map((v, i) => ({ target: target3, key: `k${i % 4}`, type: 'T', value: v })),
+  );
+  let finishes = 0;
+  // The database refuses one finish (a failover, a dropped connection), then works again.
+  const flaky: Db = Object.create(pg.db, {
+    query: {
+      value: (sql: string, params?: unknown[]) => {
+        if (/snap_lo = CASE/.test(sql) && ++finishes === 1) return Promise.reject(new Error('connection terminated'));
+        return pg.db.query(sql, params);
+      },
+    },
+  }) as Db;
+  const sinks = new ExactlyOnceSinks(config);
+  const plain = new KafkaPublisher(config.kafka, { publishTimeoutMs: 3000 });
+  for (let i = 0; i < 10 && (await pendingByTarget(pg.db, clock.now())).some((p) => p.target === target3); i++)
+    await dispatchOnce({ db: flaky, config, clock, log: silentLog }, [plain], {
+      exactlyOnce: sinks,
+      dispatcherId: 'only',
+      targets: [target3],
+      maxBatches: 40,
+    });
+  expect(finishes).toBeGreaterThan(1);
+  const seen = await committed(topic3);
+  expect(seen.map((r) => r.id)).toEqual(ids.map(String));
+  expect(seen.map((r) => r.value)).toEqual(values);
+  await Promise.all([sinks.close(), plain.close()]);
 }, 120_000);

@@ -8,6 +8,7 @@ import { enqueueEvents, type NewEvent } from '../../lib/outbox/enqueue.ts';
 import { replayDeadEvents } from '../../lib/outbox/replay.ts';
 import { deadEvents, pendingByTarget } from '../../lib/outbox/queries.ts';
 import { READ_AHEAD_SQL } from '../../lib/outbox/logLease.ts';
+import { FINISH_SQL } from '../../lib/outbox/logBatch.ts';
 import { eventsBySource } from '../../lib/outbox/sourceEvents.ts';
 import type { OutRecord, Publisher, PublishResult } from '../../lib/outbox/types.ts';
 import { FakeClock } from '../../lib/shared/clock.ts';
@@ -312,6 +313,42 @@ describe('the log relay', () => {
     // The other publisher took the events behind each failure in its batch (sent again after it,
     // at least once): each first seen in order.
     expect([...new Set(ids(reference.delivered))]).toEqual(w);
+    expect(await pendingByTarget(db, clock.now())).toEqual([]);
+  });
+  test('a page finishes while the next publishes: a lease lost in that finish loses nothing, the next owner sends again', async () => {
+    // Batches of 3, 40 per round: pages of 30. Page 1's finish finds the lease taken (its owner was
+    // presumed dead) while page 2, read ahead, is already being published.
+    const { clock, ctx } = setup({ MSGX_DELIVERY_BATCH_SIZE: '3' });
+    let finishes = 0;
+    const spied = new Proxy(db, {
+      get(t, k) {
+        if (k === 'query')
+          return async (sql: string, params?: unknown[]) => {
+            if (sql === FINISH_SQL && ++finishes === 1)
+              await t.query(`UPDATE outbox_target SET lease_owner = 'thief', lease_until = $1 WHERE target = 'msg'`, [
+                new Date(clock.now().getTime() + 30_000),
+              ]);
+            return t.query(sql, params);
+          };
+        const v: unknown = Reflect.get(t, k);
+        return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(t) : v;
+      },
+    });
+    const w = await enqueue(
+      clock,
+      Array.from({ length: 75 }, (_, i) => ev('msg', `K${i % 4}`, i)),
+    );
+    const pub = new FakePublisher();
+    const first = await dispatchOnce({ ...ctx, db: spied }, [pub], { maxBatches: 40 });
+    // Page 2 went out behind page 1 before the lost finish was known; neither is finished.
+    expect(ids(pub.delivered)).toEqual(w.slice(0, 60));
+    expect(first.targets.find((t) => t.target === 'msg')?.lostLease).toBe(60);
+    const open = (await pendingByTarget(db, clock.now())).find((p) => p.target === 'msg');
+    expect(Number(open?.pending) + Number(open?.delivering)).toBe(75);
+    // The thief never finishes; once its lease expires, the cursor's events go again, the same ids.
+    clock.advance(31_000);
+    await dispatchOnce(ctx, [pub], { maxBatches: 40 });
+    expect(ids(pub.delivered).slice(60)).toEqual(w);
     expect(await pendingByTarget(db, clock.now())).toEqual([]);
   });
 });

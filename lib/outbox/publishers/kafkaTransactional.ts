@@ -30,6 +30,8 @@ const TRANSACTION_TIMEOUT_MS = 10_000;
 export class TransactionalTarget {
   /** The partition the producer chose for each message object of a send (for its offsets). */
   readonly #partitionOf: WeakMap<object, number>;
+  /** The transaction under way (settled, never rejecting), which closing waits for. */
+  #inFlight: Promise<unknown> = Promise.resolve();
 
   private constructor(
     private readonly producer: Producer,
@@ -63,6 +65,12 @@ export class TransactionalTarget {
    * Resolves where each record landed (partition and offset), in the records' order.
    */
   async deliver(records: TxRecord[], cursor: string): Promise<{ partition?: number; offset?: number }[]> {
+    const done = this.#deliver(records, cursor);
+    this.#inFlight = done.catch(() => {});
+    return done;
+  }
+
+  async #deliver(records: TxRecord[], cursor: string): Promise<{ partition?: number; offset?: number }[]> {
     const tx = await this.producer.transaction();
     try {
       // Fresh objects: the partitioner remembers each message object it placed.
@@ -77,7 +85,9 @@ export class TransactionalTarget {
     }
   }
 
+  /** Closes after the transaction under way, if any, has committed or aborted. */
   async close(): Promise<void> {
+    await this.#inFlight;
     await this.producer.disconnect();
   }
 }
