@@ -91,15 +91,20 @@ CREATE FUNCTION public.msgx_outbox_open(p_now timestamp with time zone) RETURNS 
     SELECT tg.target, t.snap_lo, t.snap_hi, t.after_id, t.lease_until, t.hold_until, t.stalled_since, t.last_error
     FROM tg LEFT JOIN outbox_target t ON t.target = tg.target WHERE tg.target IS NOT NULL
   )
-  -- Passed by no cursor yet.
-  SELECT m.target, m.event_id,
+  -- Passed by no cursor yet. OFFSET 0 keeps each lateral subquery planned on its own, with the
+  -- cursor's columns as parameters.
+  SELECT c.target, m.event_id,
          CASE WHEN pg_visible_in_snapshot(m.writer_xid, c.snap_hi) AND c.lease_until > p_now THEN 'DELIVERING' ELSE 'PENDING' END,
          0, coalesce(c.hold_until, m.created_at), c.last_error, m.created_at, c.stalled_since
-  FROM cur c JOIN msg_event m ON m.target = c.target
-  WHERE c.snap_lo IS NOT NULL AND m.status = 'PENDING' AND m.sent_at IS NULL AND m.dead_at IS NULL
-    AND m.writer_xid >= pg_snapshot_xmin(c.snap_lo) AND NOT pg_visible_in_snapshot(m.writer_xid, c.snap_lo)
-    AND NOT (c.snap_hi IS NOT NULL AND pg_visible_in_snapshot(m.writer_xid, c.snap_hi) AND m.event_id <= c.after_id)
-    AND NOT EXISTS (SELECT 1 FROM outbox_exception x WHERE x.target = m.target AND x.event_id = m.event_id)
+  FROM cur c CROSS JOIN LATERAL (
+    SELECT m.event_id, m.writer_xid, m.created_at FROM msg_event m
+    WHERE m.target = c.target AND m.status = 'PENDING' AND m.sent_at IS NULL AND m.dead_at IS NULL
+      AND m.writer_xid >= pg_snapshot_xmin(c.snap_lo) AND m.writer_xid < pg_snapshot_xmax(pg_current_snapshot())
+      AND NOT pg_visible_in_snapshot(m.writer_xid, c.snap_lo)
+      AND NOT (c.snap_hi IS NOT NULL AND pg_visible_in_snapshot(m.writer_xid, c.snap_hi) AND m.event_id <= c.after_id)
+      AND NOT EXISTS (SELECT 1 FROM outbox_exception x WHERE x.target = m.target AND x.event_id = m.event_id)
+    OFFSET 0) m
+  WHERE c.snap_lo IS NOT NULL
   UNION ALL
   -- Passed, but failed (or waiting behind a failed event of its key).
   SELECT x.target, x.event_id, 'PENDING', x.attempts, coalesce(x.next_attempt_at, p_now), coalesce(x.last_error, c.last_error),
@@ -107,18 +112,28 @@ CREATE FUNCTION public.msgx_outbox_open(p_now timestamp with time zone) RETURNS 
   FROM cur c JOIN outbox_exception x ON x.target = c.target AND NOT x.dead JOIN msg_event m ON m.event_id = x.event_id
   WHERE m.status = 'PENDING' AND m.sent_at IS NULL AND m.dead_at IS NULL
   UNION ALL
-  -- A target the per-event path delivers (no cursor), or rows it leased before the switch.
+  -- A target the per-event path delivered (no cursor yet): its rows still open by the per-event columns.
   SELECT m.target, m.event_id, m.status, m.attempts, m.next_attempt_at, m.last_error, m.created_at, m.stalled_since
-  FROM cur c JOIN msg_event m ON m.target = c.target
-  WHERE m.status IN ('PENDING', 'DELIVERING') AND m.sent_at IS NULL AND m.dead_at IS NULL
-    AND (c.snap_lo IS NULL OR m.status = 'DELIVERING')
+  FROM cur c CROSS JOIN LATERAL (
+    SELECT m.* FROM msg_event m
+    WHERE m.target = c.target AND m.status IN ('PENDING', 'DELIVERING') AND m.sent_at IS NULL AND m.dead_at IS NULL
+    OFFSET 0) m
+  WHERE c.snap_lo IS NULL
+  UNION ALL
+  -- Rows the per-event path leased before its target's cursor began.
+  SELECT m.target, m.event_id, m.status, m.attempts, m.next_attempt_at, m.last_error, m.created_at, m.stalled_since
+  FROM cur c CROSS JOIN LATERAL (
+    SELECT m.* FROM msg_event m
+    WHERE m.target = c.target AND m.status = 'DELIVERING' AND m.sent_at IS NULL AND m.dead_at IS NULL
+    OFFSET 0) m
+  WHERE c.snap_lo IS NOT NULL
 $$;
 
 --
 -- Name: FUNCTION msgx_outbox_open(p_now timestamp with time zone); Type: COMMENT; Schema: public; Owner: -
 --
 
-COMMENT ON FUNCTION public.msgx_outbox_open(p_now timestamp with time zone) IS 'Every open (PENDING or DELIVERING) event, derived set-based: per target the events its cursor has not passed, its exceptions that are not dead, or the per-event path''s open rows; with attempts, next attempt, last error and the target''s stall. lib/outbox/queries.ts, lib/outbox/metrics.ts, lib/outbox/missingTopics.ts.';
+COMMENT ON FUNCTION public.msgx_outbox_open(p_now timestamp with time zone) IS 'Every open (PENDING or DELIVERING) event, derived set-based: per target the events its cursor has not passed (msg_event_writer from the cursor''s xmin), its exceptions that are not dead, or the per-event path''s open rows; with attempts, next attempt, last error and the target''s stall. lib/outbox/queries.ts, lib/outbox/metrics.ts, lib/outbox/missingTopics.ts, lib/outbox/retention.ts.';
 
 --
 -- Name: msgx_outbox_origin(); Type: FUNCTION; Schema: public; Owner: -
@@ -1172,6 +1187,12 @@ CREATE INDEX mailbox_gap_hole ON public.mailbox_gap USING btree (hole_at) WHERE 
 --
 
 CREATE INDEX msg_event_dead ON public.msg_event USING btree (target, event_id) WHERE (dead_at IS NOT NULL);
+
+--
+-- Name: msg_event_leased; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX msg_event_leased ON public.msg_event USING btree (target, event_id) WHERE ((status = 'DELIVERING'::text) AND (sent_at IS NULL) AND (dead_at IS NULL));
 
 --
 -- Name: msg_event_open; Type: INDEX; Schema: public; Owner: -
