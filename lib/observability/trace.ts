@@ -309,7 +309,14 @@ export function buildTimeline(t: MessageTrace): TimelineEntry[] {
           ...(d.error ? { error: d.error } : {}),
         },
       });
-    if (e.sentAt) out.push({ at: e.sentAt, kind: 'sent', status: 'SENT', detail: { eventId: e.eventId, target: e.target } });
+    if (e.sentAt)
+      out.push({
+        at: e.sentAt,
+        kind: 'sent',
+        status: 'SENT',
+        // An older state version is sent as the newest of its flight (msgx.schd keeps the latest state).
+        detail: { eventId: e.eventId, target: e.target, ...(e.sentAs && e.sentAs !== e.eventId ? { asEventId: e.sentAs } : {}) },
+      });
     if (e.deadAt)
       out.push({ at: e.deadAt, kind: 'event-dead', status: 'DEAD', detail: { eventId: e.eventId, target: e.target, error: e.lastError } });
   }

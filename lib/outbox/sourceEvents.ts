@@ -42,7 +42,7 @@ export async function eventsBySource(
             coalesce(x.attempts, e.attempts) AS attempts, coalesce(x.last_error, e.last_error) AS last_error,
             e.created_at, e.sent_at, coalesce(e.dead_at, CASE WHEN x.dead THEN x.updated_at END) AS dead_at, e.sent_as,
             CASE WHEN e.target = 'msg' THEN e.value END AS value,
-            coalesce(d.deliveries, '[]'::json) AS deliveries, d.last_at
+            coalesce(d.deliveries, '[]'::json) AS deliveries, d.last_at, c.carrier, c.carried_at
      FROM msg_event e LEFT JOIN outbox_exception x ON x.target = e.target AND x.event_id = e.event_id
      -- What the per-event relay wrote (event_delivery), then what the log relay's batches took (outbox_batch).
      LEFT JOIN LATERAL (
@@ -55,6 +55,15 @@ export async function eventsBySource(
              UNION ALL
              SELECT b.publisher, 'ok', b.partition, b."offset", b.tries, b.sent_at, NULL, true
              FROM msgx_event_deliveries(e.target, e.event_id) b) o) d ON true
+     -- An older schd version no publisher took: it went out as the newest version of its flight in
+     -- the same flush (docs/outbox.md "Delivery"), the first later event of the flight that was taken.
+     LEFT JOIN LATERAL (
+       SELECT n.event_id AS carrier, (SELECT min(b.sent_at) FROM msgx_event_deliveries(n.target, n.event_id) b) AS carried_at
+       FROM msg_event n
+       WHERE e.target = 'schd' AND d.last_at IS NULL AND n.target = 'schd' AND n.event_id > e.event_id
+         AND coalesce(n.flid, n.partition_key) = coalesce(e.flid, e.partition_key)
+         AND EXISTS (SELECT 1 FROM msgx_event_deliveries(n.target, n.event_id))
+       ORDER BY n.event_id LIMIT 1) c ON true
      WHERE e.source_kind = $1 AND e.source_id = $2 ORDER BY e.event_id`,
     [sourceKind, sourceId],
   );
@@ -80,9 +89,9 @@ export async function eventsBySource(
       lastError: (x.last_error as string | null) ?? null,
       createdAt: iso(x.created_at as Date)!,
       // The log relay does not write sent_at: a SENT event went when its last publisher took it.
-      sentAt: iso((x.sent_at ?? (x.status === 'SENT' ? x.last_at : null)) as Date),
+      sentAt: iso((x.sent_at ?? (x.status === 'SENT' ? (x.last_at ?? x.carried_at) : null)) as Date),
       deadAt: iso(x.dead_at as Date),
-      sentAs: x.sent_as === null || x.sent_as === undefined ? null : Number(x.sent_as),
+      sentAs: (x.sent_as ?? x.carrier) ? Number(x.sent_as ?? x.carrier) : null,
       value,
       deliveries: deliveries.map((d) => ({
         publisher: String(d.publisher),

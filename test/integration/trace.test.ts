@@ -216,6 +216,24 @@ describe('trace of an inbound message, throughput, console routes', () => {
     for (const e of t.events.filter((x) => x.target === 'schd')) expect(publishedOf(t, e.eventId)).toEqual(readOf(e.eventId));
   });
 
+  it("an older state version is SENT as the newest of its flight: the plan's state of 1001 went out as the gate change's", async () => {
+    const plan = await trace(ids.plan!);
+    const gate = await trace(ids.gate!);
+    const older = plan.events.find((e) => e.target === 'schd' && e.key === '1001')!;
+    const newer = gate.events.find((e) => e.target === 'schd' && e.key === '1001')!;
+    // Both were written before the flush, so a consumer read only the newer one.
+    expect(readOf(older.eventId)).toEqual([]);
+    expect(readOf(newer.eventId)).toHaveLength(1);
+    expect(older).toMatchObject({ status: 'SENT', stateVersion: 1, sentAs: newer.eventId, deliveries: [] });
+    const sent = plan.timeline.find((x) => x.kind === 'sent' && x.detail.eventId === older.eventId);
+    expect(sent?.detail).toMatchObject({ asEventId: newer.eventId });
+    expect(sent?.at).toBe(newer.deliveries.map((d) => d.at).sort()[0]);
+    // The flight 1002 had one version: it went as itself.
+    const single = plan.events.find((e) => e.target === 'schd' && e.key === '1002')!;
+    expect(single.sentAs).toBeNull();
+    expect(readOf(single.eventId)).toHaveLength(1);
+  });
+
   it('a dead message: its error class per attempt, no flight change, no event; a replay shows as a second attempt', async () => {
     let t = await trace(ids.unsupported!);
     expect(t.message).toMatchObject({ status: 'DEAD', errorClass: 'EXHAUSTED' });
