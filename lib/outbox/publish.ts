@@ -110,6 +110,10 @@ async function settleTimeouts(p: Publisher, results: PublishResult[], publishTim
  * Runs `fn` with a signal that aborts after `ms` of the clock; stops waiting at the deadline, after
  * a short grace in which the publisher may still report per record what it did before it.
  */
+// The reason the deadline's timer is stopped with once a publish settles: abort() without one
+// builds a DOMException with its stack for every publish (~1 % of the relay's CPU in a profile).
+const PUBLISH_DONE = Symbol('publish settled');
+
 async function withDeadline<T>(clock: Clock, ms: number, fn: (signal: AbortSignal) => Promise<T>): Promise<T> {
   const ac = new AbortController();
   const stopTimer = new AbortController();
@@ -123,7 +127,7 @@ async function withDeadline<T>(clock: Clock, ms: number, fn: (signal: AbortSigna
       fn(ac.signal).then(resolve, reject);
     });
   } finally {
-    stopTimer.abort();
+    stopTimer.abort(PUBLISH_DONE);
     clearTimeout(grace);
     void timer;
   }
