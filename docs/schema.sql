@@ -596,8 +596,36 @@ CREATE TABLE public.outbox_target (
     updated_at timestamp with time zone,
     hold_until timestamp with time zone,
     stalled_since timestamp with time zone,
-    last_error text
+    last_error text,
+    offsets_topic text,
+    offsets_partition integer,
+    offsets_offset bigint,
+    offsets_partitions integer
 );
+
+--
+-- Name: COLUMN outbox_target.offsets_topic; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.outbox_target.offsets_topic IS 'Exactly once: the offsets topic (MSGX_TOPIC_OFFSETS) the cursor in this row was last committed to; NULL when the cursor moved without a Kafka commit. lib/outbox/logBatch.ts FINISH_SQL.';
+
+--
+-- Name: COLUMN outbox_target.offsets_partition; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.outbox_target.offsets_partition IS 'Exactly once: the offsets topic partition holding the record of this row''s cursor.';
+
+--
+-- Name: COLUMN outbox_target.offsets_offset; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.outbox_target.offsets_offset IS 'Exactly once: the offset of the record of this row''s cursor; at start, a last stable offset of offsets_offset + 2 (the record, its commit marker) means nothing was written after it and the topic is not read (lib/outbox/exactlyOnce.ts).';
+
+--
+-- Name: COLUMN outbox_target.offsets_partitions; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.outbox_target.offsets_partitions IS 'Exactly once: the offsets topic''s partition count when the record was written; another count at start means the target''s key may hash elsewhere, and the topic is read.';
 
 --
 -- Name: proc_attempt; Type: TABLE; Schema: public; Owner: -

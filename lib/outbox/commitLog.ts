@@ -1,5 +1,6 @@
 import type { Queryable } from '../db/db.ts';
 import { prepared } from '../db/prepared.ts';
+import type { OffsetsPosition } from './publishers/kafkaTransactional.ts';
 
 /*
  * The cursor as it travels (docs/outbox.md "The log and its cursors"): a target's cursor is the
@@ -51,4 +52,20 @@ export async function adoptCursor(db: Queryable, target: string, c: Cursor, iden
     [target, c.snapLo, c.snapHi, c.afterId],
   );
   return r.rowCount === 1 ? null : `it is ahead of this database's transactions (${c.snapHi ?? c.snapLo})`;
+}
+
+/**
+ * Where the offsets record of the target's cursor in PostgreSQL landed (migration 018), written by
+ * the finish that mirrored it; null when the cursor moved since without a Kafka commit, or never
+ * was committed from here.
+ */
+export async function mirroredPosition(db: Queryable, target: string): Promise<OffsetsPosition | null> {
+  const r = await db.query<{ topic: string | null; partition: number | null; offset: string | null; partitions: number | null }>(
+    prepared(`SELECT offsets_topic AS topic, offsets_partition AS partition, offsets_offset AS offset, offsets_partitions AS partitions
+     FROM outbox_target WHERE target = $1`),
+    [target],
+  );
+  const p = r.rows[0];
+  if (!p || p.topic === null || p.partition === null || p.offset === null || p.partitions === null) return null;
+  return { topic: p.topic, partition: p.partition, offset: Number(p.offset), partitions: p.partitions };
 }

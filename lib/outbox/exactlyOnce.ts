@@ -1,16 +1,23 @@
 import type { Config } from '../config/config.ts';
 import type { Queryable } from '../db/db.ts';
 import type { Log } from '../observability/logger.ts';
-import { adoptCursor, databaseIdentity, type Cursor } from './commitLog.ts';
+import { adoptCursor, databaseIdentity, mirroredPosition, type Cursor } from './commitLog.ts';
 import { createKafka } from './kafkaClient.ts';
-import { readKafkaCursor, TransactionalTarget, type TxRecord } from './publishers/kafkaTransactional.ts';
+import {
+  offsetsRecordIsLast,
+  readKafkaCursor,
+  TransactionalTarget,
+  type Delivered,
+  type TxRecord,
+} from './publishers/kafkaTransactional.ts';
 
 /**
  * The Kafka side of the log relay when MSGX_KAFKA_EXACTLY_ONCE is on (docs/outbox.md "Exactly once
  * into Kafka"): one transactional producer per target, opened the first time this process delivers
  * the target (which fences any older producer of the same transactional.id, a zombie dispatcher),
  * then the cursor Kafka committed is adopted, since Kafka is ahead of PostgreSQL when a dispatcher
- * died between its Kafka commit and the mirror. A producer whose transaction failed is dropped: the
+ * died between its Kafka commit and the mirror (unless the mirror's offsets record is provably the
+ * last: then PostgreSQL's cursor is Kafka's, and the topic is not read). A producer whose transaction failed is dropped: the
  * next batch opens and adopts again.
  */
 export class ExactlyOnceSinks {
@@ -52,8 +59,10 @@ export class ExactlyOnceSinks {
           topic,
           offsetsTopic: this.config.outbox.topicOffsets,
         });
-        const committed = await readKafkaCursor(this.#kafka, { stage: this.stage, offsetsTopic: this.config.outbox.topicOffsets, target });
         this.#identity ??= await databaseIdentity(db);
+        // After the open: a zombie's transaction is aborted by now, so it shows in the offsets topic.
+        if (await this.#mirrorIsCurrent(db, target)) return sink;
+        const committed = await readKafkaCursor(this.#kafka, { stage: this.stage, offsetsTopic: this.config.outbox.topicOffsets, target });
         if (committed !== null) {
           const refusal = await adoptCursor(db, target, JSON.parse(committed) as Cursor, this.#identity);
           // Another database's cursor (a fresh or restored database on an old offsets topic): this
@@ -72,18 +81,32 @@ export class ExactlyOnceSinks {
     return p;
   }
 
+  /**
+   * Whether PostgreSQL's cursor is the one Kafka would answer: its offsets record (as the mirror
+   * recorded it) is still the last of its partition. Then reading the topic back (a consumer group
+   * join, ~3 s on MSK, at every Lambda cold start) is skipped. Any doubt reads it.
+   */
+  async #mirrorIsCurrent(db: Queryable, target: string): Promise<boolean> {
+    const at = await mirroredPosition(db, target);
+    if (at === null || at.topic !== this.config.outbox.topicOffsets) return false;
+    const last = await offsetsRecordIsLast(this.#kafka, at).catch((err: unknown) => {
+      this.#log?.warn('reading the offsets topic back: its end offsets could not be fetched', { target, error: String(err) });
+      return false;
+    });
+    if (last) this.#log?.info(`cursor from PostgreSQL (offsets record ${at.offset} is the last)`, { target, partition: at.partition });
+    return last;
+  }
+
   /** Whether the target's producer is open (its cursor adopted) in this process. */
   isOpen(target: string): boolean {
     return this.#open.has(target);
   }
 
-  /** One Kafka transaction: the records and the cursor they end at (where each record landed); a failure drops the producer. */
-  async deliver(
-    target: string,
-    sink: TransactionalTarget,
-    records: TxRecord[],
-    cursor: Cursor,
-  ): Promise<{ partition?: number; offset?: number }[]> {
+  /**
+   * One Kafka transaction: the records and the cursor they end at (where each record landed, and
+   * the cursor's record); a failure drops the producer.
+   */
+  async deliver(target: string, sink: TransactionalTarget, records: TxRecord[], cursor: Cursor): Promise<Delivered> {
     try {
       return await sink.deliver(records, JSON.stringify({ ...cursor, db: this.#identity }));
     } catch (err) {

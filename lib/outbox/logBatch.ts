@@ -6,7 +6,7 @@ import { charge, logFailures, settle, verdictOf, type Exc, type Verdict } from '
 import { markNewest } from './logSchd.ts';
 import { keyOf, LEASE_SQL, READ_AHEAD_SQL, READ_SQL, toClaimed, type PageRow } from './logLease.ts';
 import { publishRun, topicForTarget } from './publish.ts';
-import type { TxRecord } from './publishers/kafkaTransactional.ts';
+import type { OffsetsPosition, TxRecord } from './publishers/kafkaTransactional.ts';
 import { round, type TargetReport } from './report.ts';
 import type { DeliverySettings } from './settings.ts';
 import {
@@ -22,7 +22,10 @@ import {
 
 // Moves the cursor, releases the lease (or keeps it, renewed, for a page already read behind this
 // one), records the target's hold and the batch's exceptions; only while the batch is still ours
-// (our lease, the same snap_hi).
+// (our lease, the same snap_hi). Under exactly once it also records where the cursor's offsets record
+// landed ($28–$31, migration 018), which lets a start skip reading the topic back; a cursor that
+// moves without a Kafka commit (a dead head the refused transaction never carried) is no record's
+// cursor any more, and the position is cleared. One that stays put keeps it.
 export const FINISH_SQL = prepared(`
 WITH f AS (
   UPDATE outbox_target SET
@@ -33,7 +36,11 @@ WITH f AS (
     updated_at = $6::timestamptz,
     hold_until = $7::timestamptz, stalled_since = CASE WHEN $17::boolean THEN coalesce(stalled_since, $6) END,
     last_error = $8::text,
-    last_flush_at = coalesce($9::timestamptz, last_flush_at)
+    last_flush_at = coalesce($9::timestamptz, last_flush_at),
+    offsets_topic = CASE WHEN $28::text IS NOT NULL THEN $28 WHEN NOT $3 AND $4 <= after_id THEN offsets_topic END,
+    offsets_partition = CASE WHEN $28 IS NOT NULL THEN $29::int WHEN NOT $3 AND $4 <= after_id THEN offsets_partition END,
+    offsets_offset = CASE WHEN $28 IS NOT NULL THEN $30::bigint WHEN NOT $3 AND $4 <= after_id THEN offsets_offset END,
+    offsets_partitions = CASE WHEN $28 IS NOT NULL THEN $31::int WHEN NOT $3 AND $4 <= after_id THEN offsets_partitions END
   WHERE target = $1 AND snap_hi::text = $2 AND lease_owner = $5
   RETURNING target),
 x AS (
@@ -231,6 +238,7 @@ export async function relayBatch(
   let isAll = stopAfter === null;
   let lastId = isAll ? (rows.at(-1)?.event_id ?? 0) : stopAfter!;
   let fullyDrained = isAll && drained;
+  let cursorAt: OffsetsPosition | null = null; // where the committed cursor's offsets record landed
 
   if (eos && sink) {
     // Exactly once: what the other publishers settled goes to Kafka with the cursor it ends at, in one
@@ -243,7 +251,8 @@ export async function relayBatch(
     const records = txRows.map(txRecord);
     const tk = performance.now();
     try {
-      const placed = await eos.deliver(target, sink, records, cursor);
+      const { placed, cursorAt: at } = await eos.deliver(target, sink, records, cursor);
+      cursorAt = at;
       report.published += records.length;
       placed.forEach((at, i) => taken.add(eos.replaces, txRows[i]!.event_id, { ok: true, ...at }, txRows[i]!.attempts + 1));
     } catch (err) {
@@ -306,6 +315,10 @@ export async function relayBatch(
     keep,
     new Date(ctx.clock.now().getTime() + ctx.config.outbox.leaseMs),
     ...taken.params(),
+    cursorAt?.topic ?? null,
+    cursorAt?.partition ?? null,
+    cursorAt?.offset ?? null,
+    cursorAt?.partitions ?? null,
   ];
   // The page before finished while this one published; one that lost the lease leaves this page
   // published but not ours to finish (nor the one read ahead behind it).

@@ -27,9 +27,25 @@ export interface TxRecord {
  */
 const TRANSACTION_TIMEOUT_MS = 10_000;
 
+/** Where a cursor record landed in the offsets topic, and how many partitions the topic had then. */
+export interface OffsetsPosition {
+  topic: string;
+  partition: number;
+  offset: number;
+  partitions: number;
+}
+
+/** What one committed transaction placed: each record (in order), and the cursor's record. */
+export interface Delivered {
+  placed: { partition?: number; offset?: number }[];
+  cursorAt: OffsetsPosition | null;
+}
+
 export class TransactionalTarget {
   /** The partition the producer chose for each message object of a send (for its offsets). */
   readonly #partitionOf: WeakMap<object, number>;
+  /** The partition count of the topic when the producer placed each message object. */
+  readonly #countOf: WeakMap<object, number>;
   /** The transaction under way (settled, never rejecting), which closing waits for. */
   #inFlight: Promise<unknown> = Promise.resolve();
 
@@ -39,15 +55,18 @@ export class TransactionalTarget {
     private readonly topic: string,
     private readonly offsetsTopic: string,
     partitionOf: WeakMap<object, number>,
+    countOf: WeakMap<object, number>,
   ) {
     this.#partitionOf = partitionOf;
+    this.#countOf = countOf;
   }
 
   /** Connects the target's transactional producer; connecting fences any older one of the same id. */
   static async open(kafka: Kafka, o: { stage: string; target: string; topic: string; offsetsTopic: string }): Promise<TransactionalTarget> {
     const partitionOf = new WeakMap<object, number>();
+    const countOf = new WeakMap<object, number>();
     const producer = kafka.producer({
-      createPartitioner: recordingPartitioner(partitionOf),
+      createPartitioner: recordingPartitioner(partitionOf, countOf),
       transactionalId: transactionalId(o.stage, o.target),
       idempotent: true,
       maxInFlightRequests: 1,
@@ -57,28 +76,34 @@ export class TransactionalTarget {
     // kafkajs registers the transactional.id (and so fences the older producer) only when a
     // first transaction begins: an empty one does it now, before this target reads its cursor.
     await (await producer.transaction()).abort();
-    return new TransactionalTarget(producer, o.target, o.topic, o.offsetsTopic, partitionOf);
+    return new TransactionalTarget(producer, o.target, o.topic, o.offsetsTopic, partitionOf, countOf);
   }
 
   /**
    * Writes the records and the cursor they end at in one transaction; aborts it on any failure.
-   * Resolves where each record landed (partition and offset), in the records' order.
+   * Resolves where each record landed (partition and offset), in the records' order, and the cursor's.
    */
-  async deliver(records: TxRecord[], cursor: string): Promise<{ partition?: number; offset?: number }[]> {
+  async deliver(records: TxRecord[], cursor: string): Promise<Delivered> {
     const done = this.#deliver(records, cursor);
     this.#inFlight = done.catch(() => {});
     return done;
   }
 
-  async #deliver(records: TxRecord[], cursor: string): Promise<{ partition?: number; offset?: number }[]> {
+  async #deliver(records: TxRecord[], cursor: string): Promise<Delivered> {
     const tx = await this.producer.transaction();
     try {
       // Fresh objects: the partitioner remembers each message object it placed.
       const messages = records.map((r) => ({ ...r }));
       const meta = messages.length > 0 ? await tx.send({ topic: this.topic, messages }) : [];
-      await tx.send({ topic: this.offsetsTopic, messages: [{ key: this.target, value: cursor }] });
+      const mark = { key: this.target, value: cursor };
+      const [at] = placements([mark], this.#partitionOf, await tx.send({ topic: this.offsetsTopic, messages: [mark] }));
       await tx.commit();
-      return placements(messages, this.#partitionOf, meta);
+      const partitions = this.#countOf.get(mark);
+      const cursorAt =
+        at?.partition !== undefined && at.offset !== undefined && partitions !== undefined
+          ? { topic: this.offsetsTopic, partition: at.partition, offset: at.offset, partitions }
+          : null;
+      return { placed: placements(messages, this.#partitionOf, meta), cursorAt };
     } catch (err) {
       await tx.abort().catch(() => {}); // a fenced producer cannot abort either; the broker already did
       throw err;
@@ -90,6 +115,27 @@ export class TransactionalTarget {
     await this.#inFlight;
     await this.producer.disconnect();
   }
+}
+
+/**
+ * Whether nothing was written to the offsets topic's partition after the cursor record at `at`, so
+ * the cursor Kafka would answer is that record's (docs/outbox.md "Exactly once into Kafka").
+ *
+ * kafkajs's admin answers each partition's last stable offset (checked against the broker: a record
+ * of an open transaction does not move it, its commit does), the offset a read_committed read of
+ * the topic ends at, so this is exactly the question readKafkaCursor's read would answer. A
+ * committed transaction leaves its record at `offset` and its commit marker at `offset + 1`:
+ * nothing after the record means the partition ends at `offset + 2`, no more and no less. Anything
+ * else (another transaction after ours, committed or aborted, this target's or another's that
+ * hashes to the same partition; a zombie's, aborted when our producer fenced it; another partition
+ * count, under which the key may hash elsewhere) answers false.
+ */
+export async function offsetsRecordIsLast(kafka: Kafka, at: OffsetsPosition): Promise<boolean> {
+  const admin = kafka.admin();
+  await admin.connect();
+  const ends = await admin.fetchTopicOffsets(at.topic).finally(() => admin.disconnect());
+  const end = ends.find((e) => e.partition === at.partition);
+  return ends.length === at.partitions && end !== undefined && Number(end.high) === at.offset + 2;
 }
 
 /**

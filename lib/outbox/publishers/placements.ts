@@ -29,14 +29,15 @@ export function placements(
 
 /**
  * A partitioner factory that is kafkajs's default and remembers, in `into`, the partition it chose
- * for each message object (for `placements`).
+ * for each message object (for `placements`), and in `counts` how many partitions the topic had then.
  */
-export function recordingPartitioner(into: WeakMap<object, number>): ProducerConfig['createPartitioner'] {
+export function recordingPartitioner(into: WeakMap<object, number>, counts?: WeakMap<object, number>): ProducerConfig['createPartitioner'] {
   return () => {
     const inner = Partitioners.DefaultPartitioner();
     return (args) => {
       const p = inner(args);
       into.set(args.message, p);
+      counts?.set(args.message, args.partitionMetadata.length);
       return p;
     };
   };
