@@ -10,7 +10,7 @@ export interface Figure {
   min: number;
   max: number;
   runs: number[];
-  target?: { op: '>=' | '<'; value: number };
+  target?: { op: '>=' | '<' | '<='; value: number };
   pass?: boolean;
   /** Drawn in latest.svg. */
   headline?: boolean;
@@ -39,14 +39,15 @@ export function figure(
   label: string,
   unit: string,
   runs: number[],
-  o: { better?: 'higher' | 'lower'; target?: { op: '>=' | '<'; value: number }; headline?: boolean; note?: string } = {},
+  o: { better?: 'higher' | 'lower'; target?: { op: '>=' | '<' | '<='; value: number }; headline?: boolean; note?: string } = {},
 ): Figure {
   const s: Summary = summarize(runs.filter((x) => Number.isFinite(x)));
-  const better = o.better ?? (o.target?.op === '<' ? 'lower' : 'higher');
+  const better = o.better ?? (o.target && o.target.op !== '>=' ? 'lower' : 'higher');
   const f: Figure = { id, label, unit, better, median: s.median, min: s.min, max: s.max, runs, headline: o.headline, note: o.note };
   if (o.target) {
     f.target = o.target;
-    f.pass = o.target.op === '>=' ? s.median >= o.target.value : s.median < o.target.value;
+    f.pass =
+      o.target.op === '>=' ? s.median >= o.target.value : o.target.op === '<=' ? s.median <= o.target.value : s.median < o.target.value;
   }
   return f;
 }

@@ -12,7 +12,7 @@ const num = (x: number, unit: string): string => {
 export const fmtValue = (f: Figure) => `${num(f.median, f.unit)}${f.unit === 'x' ? '' : ` ${f.unit}`}`;
 export const fmtSpread = (f: Figure) => (f.runs.length > 1 ? `${num(f.min, f.unit)}–${num(f.max, f.unit)}` : '');
 export const fmtTarget = (f: Figure) =>
-  f.target ? `${f.target.op === '>=' ? '≥' : '<'} ${num(f.target.value, f.unit)}${f.unit === 'x' ? '' : ` ${f.unit}`}` : '';
+  f.target ? `${{ '>=': '≥', '<=': '≤', '<': '<' }[f.target.op]} ${num(f.target.value, f.unit)}${f.unit === 'x' ? '' : ` ${f.unit}`}` : '';
 export const fmtPass = (f: Figure) => (f.pass === undefined ? '' : f.pass ? 'pass' : 'MISS');
 
 /** Plain-text table for the terminal; `markdown` gives the same rows as a Markdown table. */

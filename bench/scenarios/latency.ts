@@ -36,6 +36,7 @@ export async function latencyScenario(o: RunOptions): Promise<ScenarioResult> {
   const warmup = 20;
   const e2e = { p50: [] as number[], p99: [] as number[], max: [] as number[] };
   const answered = { p50: [] as number[], p99: [] as number[] };
+  const stages: Record<string, number[]> = {};
   for (let r = 0; r < o.runs; r++) {
     const label = `${r + 1}/${o.runs}`;
     const pg = await freshPg();
@@ -65,6 +66,7 @@ export async function latencyScenario(o: RunOptions): Promise<ScenarioResult> {
       await watch.waitFor([Number(plan.body)], 60_000, 'the day plan');
 
       const sentAt = new Map<number, number>();
+      const sentWall = new Map<number, number>();
       const answeredMs: number[] = [];
       const spacing = 1000 / RATE_PER_SECOND;
       const tick = p.counter(label, count, `sends at ${RATE_PER_SECOND}/s`);
@@ -75,12 +77,14 @@ export async function latencyScenario(o: RunOptions): Promise<ScenarioResult> {
         const wait = due - performance.now();
         if (wait > 0) await sleep(wait);
         const t0 = performance.now();
+        const wall0 = Date.now();
         inFlight.push(
           call(port, 'POST', SEND_PATH, gateChange(i), XML).then((res) => {
             if (res.status !== 200) throw new Error(`send ${i} refused: ${res.status} ${res.body}`);
             if (i < warmup) return;
             answeredMs.push(performance.now() - t0);
             sentAt.set(Number(res.body), t0);
+            sentWall.set(Number(res.body), wall0);
             tick(sentAt.size);
           }),
         );
@@ -95,6 +99,18 @@ export async function latencyScenario(o: RunOptions): Promise<ScenarioResult> {
       e2e.max.push(lat.max);
       answered.p50.push(ans.p50);
       answered.p99.push(ans.p99);
+      const st = await stagesOf(
+        port,
+        [...sentWall].filter((_, k) => k % 8 === 0),
+        (id) => watch!.firstSeen.get(id)! - sentAt.get(id)!,
+      );
+      for (const [k, v] of Object.entries(st)) (stages[k] ??= []).push(v);
+      p.step(
+        label,
+        `stages, median ms after the POST: ${Object.entries(st)
+          .map(([k, v]) => `${k} ${v.toFixed(1)}`)
+          .join(', ')}`,
+      );
       p.step(
         label,
         `send → consumer p50 ${lat.p50.toFixed(1)} ms, p99 ${lat.p99.toFixed(1)} ms, max ${lat.max.toFixed(1)} ms; HTTP answered p50 ${ans.p50.toFixed(1)} ms`,
@@ -117,7 +133,41 @@ export async function latencyScenario(o: RunOptions): Promise<ScenarioResult> {
       figure('latency.answered.p50', 'HTTP answered (row stored in the mailbox), p50', 'ms', answered.p50, { better: 'lower' }),
       figure('latency.answered.p99', 'HTTP answered, p99', 'ms', answered.p99, { better: 'lower' }),
     ],
-    notes: [],
-    meta: { messages: count, warmup, ratePerSecond: RATE_PER_SECOND, flights: FLIGHTS },
+    notes: [
+      `where a send's time goes (median ms after its POST, per run, from the trace of every 8th send and the consumer): ${Object.entries(
+        stages,
+      )
+        .map(([k, v]) => `${k} ${v.map((x) => x.toFixed(1)).join('/')}`)
+        .join('; ')}`,
+    ],
+    meta: { messages: count, warmup, ratePerSecond: RATE_PER_SECOND, flights: FLIGHTS, stages },
   };
+}
+
+/** Trace steps a send passes, in order: the first timeline entry of each kind (the msg event's, for event kinds). */
+const STAGES = ['enqueued', 'attempt', 'event', 'published', 'sent'] as const;
+
+/**
+ * The median time after its POST at which each send reached each step, from its trace
+ * (GET /admin/trace/{id}, the twin's clock, on this machine) and, last, the consumer's read.
+ */
+async function stagesOf(port: number, sends: [number, number][], consumerMs: (id: number) => number): Promise<Record<string, number>> {
+  const per: Record<string, number[]> = {};
+  for (const [id, wall0] of sends) {
+    const res = await call(port, 'GET', `/admin/trace/${id}`);
+    if (res.status !== 200) throw new Error(`trace of ${id}: ${res.status} ${res.body.slice(0, 200)}`);
+    const t = JSON.parse(res.body) as {
+      events: { eventId: number; target: string }[];
+      timeline: { kind: string; at: string; detail: Record<string, unknown> }[];
+    };
+    const msgEvent = t.events.find((e) => e.target === 'msg')?.eventId;
+    for (const kind of STAGES) {
+      const entry = t.timeline.find(
+        (e) => e.kind === kind && (!['event', 'published', 'sent'].includes(kind) || e.detail.eventId === msgEvent),
+      );
+      if (entry) (per[kind] ??= []).push(Date.parse(entry.at) - wall0);
+    }
+    (per.consumer ??= []).push(consumerMs(id));
+  }
+  return Object.fromEntries(Object.entries(per).map(([k, v]) => [k, latency(v).p50]));
 }

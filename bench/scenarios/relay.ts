@@ -9,6 +9,7 @@ import { ensureTopics } from '../../lib/outbox/topics.ts';
 import type { Publisher } from '../../lib/outbox/types.ts';
 import { benchContext, freshPg, randomName, serviceUrls } from '../lib/env.ts';
 import { observe, topWaits } from '../lib/observe.ts';
+import { cpuPerMessage, cpuProbe } from '../lib/procCpu.ts';
 import { progress } from '../lib/progress.ts';
 import { figure, ratios, type RunOptions, type ScenarioResult } from '../lib/result.ts';
 import { latency, sleep } from '../lib/stats.ts';
@@ -56,6 +57,14 @@ export async function relayScenario(o: RunOptions): Promise<ScenarioResult> {
   let batch = 100;
   const cpu: number[] = [];
   const waits: Record<string, number> = {};
+  // CPU per event by process (µs; this process is the dispatcher, then the plain producer).
+  const perEvent = {
+    msgxSelf: [] as number[],
+    msgxPg: [] as number[],
+    msgxBroker: [] as number[],
+    plainSelf: [] as number[],
+    plainBroker: [] as number[],
+  };
   for (let r = 0; r < o.runs; r++) {
     const label = `${r + 1}/${o.runs}`;
     const pg = await freshPg();
@@ -78,6 +87,7 @@ export async function relayScenario(o: RunOptions): Promise<ScenarioResult> {
     const admin = kafka.admin();
     const publisher = new KafkaPublisher(ctx.config.kafka, { publishTimeoutMs: ctx.config.outbox.publishTimeoutMs });
     try {
+      const probe = await cpuProbe({ twinPid: process.pid, pgUrl: pg.url, kafkaBroker: brokers[0]! });
       await ensureTopics(ctx.config, [topicPlain]);
       const events = Array.from({ length: N }, (_, i) => eventOf(i));
       // Neither side is timed while PostgreSQL still digests the inserts (WAL, autovacuum and analyze
@@ -105,6 +115,7 @@ export async function relayScenario(o: RunOptions): Promise<ScenarioResult> {
         }
         const before = exactlyOnce ? await rowWrites() : 0;
         const obs = await observe(pg.url);
+        const cpu0 = probe.read();
         const role = dispatcherRole(ctx, [publisher], sinks ? { exactlyOnce: sinks } : {});
         const tick = p.counter(label, N, 'events (dispatcher)');
         const t0 = performance.now();
@@ -125,8 +136,14 @@ export async function relayScenario(o: RunOptions): Promise<ScenarioResult> {
         );
         if (notSent.rows[0]!.n > 0) throw new Error(`${notSent.rows[0]!.n} events not SENT`);
         const rate = (N / (performance.now() - t0)) * 1000;
+        const used = cpuPerMessage(cpu0, probe.read(), N);
         const seen = await obs.stop();
-        if (!exactlyOnce) cpu.push(seen.cpuPct);
+        if (!exactlyOnce) {
+          cpu.push(seen.cpuPct);
+          perEvent.msgxSelf.push(used.twin);
+          perEvent.msgxPg.push(used.postgres);
+          perEvent.msgxBroker.push(used.broker);
+        }
         for (const [k, v] of Object.entries(seen.waits)) waits[k] = (waits[k] ?? 0) + v;
         if (sinks) {
           // The N events were appended before `before`: what follows is the relay's own writing.
@@ -147,11 +164,15 @@ export async function relayScenario(o: RunOptions): Promise<ScenarioResult> {
         await producer.send({ topic: topicPlain, acks: -1, messages: messages.slice(0, 1) });
         const tick = p.counter(label, N, 'events (plain kafkajs)');
         const t0 = performance.now();
+        const cpu0 = probe.read();
         for (let i = 0; i < N; i += batch) {
           await producer.send({ topic: topicPlain, acks: -1, messages: messages.slice(i, i + batch) });
           tick(Math.min(N, i + batch));
         }
         const rate = (N / (performance.now() - t0)) * 1000;
+        const used = cpuPerMessage(cpu0, probe.read(), N);
+        perEvent.plainSelf.push(used.twin);
+        perEvent.plainBroker.push(used.broker);
         await producer.disconnect();
         return rate;
       };
@@ -230,6 +251,15 @@ export async function relayScenario(o: RunOptions): Promise<ScenarioResult> {
       figure('relay.ratio', 'msgx dispatcher / plain producer', 'x', ratios(msgx, plain), {
         target: { op: '>=', value: 0.8 },
         headline: true,
+      }),
+      figure('relay.cpu.msgx.self', 'CPU per event: the dispatcher process (at least once)', 'µs', perEvent.msgxSelf, { better: 'lower' }),
+      figure('relay.cpu.plain.self', 'CPU per event: the plain producer process', 'µs', perEvent.plainSelf, { better: 'lower' }),
+      figure('relay.cpu.msgx.pg', 'CPU per event: PostgreSQL, while the dispatcher sends', 'µs', perEvent.msgxPg, {
+        target: { op: '<=', value: 5 },
+      }),
+      figure('relay.cpu.msgx.broker', 'CPU per event: the broker, from the dispatcher', 'µs', perEvent.msgxBroker, { better: 'lower' }),
+      figure('relay.cpu.plain.broker', 'CPU per event: the broker, from the plain producer', 'µs', perEvent.plainBroker, {
+        better: 'lower',
       }),
       figure('relay.ack.p50', 'commit-to-ack p50 (enqueueEvents tx → publisher ack)', 'ms', ackP50, {
         target: { op: '<', value: 20 },
