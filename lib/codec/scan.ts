@@ -16,6 +16,7 @@ export interface ScanLimits {
  * is linear in the text whatever shape it has; no regular expression ever runs over it.
  */
 export function scanDocument(text: string, limits: ScanLimits): void {
+  countStartTags(text, limits);
   const n = text.length;
   // The next '&' and ']]>' at or after a position, found once and reused until passed: a search
   // per text segment would scan ahead to the same far occurrence again and again (quadratic).
@@ -52,6 +53,43 @@ export function scanDocument(text: string, limits: ScanLimits): void {
     }
   }
 }
+
+/**
+ * The element limit first, by a run of indexOf over the tags alone: an element flood is refused
+ * without the full pass's work on every tag (086-too-many-elements, 200,001 elements: ~4 ms
+ * against ~13 ms). It counts a `<` followed by a name's first character, jumps over comments,
+ * CDATA and processing instructions from where the full pass looks for their ends, and follows the
+ * depth, so what it counts is an element to the full pass or makes that pass refuse the document.
+ * Anything else (an unclosed construct, a declaration, too deep first) it leaves to the full pass,
+ * which names that reason; a flood that is also malformed elsewhere is refused for the flood.
+ */
+function countStartTags(text: string, limits: ScanLimits): void {
+  let count = 0;
+  let depth = 0;
+  for (let lt = text.indexOf('<'); lt !== -1; lt = text.indexOf('<', lt + 1)) {
+    const c = text.charCodeAt(lt + 1);
+    if (c === 47 /* / */) {
+      depth--;
+      continue;
+    }
+    if (c === 33 /* ! */ || c === 63 /* ? */) {
+      const [close, from] =
+        c === 63 ? ['?>', 2] : text.startsWith('<!--', lt) ? ['-->', 4] : text.startsWith('<![CDATA[', lt) ? [']]>', 9] : [null, 0];
+      const end = close === null ? -1 : text.indexOf(close, lt + from);
+      if (end === -1) return;
+      lt = end;
+      continue;
+    }
+    if (!isNameStart(c)) return;
+    const gt = text.indexOf('>', lt + 1);
+    if (gt === -1) return;
+    if (text.charCodeAt(gt - 1) !== 47 /* / */ && ++depth > limits.maxDepth) return;
+    if (++count > limits.maxElements) throw new MalformedError(`more than ${limits.maxElements} elements`);
+    lt = gt;
+  }
+}
+
+const isNameStart = (c: number) => (c >= 97 && c <= 122) || (c >= 65 && c <= 90) || c === 95 || c === 58 || c > 127;
 
 const isSpaceOrMarkup = (c: number) => c === 32 || c === 9 || c === 10 || c === 13 || c === 60 || c === 62;
 

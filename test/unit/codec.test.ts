@@ -144,6 +144,18 @@ describe('codec: error classes', () => {
     expect(() => decode(many, { timezone: tz, limits: { maxBytes: 100 } })).toThrowError(/larger than 100 bytes/);
   });
 
+  it('counts elements only: tag-like text in comments, CDATA and processing instructions and end tags are not elements', () => {
+    const meta = '<META><SNDR>F</SNDR><SEQN>1</SEQN><TYPE>LDM</TYPE></META>';
+    // 8 elements (MSG, META and its 3 children, LDM, two A), and 50 tag-like texts that are not.
+    const tagLike = '<X/>'.repeat(50);
+    const text = `<MSG>${meta}<!-- ${tagLike} --><?pi ${tagLike}?><LDM><![CDATA[${tagLike}]]><A/><A></A></LDM></MSG>`;
+    expect(decode(text, { timezone: tz, limits: { maxElements: 8 } }).type).toBe('LDM');
+    expect(() => decode(text, { timezone: tz, limits: { maxElements: 7 } })).toThrowError(/more than 7 elements/);
+    // A comment whose end is missing is named as such, not counted as a flood of what follows it.
+    const unclosed = `<MSG>${meta}<!-- ${'<X/>'.repeat(50)}</MSG>`;
+    expect(() => decode(unclosed, { timezone: tz, limits: { maxElements: 8 } })).toThrowError(/a comment is never closed/);
+  });
+
   it('a known element it cannot map is CODEC_ERROR (retried, replayable after a fix)', () => {
     const text = `<MSG><META><SNDR>F</SNDR><SEQN>1</SEQN><TYPE>FLOP</TYPE><STYP>ETOT</STYP></META><FLOP><FLIGHT><FLID>1</FLID><ETOT><X>1</X></ETOT></FLIGHT></FLOP></MSG>`;
     expect(() => d(text)).toThrowError(CodecError);
