@@ -9,7 +9,7 @@ import { ExactlyOnceSinks } from '../../lib/outbox/exactlyOnce.ts';
 import { KafkaPublisher } from '../../lib/outbox/publishers/kafka.ts';
 import { pendingByTarget } from '../../lib/outbox/queries.ts';
 import { FakeClock } from '../../lib/shared/clock.ts';
-import { createTopics, memoryLog, randomTopic } from '../helpers/kafka.ts';
+import { createTopics, memoryLog, randomTopic, readTopicToEnd } from '../helpers/kafka.ts';
 import { freshPg, serviceUrls, type TestPg } from '../helpers/services.ts';
 
 /**
@@ -107,27 +107,8 @@ async function positions(w: World): Promise<{ end: number; mirrored: number | nu
 }
 
 /** Every committed value of the topic, as a read_committed consumer sees it. */
-async function committed(topic: string): Promise<string[]> {
-  const admin = kafka.admin();
-  await admin.connect();
-  const [end] = await admin.fetchTopicOffsets(topic).finally(() => admin.disconnect());
-  const high = Number(end!.high);
-  if (high === 0) return [];
-  const consumer = kafka.consumer({ groupId: randomTopic('g'), readUncommitted: false, maxWaitTimeInMs: 200 });
-  const got: string[] = [];
-  await consumer.connect();
-  await consumer.subscribe({ topic, fromBeginning: true });
-  await new Promise<void>((resolve) => {
-    void consumer.run({
-      eachBatch: async ({ batch }) => {
-        for (const m of batch.messages) got.push(m.value?.toString() ?? '');
-        if (Number(batch.lastOffset()) + 1 >= high) resolve();
-      },
-    });
-  });
-  await consumer.disconnect();
-  return got;
-}
+const committed = async (topic: string): Promise<string[]> =>
+  (await readTopicToEnd(serviceUrls().kafkaBrokers, topic)).map((r) => r.value ?? '');
 
 async function drain(d: ReturnType<typeof dispatcher>): Promise<number> {
   let sent = 0;
@@ -135,22 +116,26 @@ async function drain(d: ReturnType<typeof dispatcher>): Promise<number> {
   return sent;
 }
 
+/** A dispatcher's life: started, drained (it must deliver `expected` events), closed; its log stays. */
+async function run(w: World, name: string, clock: FakeClock, expected: number): Promise<ReturnType<typeof dispatcher>> {
+  const d = dispatcher(w, name, clock);
+  expect(await drain(d)).toBe(expected);
+  await d.close();
+  return d;
+}
+
 it('a restarted dispatcher whose mirror is current keeps PostgreSQL cursor without reading the offsets topic, and delivers exactly once', async () => {
   const w = await world();
   const clock = new FakeClock('2026-12-04T00:00:00Z');
   await insert(w.target, 'a', 'b');
-  const first = dispatcher(w, 'first', clock);
-  expect(await drain(first)).toBe(2);
-  await first.close();
+  await run(w, 'first', clock, 2);
   // The rule, on the real broker: the mirrored record, then its transaction's commit marker, then the end.
   const p = await positions(w);
   expect(p.mirrored).not.toBeNull();
   expect(p.end).toBe(p.mirrored! + 2);
 
   await insert(w.target, 'c');
-  const restarted = dispatcher(w, 'restarted', clock);
-  expect(await drain(restarted)).toBe(1);
-  await restarted.close();
+  const restarted = await run(w, 'restarted', clock, 1);
   expect(fromPostgres(restarted.log)).toEqual([`cursor from PostgreSQL (offsets record ${p.mirrored} is the last)`]);
   // Neither dispatcher ever joined a cursor group: the first found the offsets topic empty, the restarted one did not read it.
   expect(await cursorGroups(w)).toEqual([]);
@@ -166,9 +151,7 @@ it('a record written to the offsets topic after the mirror (a Kafka commit whose
   const w = await world();
   const clock = new FakeClock('2026-12-04T00:00:00Z');
   await insert(w.target, 'a', 'b');
-  const first = dispatcher(w, 'first', clock);
-  expect(await drain(first)).toBe(2);
-  await first.close();
+  await run(w, 'first', clock, 2);
   const mirrored = (await positions(w)).mirrored!;
 
   // Committed in Kafka, never mirrored: PostgreSQL still names the record before it.
@@ -181,9 +164,7 @@ it('a record written to the offsets topic after the mirror (a Kafka commit whose
 
   clock.advance(10_000); // the dead one's lease ran out
   await insert(w.target, 'e');
-  const restarted = dispatcher(w, 'restarted', clock);
-  expect(await drain(restarted)).toBe(1);
-  await restarted.close();
+  const restarted = await run(w, 'restarted', clock, 1);
   expect(fromPostgres(restarted.log)).toEqual([]);
   expect(await cursorGroups(w)).toHaveLength(1); // the restart's read
   expect(await committed(w.topic)).toEqual(['a', 'b', 'c', 'd', 'e']);
@@ -194,23 +175,17 @@ it("another transaction after ours on the offsets partition (another target's co
   const w = await world();
   const clock = new FakeClock('2026-12-04T00:00:00Z');
   await insert(w.target, 'a');
-  const first = dispatcher(w, 'first', clock);
-  expect(await drain(first)).toBe(1);
-  await first.close();
+  await run(w, 'first', clock, 1);
 
   // Another target's cursor, committed to the same (only) partition after ours.
   const other = { ...w, target: `${w.target}.other` };
   await createTopics(brokers, [{ topic: `${w.topic}.other` }]);
   await insert(other.target, 'x');
-  const neighbour = dispatcher(other, 'neighbour', clock);
-  expect(await drain(neighbour)).toBe(1);
-  await neighbour.close();
+  await run(other, 'neighbour', clock, 1);
 
   await insert(w.target, 'b');
   const before = (await cursorGroups(w)).length; // the neighbour's own first start read the topic
-  const restarted = dispatcher(w, 'restarted', clock);
-  expect(await drain(restarted)).toBe(1);
-  await restarted.close();
+  const restarted = await run(w, 'restarted', clock, 1);
   expect(fromPostgres(restarted.log)).toEqual([]);
   expect(await cursorGroups(w)).toHaveLength(before + 1);
 
@@ -221,9 +196,7 @@ it("another transaction after ours on the offsets partition (another target's co
   const tx = await zombie.transaction();
   await tx.send({ topic: w.offsets, messages: [{ key: w.target, value: '{"snapLo":"1:1:","snapHi":null,"afterId":0}' }] });
   await insert(w.target, 'c');
-  const again = dispatcher(w, 'again', clock);
-  expect(await drain(again)).toBe(1);
-  await again.close();
+  const again = await run(w, 'again', clock, 1);
   await zombie.disconnect();
   expect(fromPostgres(again.log)).toEqual([]);
   expect(await cursorGroups(w)).toHaveLength(before + 2);
@@ -235,9 +208,7 @@ it("a cursor that moves without a Kafka commit (a round at least once) is no rec
   const w = await world();
   const clock = new FakeClock('2026-12-04T00:00:00Z');
   await insert(w.target, 'a');
-  const first = dispatcher(w, 'first', clock);
-  expect(await drain(first)).toBe(1);
-  await first.close();
+  await run(w, 'first', clock, 1);
   expect((await positions(w)).mirrored).not.toBeNull();
 
   // MSGX_KAFKA_EXACTLY_ONCE=false for a while: the plain producer, PostgreSQL's cursor alone moves.
@@ -264,17 +235,13 @@ it('an offsets topic whose partition count changed since the mirror (the key may
   const w = await world();
   const clock = new FakeClock('2026-12-04T00:00:00Z');
   await insert(w.target, 'a');
-  const first = dispatcher(w, 'first', clock);
-  expect(await drain(first)).toBe(1);
-  await first.close();
+  await run(w, 'first', clock, 1);
   const admin = kafka.admin();
   await admin.connect();
   await admin.createPartitions({ topicPartitions: [{ topic: w.offsets, count: 2 }] }).finally(() => admin.disconnect());
 
   await insert(w.target, 'b');
-  const restarted = dispatcher(w, 'restarted', clock);
-  expect(await drain(restarted)).toBe(1);
-  await restarted.close();
+  const restarted = await run(w, 'restarted', clock, 1);
   expect(fromPostgres(restarted.log)).toEqual([]);
   expect(await cursorGroups(w)).toHaveLength(1);
   expect(await committed(w.topic)).toEqual(['a', 'b']);

@@ -9,7 +9,7 @@ import { pendingByTarget } from '../../lib/outbox/queries.ts';
 import { ExactlyOnceSinks } from '../../lib/outbox/exactlyOnce.ts';
 import { readKafkaCursor, TransactionalTarget } from '../../lib/outbox/publishers/kafkaTransactional.ts';
 import { systemClock, type Clock } from '../../lib/shared/clock.ts';
-import { createTopics, randomTopic } from '../helpers/kafka.ts';
+import { createTopics, randomTopic, readTopicToEnd } from '../helpers/kafka.ts';
 import { freshPg, serviceUrls, type TestPg } from '../helpers/services.ts';
 
 /**
@@ -39,27 +39,8 @@ afterAll(async () => {
 });
 
 /** Every committed record of the topic, as a read_committed consumer sees it. */
-async function committedValues(of = topic): Promise<string[]> {
-  const topic = of;
-  const admin = kafka.admin();
-  await admin.connect();
-  const [end] = await admin.fetchTopicOffsets(topic).finally(() => admin.disconnect());
-  const high = Number(end!.high);
-  const consumer = kafka.consumer({ groupId: randomTopic('g'), readUncommitted: false, maxWaitTimeInMs: 200 });
-  const got: string[] = [];
-  await consumer.connect();
-  await consumer.subscribe({ topic, fromBeginning: true });
-  await new Promise<void>((resolve) => {
-    void consumer.run({
-      eachBatch: async ({ batch }) => {
-        for (const m of batch.messages) got.push(m.value?.toString() ?? '');
-        if (Number(batch.lastOffset()) + 1 >= high) resolve();
-      },
-    });
-  });
-  await consumer.disconnect();
-  return got;
-}
+const committedValues = async (of = topic): Promise<string[]> =>
+  (await readTopicToEnd(serviceUrls().kafkaBrokers, of)).map((r) => r.value ?? '');
 
 const rec = (v: string) => ({ key: 'k', value: v, headers: { 'msgx-event-id': v } });
 
