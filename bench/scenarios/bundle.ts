@@ -136,6 +136,8 @@ export async function bundleScenario(o: RunOptions): Promise<ScenarioResult> {
     MSGX_KAFKA_BROKERS: serviceUrls().kafkaBrokers.join(','),
     MSGX_TOPIC_MSG: randomName('bench.msg'),
     MSGX_TOPIC_SCHD: randomName('bench.schd'),
+    // A deployment's own offsets topic, as its msg and schd: a shared one grows with every run.
+    MSGX_TOPIC_OFFSETS: randomName('bench.offsets'),
     MSGX_LOG_LEVEL: 'ERROR',
     MSGX_SIGNING_SECRET_ARN: SIGNING_ARN,
     PARAMETERS_SECRETS_EXTENSION_HTTP_PORT: String(ext.port),

@@ -68,6 +68,8 @@ async function timedE2e(kind: 'mysql' | 'pg', count: number, p: Progress, label:
     MSGX_KAFKA_BROKERS: serviceUrls().kafkaBrokers.join(','),
     MSGX_TOPIC_MSG: topicMsg,
     MSGX_TOPIC_SCHD: randomName('bench.e2e.schd'),
+    // A deployment's own offsets topic, as its msg and schd: a shared one grows with every run.
+    MSGX_TOPIC_OFFSETS: randomName('bench.e2e.offsets'),
     MSGX_HTTP_PORT: String(port),
     MSGX_LOG_LEVEL: 'WARN',
     MSGX_DATA_DIR: dataDir,

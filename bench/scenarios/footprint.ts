@@ -137,6 +137,8 @@ export async function footprintScenario(o: RunOptions): Promise<ScenarioResult> 
     MSGX_KAFKA_BROKERS: serviceUrls().kafkaBrokers.join(','),
     MSGX_TOPIC_MSG: randomName('bench.msg'),
     MSGX_TOPIC_SCHD: randomName('bench.schd'),
+    // A deployment's own offsets topic, as its msg and schd: a shared one grows with every run.
+    MSGX_TOPIC_OFFSETS: randomName('bench.offsets'),
     MSGX_LOG_LEVEL: 'ERROR',
   };
   const rss: Record<string, number> = {};

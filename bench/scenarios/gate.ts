@@ -93,6 +93,8 @@ export async function gateScenario(o: RunOptions): Promise<ScenarioResult> {
       MSGX_KAFKA_BROKERS: serviceUrls().kafkaBrokers.join(','),
       MSGX_TOPIC_MSG: randomName('bench.gate.msg'),
       MSGX_TOPIC_SCHD: randomName('bench.gate.schd'),
+      // A deployment's own offsets topic, as its msg and schd: a shared one grows with every run.
+      MSGX_TOPIC_OFFSETS: randomName('bench.gate.offsets'),
       MSGX_TOPIC_PARTITIONS: '2',
       MSGX_HTTP_PORT: String(port),
       MSGX_LOG_LEVEL: 'ERROR',

@@ -58,6 +58,8 @@ export async function httpScenario(o: RunOptions): Promise<ScenarioResult> {
         MSGX_KAFKA_BROKERS: serviceUrls().kafkaBrokers.join(','),
         MSGX_TOPIC_MSG: randomName('bench.msg'),
         MSGX_TOPIC_SCHD: randomName('bench.schd'),
+        // A deployment's own offsets topic, as its msg and schd: a shared one grows with every run.
+        MSGX_TOPIC_OFFSETS: randomName('bench.offsets'),
         MSGX_HTTP_PORT: String(port),
         MSGX_TX_CHECK_ALLOWED_ORIGINS: checkOrigin,
         MSGX_LOG_LEVEL: 'WARN',

@@ -50,6 +50,8 @@ export async function latencyScenario(o: RunOptions): Promise<ScenarioResult> {
       MSGX_KAFKA_BROKERS: serviceUrls().kafkaBrokers.join(','),
       MSGX_TOPIC_MSG: topicMsg,
       MSGX_TOPIC_SCHD: randomName('bench.latency.schd'),
+      // A deployment's own offsets topic, as its msg and schd: a shared one grows with every run.
+      MSGX_TOPIC_OFFSETS: randomName('bench.latency.offsets'),
       MSGX_HTTP_PORT: String(port),
       MSGX_LOG_LEVEL: 'WARN',
       MSGX_DATA_DIR: dataDir,

@@ -6,6 +6,23 @@ import { ConfigError } from '../shared/errors.ts';
 
 const { ConfigResourceTypes } = kafkajs;
 
+/**
+ * The offsets topic (exactly once) holds one record per batch and target, and a start that cannot
+ * keep PostgreSQL's cursor reads it from the beginning (readKafkaCursor). Compaction never touches
+ * the active segment, so with Kafka's default segment.ms (7 days) a start read every cursor record
+ * of the last week: 6,760 records of a shared local topic took the twin's thread 326 ms of kafkajs
+ * decoding (the gate bench's /health worst answer), at 10 batches a second a week would be millions.
+ * Short segments and an eager cleaner keep it near one record per target plus at most ten minutes.
+ */
+const OFFSETS_TOPIC_CONFIG = [
+  { name: 'cleanup.policy', value: 'compact' },
+  { name: 'segment.ms', value: String(10 * 60_000) },
+  { name: 'segment.bytes', value: String(1024 * 1024) },
+  { name: 'min.cleanable.dirty.ratio', value: '0.1' },
+];
+/** An existing offsets topic whose segments live longer than this is reported: its reads at start grow with them. */
+const OFFSETS_SEGMENT_MS_WARN = 60 * 60_000;
+
 export interface EnsureTopicsResult {
   /** True when no brokers are configured: the file sink needs no topics. */
   fileSink: boolean;
@@ -16,9 +33,10 @@ export interface EnsureTopicsResult {
 }
 
 /**
- * Creates msgx.msg and msgx.schd (compacted) with MSGX_TOPIC_PARTITIONS partitions, plus
- * `extraTopics` (plain), when missing. Idempotent: existing topics are left as they are, and a
- * schd topic that is not compacted is reported, never silently altered.
+ * Creates msgx.msg and msgx.schd (compacted) with MSGX_TOPIC_PARTITIONS partitions, the offsets
+ * topic (exactly once: compacted, short segments), plus `extraTopics` (plain), when missing.
+ * Idempotent: existing topics are left as they are; a schd or offsets topic that is not compacted,
+ * or an offsets topic with long segments, is reported, never silently altered.
  */
 export async function ensureTopics(
   config: Pick<Config, 'kafka' | 'outbox'> & Partial<Pick<Config, 'runtime'>>,
@@ -32,12 +50,14 @@ export async function ensureTopics(
     return { ...result, fileSink: true };
   }
   const { topicMsg, topicSchd, topicPartitions } = config.outbox;
-  const wanted = new Map<string, { compact: boolean }>();
-  wanted.set(topicMsg, { compact: false });
-  wanted.set(topicSchd, { compact: true });
-  // Exactly once: the targets' cursors, the latest per target (compacted like schd).
-  if (config.outbox.exactlyOnce) wanted.set(config.outbox.topicOffsets, { compact: true });
-  for (const t of extraTopics) if (!wanted.has(t)) wanted.set(t, { compact: false });
+  const compact = [{ name: 'cleanup.policy', value: 'compact' }];
+  const wanted = new Map<string, { configEntries: { name: string; value: string }[] }>();
+  wanted.set(topicMsg, { configEntries: [] });
+  wanted.set(topicSchd, { configEntries: compact });
+  // Exactly once: the targets' cursors, the latest per target.
+  const offsetsTopic = config.outbox.exactlyOnce ? config.outbox.topicOffsets : null;
+  if (offsetsTopic) wanted.set(offsetsTopic, { configEntries: OFFSETS_TOPIC_CONFIG });
+  for (const t of extraTopics) if (!wanted.has(t)) wanted.set(t, { configEntries: [] });
 
   const admin = createKafka(config.kafka, { clientId: 'msgx-admin', log: deps.log }).admin();
   await admin.connect();
@@ -51,7 +71,7 @@ export async function ensureTopics(
         missing.map(([topic, o]) => ({
           topic,
           numPartitions: topicPartitions,
-          configEntries: o.compact ? [{ name: 'cleanup.policy', value: 'compact' }] : [],
+          configEntries: o.configEntries,
         })),
       );
       // Another starter may have created some meanwhile: createTopics then answers false, fine.
@@ -65,6 +85,21 @@ export async function ensureTopics(
       const policy = d.resources[0]?.configEntries.find((e) => e.configName === 'cleanup.policy')?.configValue;
       if (policy && !policy.split(',').includes('compact'))
         result.warnings.push(`${topicSchd}: cleanup.policy is ${policy}, expected compact`);
+    }
+    if (offsetsTopic && present.has(offsetsTopic)) {
+      const d = await admin.describeConfigs({
+        includeSynonyms: false,
+        resources: [{ type: ConfigResourceTypes.TOPIC, name: offsetsTopic, configNames: ['cleanup.policy', 'segment.ms'] }],
+      });
+      const entries = d.resources[0]?.configEntries ?? [];
+      const policy = entries.find((e) => e.configName === 'cleanup.policy')?.configValue;
+      const segmentMs = Number(entries.find((e) => e.configName === 'segment.ms')?.configValue);
+      if (policy && !policy.split(',').includes('compact'))
+        result.warnings.push(`${offsetsTopic}: cleanup.policy is ${policy}, expected compact`);
+      if (segmentMs > OFFSETS_SEGMENT_MS_WARN)
+        result.warnings.push(
+          `${offsetsTopic}: segment.ms is ${segmentMs}; a start that reads its cursors reads every record of the active segment — set segment.ms=${OFFSETS_TOPIC_CONFIG[1]!.value} (kafka-configs --alter --entity-type topics --entity-name ${offsetsTopic} --add-config segment.ms=${OFFSETS_TOPIC_CONFIG[1]!.value})`,
+        );
     }
   } finally {
     await admin.disconnect().catch(() => {});

@@ -17,7 +17,7 @@ import type { OutRecord, Publisher, PublishResult } from '../../lib/outbox/types
 import { silentLog } from '../../lib/observability/logger.ts';
 import { systemClock } from '../../lib/shared/clock.ts';
 import { freshPg, serviceUrls, waitFor, type TestPg } from '../helpers/services.ts';
-import { randomTopic, readTopicToEnd, type ReadRecord } from '../helpers/kafka.ts';
+import { createTopics, randomTopic, readTopicToEnd, type ReadRecord } from '../helpers/kafka.ts';
 
 // Integration: real PostgreSQL (own database), the real Kafka broker (own random topics), real
 // time with short backoffs. Unavailability is simulated with publishers pointed at a dead port;
@@ -129,7 +129,36 @@ describe('topics', () => {
       [topicSchd]: 'compact',
       [topicOffsets]: 'compact',
     });
+    // The offsets topic rolls its segments every 10 minutes, so compaction keeps what a start reads small.
+    const seg = await admin.describeConfigs({
+      includeSynonyms: false,
+      resources: [
+        { type: kafkajs.ConfigResourceTypes.TOPIC, name: topicOffsets, configNames: ['segment.ms', 'min.cleanable.dirty.ratio'] },
+      ],
+    });
+    expect(Object.fromEntries(seg.resources[0]!.configEntries.map((e) => [e.configName, e.configValue]))).toEqual({
+      'segment.ms': '600000',
+      'min.cleanable.dirty.ratio': '0.1',
+    });
     await admin.disconnect();
+  });
+
+  test('an offsets topic made elsewhere with week-long segments is reported with the setting that fixes it, and left as it is', async () => {
+    const { config, topicOffsets } = setup();
+    await createTopics(kafkaBrokers, [
+      {
+        topic: topicOffsets,
+        configEntries: [
+          { name: 'cleanup.policy', value: 'compact' },
+          { name: 'segment.ms', value: '604800000' }, // Kafka's default: a week
+        ],
+      },
+    ]);
+    const r = await ensureTopics(config);
+    expect(r.existing).toContain(topicOffsets);
+    expect(r.warnings).toHaveLength(1);
+    expect(r.warnings[0]).toContain(`${topicOffsets}: segment.ms is 604800000;`);
+    expect(r.warnings[0]).toContain(`--add-config segment.ms=600000`);
   });
 
   test('without brokers it is a no-op (file sink)', async () => {
