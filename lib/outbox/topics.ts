@@ -77,29 +77,24 @@ export async function ensureTopics(
       // Another starter may have created some meanwhile: createTopics then answers false, fine.
       result.created = missing.map(([t]) => t);
     }
-    if (present.has(topicSchd)) {
+    // The compacted topics that existed already, in one describe: not compacted, or (offsets) long segments.
+    const compacted = [topicSchd, ...(offsetsTopic ? [offsetsTopic] : [])].filter((t) => present.has(t));
+    if (compacted.length > 0) {
       const d = await admin.describeConfigs({
         includeSynonyms: false,
-        resources: [{ type: ConfigResourceTypes.TOPIC, name: topicSchd, configNames: ['cleanup.policy'] }],
+        resources: compacted.map((name) => ({ type: ConfigResourceTypes.TOPIC, name, configNames: ['cleanup.policy', 'segment.ms'] })),
       });
-      const policy = d.resources[0]?.configEntries.find((e) => e.configName === 'cleanup.policy')?.configValue;
-      if (policy && !policy.split(',').includes('compact'))
-        result.warnings.push(`${topicSchd}: cleanup.policy is ${policy}, expected compact`);
-    }
-    if (offsetsTopic && present.has(offsetsTopic)) {
-      const d = await admin.describeConfigs({
-        includeSynonyms: false,
-        resources: [{ type: ConfigResourceTypes.TOPIC, name: offsetsTopic, configNames: ['cleanup.policy', 'segment.ms'] }],
-      });
-      const entries = d.resources[0]?.configEntries ?? [];
-      const policy = entries.find((e) => e.configName === 'cleanup.policy')?.configValue;
-      const segmentMs = Number(entries.find((e) => e.configName === 'segment.ms')?.configValue);
-      if (policy && !policy.split(',').includes('compact'))
-        result.warnings.push(`${offsetsTopic}: cleanup.policy is ${policy}, expected compact`);
-      if (segmentMs > OFFSETS_SEGMENT_MS_WARN)
-        result.warnings.push(
-          `${offsetsTopic}: segment.ms is ${segmentMs}; a start that reads its cursors reads every record of the active segment — set segment.ms=${OFFSETS_TOPIC_CONFIG[1]!.value} (kafka-configs --alter --entity-type topics --entity-name ${offsetsTopic} --add-config segment.ms=${OFFSETS_TOPIC_CONFIG[1]!.value})`,
-        );
+      for (const r of d.resources) {
+        const value = (name: string) => r.configEntries.find((e) => e.configName === name)?.configValue;
+        const policy = value('cleanup.policy');
+        if (policy && !policy.split(',').includes('compact'))
+          result.warnings.push(`${r.resourceName}: cleanup.policy is ${policy}, expected compact`);
+        const segmentMs = Number(value('segment.ms'));
+        if (r.resourceName === offsetsTopic && segmentMs > OFFSETS_SEGMENT_MS_WARN)
+          result.warnings.push(
+            `${offsetsTopic}: segment.ms is ${segmentMs}; a start that reads its cursors reads every record of the active segment — set segment.ms=${OFFSETS_TOPIC_CONFIG[1]!.value} (kafka-configs --alter --entity-type topics --entity-name ${offsetsTopic} --add-config segment.ms=${OFFSETS_TOPIC_CONFIG[1]!.value})`,
+          );
+      }
     }
   } finally {
     await admin.disconnect().catch(() => {});
