@@ -8,7 +8,7 @@ import { ExactlyOnceSinks } from '../../lib/outbox/exactlyOnce.ts';
 import { pendingByTarget } from '../../lib/outbox/queries.ts';
 import { silentLog } from '../../lib/observability/logger.ts';
 import { systemClock } from '../../lib/shared/clock.ts';
-import { createTopics, randomTopic } from '../helpers/kafka.ts';
+import { committedEnds, createTopics, randomTopic } from '../helpers/kafka.ts';
 import { freshPg, serviceUrls, waitFor, type TestPg } from '../helpers/services.ts';
 
 /**
@@ -43,9 +43,7 @@ afterAll(async () => {
 
 /** The msgx-event-ids of the topic in offset order, as a consumer of the given isolation sees them. */
 async function eventIds(topic: string, readUncommitted: boolean): Promise<string[]> {
-  const admin = kafka.admin();
-  await admin.connect();
-  const [end] = await admin.fetchTopicOffsets(topic).finally(() => admin.disconnect());
+  const [end] = await committedEnds(kafka, topic);
   const high = Number(end!.high);
   const consumer = kafka.consumer({ groupId: randomTopic('g'), readUncommitted, maxWaitTimeInMs: 200 });
   const got: string[] = [];

@@ -83,8 +83,57 @@ export interface ReadRecord {
   headers: Record<string, string>;
 }
 
+/** kafkajs's own cluster factory (a private symbol of the Kafka object): the only way to list offsets read_uncommitted. */
+type ClusterFactory = (o: { isolationLevel: number }) => {
+  connect(): Promise<void>;
+  disconnect(): Promise<void>;
+  addTargetTopic(topic: string): Promise<void>;
+  findTopicPartitionMetadata(topic: string): { partitionId: number }[];
+  fetchTopicsOffset(
+    t: { topic: string; fromBeginning: boolean; partitions: { partition: number }[] }[],
+  ): Promise<{ partitions: { partition: number; offset: string }[] }[]>;
+};
+
+/** Each partition's high watermark (what read_uncommitted answers: every record written, open transactions included). */
+async function highWatermarks(kafka: InstanceType<typeof Kafka>, topic: string): Promise<Map<number, number>> {
+  const symbol = Object.getOwnPropertySymbols(kafka).find((s) => s.description === 'private:Kafka:createCluster');
+  if (!symbol) throw new Error('kafkajs changed: no cluster factory to list high watermarks with');
+  const cluster = (kafka as unknown as Record<symbol, ClusterFactory>)[symbol]!({ isolationLevel: 0 });
+  await cluster.connect();
+  try {
+    await cluster.addTargetTopic(topic);
+    const partitions = cluster.findTopicPartitionMetadata(topic).map((p) => ({ partition: p.partitionId }));
+    const [answer] = await cluster.fetchTopicsOffset([{ topic, fromBeginning: false, partitions }]);
+    return new Map(answer!.partitions.map((p) => [p.partition, Number(p.offset)]));
+  } finally {
+    await cluster.disconnect();
+  }
+}
+
 /**
- * Reads EVERY record of `topic` up to each partition's end offset (high watermark), the ends taken
+ * Each partition's last stable offset once the transactions committed before the call show in it.
+ * A commit returns when the coordinator logged it; its markers reach the partitions a moment later,
+ * and until they do the committed records are not yet readable. So the ends wait (up to 5 s) until
+ * they reach the high watermark taken first; a transaction that is really open (a zombie's) keeps
+ * its partition's end before it, as a read_committed consumer would.
+ */
+export async function committedEnds(kafka: InstanceType<typeof Kafka>, topic: string) {
+  const written = await highWatermarks(kafka, topic);
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    for (let waited = 0; ; waited += 25) {
+      const ends = await admin.fetchTopicOffsets(topic); // kafkajs's admin answers the last stable offset
+      if (waited >= 5_000 || ends.every((e) => Number(e.high) >= (written.get(e.partition) ?? 0))) return ends;
+      await new Promise((r) => setTimeout(r, 25));
+    }
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+/**
+ * Reads EVERY record of `topic` up to each partition's end (its last stable offset, commits in flight at the call included), the ends taken
  * at the call: call it once the writers stopped (or once the outcome the test waits for is seen),
  * so that the read covers everything written. A partition is read until its end, not until some
  * total count arrived, so a duplicate or a late record on one partition is never cut off by many
@@ -93,9 +142,7 @@ export interface ReadRecord {
  */
 export async function readTopicToEnd(brokers: string[], topic: string, options: { timeoutMs?: number } = {}): Promise<ReadRecord[]> {
   const kafka = new Kafka({ clientId: 'msgx-test-reader', brokers, logLevel: logLevel.NOTHING });
-  const admin = kafka.admin();
-  await admin.connect();
-  const ends = await admin.fetchTopicOffsets(topic).finally(() => admin.disconnect());
+  const ends = await committedEnds(kafka, topic);
   const high = new Map(ends.map((e) => [e.partition, Number(e.high)]));
   // Partitions with something to read, and the last offset each must reach.
   const open = new Map(ends.filter((e) => Number(e.high) > Number(e.low)).map((e) => [e.partition, Number(e.high) - 1]));

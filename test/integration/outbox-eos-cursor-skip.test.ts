@@ -9,7 +9,7 @@ import { ExactlyOnceSinks } from '../../lib/outbox/exactlyOnce.ts';
 import { KafkaPublisher } from '../../lib/outbox/publishers/kafka.ts';
 import { pendingByTarget } from '../../lib/outbox/queries.ts';
 import { FakeClock } from '../../lib/shared/clock.ts';
-import { createTopics, memoryLog, randomTopic, readTopicToEnd } from '../helpers/kafka.ts';
+import { committedEnds, createTopics, memoryLog, randomTopic, readTopicToEnd } from '../helpers/kafka.ts';
 import { freshPg, serviceUrls, type TestPg } from '../helpers/services.ts';
 
 /**
@@ -99,9 +99,7 @@ async function cursorGroups(w: World): Promise<string[]> {
 
 /** The offsets topic's end (kafkajs answers the last stable offset) and what PostgreSQL mirrored. */
 async function positions(w: World): Promise<{ end: number; mirrored: number | null }> {
-  const admin = kafka.admin();
-  await admin.connect();
-  const [end] = await admin.fetchTopicOffsets(w.offsets).finally(() => admin.disconnect());
+  const [end] = await committedEnds(kafka, w.offsets);
   const r = await pg.db.query<{ o: string | null }>(`SELECT offsets_offset AS o FROM outbox_target WHERE target = $1`, [w.target]);
   return { end: Number(end!.high), mirrored: r.rows[0]?.o == null ? null : Number(r.rows[0].o) };
 }

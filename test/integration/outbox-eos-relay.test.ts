@@ -10,7 +10,7 @@ import { KafkaPublisher } from '../../lib/outbox/publishers/kafka.ts';
 import { pendingByTarget } from '../../lib/outbox/queries.ts';
 import { silentLog } from '../../lib/observability/logger.ts';
 import { FakeClock } from '../../lib/shared/clock.ts';
-import { createTopics, randomTopic } from '../helpers/kafka.ts';
+import { committedEnds, createTopics, randomTopic } from '../helpers/kafka.ts';
 import { freshPg, serviceUrls, type TestPg } from '../helpers/services.ts';
 
 /**
@@ -37,9 +37,7 @@ afterAll(async () => {
 
 /** Every record of the topic a read_committed consumer sees (aborted ones never), in offset order. */
 async function committed(of: string): Promise<{ id: string; value: string }[]> {
-  const admin = kafka.admin();
-  await admin.connect();
-  const [end] = await admin.fetchTopicOffsets(of).finally(() => admin.disconnect());
+  const [end] = await committedEnds(kafka, of);
   const high = Number(end!.high);
   if (high === 0) return [];
   const consumer = kafka.consumer({ groupId: randomTopic('g'), readUncommitted: false, maxWaitTimeInMs: 200 });
