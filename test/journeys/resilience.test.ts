@@ -99,7 +99,7 @@ async function plan(flids: string[]): Promise<void> {
 
 const settled = (flids: string[]) => model.settled(world.twin.base, flids);
 const checkFlights = (flids: string[]) => checkFlightsOnKafka(world, model, flids);
-const judge = (flids: string[]) => judgeFlightsOnKafka(world, model, flids);
+const judge = (flids: string[], o?: { timeoutMs?: number }) => judgeFlightsOnKafka(world, model, flids, o);
 
 /** What the operator's stats say (GET /admin/stats, the API behind `msgx status`). */
 const status = async () =>
@@ -230,7 +230,10 @@ describe('resilience journeys from outside', () => {
     holdPosts = false;
     await write(40);
     await world.start();
-    await judge(flids);
+    // The killed dispatcher's lease (MSGX_DELIVERY_LEASE, 30 s) must run out before the restarted
+    // one may deliver its targets, and its open Kafka transaction hides the partitions' later
+    // records until then: the judgement waits past both, on a loaded CI host too.
+    await judge(flids, { timeoutMs: 75_000 });
     // Exactly once into Kafka (on by default with brokers): a read_committed consumer sees each
     // event once across the kill (test/faults/relay-eos.test.ts kills inside the transaction itself).
     const ids = (await readTopicToEnd(world.brokers, world.topics.msg)).map((r) => r.headers['msgx-event-id']!);
