@@ -292,13 +292,16 @@ export async function relayBatch(
   const keep = next !== undefined && isAll && !fullyDrained && hold === null;
   const periodStart = new Date(now.getTime() - ctx.config.outbox.schdFlushPeriodMs);
   const flushAt = isSchd ? (drained ? now : periodStart) : null;
+  // The batch's time (its SENT time in the trace, the target's last move) is when the publishers
+  // answered, not when the page was read: a Kafka transaction is several round trips.
+  const finishedAt = ctx.clock.now();
   const params = [
     target,
     snapHi,
     fullyDrained,
     lastId,
     me,
-    now,
+    finishedAt,
     hold?.until ?? null,
     hold?.error ?? null,
     flushAt,
