@@ -32,13 +32,13 @@ afterAll(async () => {
 });
 
 /** A target and its own one-partition offsets topic and stage (so its cursor groups are its own). */
-async function world() {
+async function world(o: { offsetsConfig?: { name: string; value: string }[] } = {}) {
   const topic = randomTopic('msgx-eos-skip');
   const offsets = randomTopic('msgx-offsets-skip');
   const stage = `skip${randomBytes(4).toString('hex')}`;
   await createTopics(brokers, [
     { topic },
-    { topic: offsets, numPartitions: 1, configEntries: [{ name: 'cleanup.policy', value: 'compact' }] },
+    { topic: offsets, numPartitions: 1, configEntries: [{ name: 'cleanup.policy', value: 'compact' }, ...(o.offsetsConfig ?? [])] },
   ]);
   const config = loadConfig({
     MSGX_KAFKA_BROKERS: brokers.join(','),
@@ -241,6 +241,30 @@ it('an offsets topic whose partition count changed since the mirror (the key may
   await insert(w.target, 'b');
   const restarted = await run(w, 'restarted', clock, 1);
   expect(fromPostgres(restarted.log)).toEqual([]);
+  expect(await cursorGroups(w)).toHaveLength(1);
+  expect(await committed(w.topic)).toEqual(['a', 'b']);
+}, 60_000);
+
+it('an offsets partition whose tail is an aborted transaction in a fetch of its own (a fenced zombie last) is read to its end', async () => {
+  // Segments that roll after 100 ms: the broker answers a fetch from one segment, so the aborted
+  // record and its marker, written to a segment of their own, come in fetches that hold nothing a
+  // read_committed consumer may see.
+  const w = await world({ offsetsConfig: [{ name: 'segment.ms', value: '100' }] });
+  const clock = new FakeClock('2026-12-04T00:00:00Z');
+  await insert(w.target, 'a');
+  await run(w, 'first', clock, 1);
+  await new Promise((r) => setTimeout(r, 250)); // the broker's segment age, not msgx's clock
+
+  const zombie = kafka.producer({ transactionalId: transactionalId(w.stage, w.target), idempotent: true, maxInFlightRequests: 1 });
+  await zombie.connect();
+  const tx = await zombie.transaction();
+  await tx.send({ topic: w.offsets, messages: [{ key: w.target, value: '{"snapLo":"1:1:","snapHi":null,"afterId":0}' }] });
+  await tx.abort();
+  await zombie.disconnect();
+
+  await insert(w.target, 'b');
+  const restarted = await run(w, 'restarted', clock, 1);
+  expect(fromPostgres(restarted.log)).toEqual([]); // the abort after our record forced the read
   expect(await cursorGroups(w)).toHaveLength(1);
   expect(await committed(w.topic)).toEqual(['a', 'b']);
 }, 60_000);

@@ -28,6 +28,12 @@ export interface TxRecord {
  */
 const TRANSACTION_TIMEOUT_MS = 10_000;
 
+/**
+ * How long a start may take to read the offsets topic back before it gives up with an error (the
+ * round reports it, the next one tries again): a read that cannot end is a stall, not a wait.
+ */
+const CURSOR_READ_TIMEOUT_MS = 60_000;
+
 /** Where a cursor record landed in the offsets topic, and how many partitions the topic had then. */
 export interface OffsetsPosition {
   topic: string;
@@ -165,22 +171,39 @@ export async function readKafkaCursor(kafka: Kafka, o: { stage: string; offsetsT
   if (open.size === 0) return null;
   const consumer = kafka.consumer({ groupId: cursorGroupId(o.stage), readUncommitted: false, maxWaitTimeInMs: 200 });
   let cursor: string | null = null;
+  let timer: NodeJS.Timeout | undefined;
   await consumer.connect();
   try {
     await consumer.subscribe({ topic: offsetsTopic, fromBeginning: true });
     await new Promise<void>((resolve, reject) => {
+      timer = setTimeout(
+        () =>
+          reject(
+            new Error(
+              `the cursor read of ${offsetsTopic} did not reach the end of partitions ${[...open.keys()].join(',')} within ${CURSOR_READ_TIMEOUT_MS / 1000} s`,
+            ),
+          ),
+        CURSOR_READ_TIMEOUT_MS,
+      );
+      // The end is judged on every fetched batch, the ones kafkajs hands to no eachBatch included: a
+      // partition whose tail is only transaction markers (an aborted transaction last, a segment that
+      // rolled before a commit marker) ends in a batch with nothing to deliver, and waiting for an
+      // eachBatch there waited for ever.
+      consumer.on(consumer.events.END_BATCH_PROCESS, ({ payload }) => {
+        // The end includes transaction markers, which the batch's last offset covers.
+        if (Number(payload.lastOffset) + 1 >= (open.get(payload.partition) ?? 0)) open.delete(payload.partition);
+        if (open.size === 0) resolve();
+      });
       consumer
         .run({
           eachBatch: async ({ batch }) => {
             for (const m of batch.messages) if (m.key?.toString() === target) cursor = m.value?.toString() ?? null;
-            // The high watermark includes transaction markers, which the batch's last offset covers.
-            if (Number(batch.lastOffset()) + 1 >= (open.get(batch.partition) ?? 0)) open.delete(batch.partition);
-            if (open.size === 0) resolve();
           },
         })
         .catch(reject);
     });
   } finally {
+    clearTimeout(timer);
     await consumer.disconnect();
   }
   return cursor;
