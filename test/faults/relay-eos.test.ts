@@ -1,5 +1,4 @@
 import { spawn } from 'node:child_process';
-import kafkajs from 'kafkajs';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { loadConfig } from '../../lib/config/config.ts';
 import { dispatchOnce, type DispatchContext } from '../../lib/outbox/dispatcher.ts';
@@ -8,7 +7,7 @@ import { ExactlyOnceSinks } from '../../lib/outbox/exactlyOnce.ts';
 import { pendingByTarget } from '../../lib/outbox/queries.ts';
 import { silentLog } from '../../lib/observability/logger.ts';
 import { systemClock } from '../../lib/shared/clock.ts';
-import { committedEnds, createTopics, randomTopic } from '../helpers/kafka.ts';
+import { createTopics, randomTopic, readTopicToEnd } from '../helpers/kafka.ts';
 import { freshPg, serviceUrls, waitFor, type TestPg } from '../helpers/services.ts';
 
 /**
@@ -27,7 +26,6 @@ const shapes = [
   { name: 'a page read ahead', batch: 2, maxBatches: 40, topic: randomTopic('msgx-fault-eos-ahead') },
 ];
 let pg: TestPg;
-let kafka: InstanceType<typeof kafkajs.Kafka>;
 
 beforeAll(async () => {
   await createTopics(brokers, [
@@ -35,31 +33,14 @@ beforeAll(async () => {
     { topic: offsets, configEntries: [{ name: 'cleanup.policy', value: 'compact' }] },
   ]);
   pg = await freshPg();
-  kafka = new kafkajs.Kafka({ clientId: 'msgx-fault-eos', brokers, logLevel: kafkajs.logLevel.NOTHING });
 });
 afterAll(async () => {
   await pg?.drop();
 });
 
 /** The msgx-event-ids of the topic in offset order, as a consumer of the given isolation sees them. */
-async function eventIds(topic: string, readUncommitted: boolean): Promise<string[]> {
-  const [end] = await committedEnds(kafka, topic);
-  const high = Number(end!.high);
-  const consumer = kafka.consumer({ groupId: randomTopic('g'), readUncommitted, maxWaitTimeInMs: 200 });
-  const got: string[] = [];
-  await consumer.connect();
-  await consumer.subscribe({ topic, fromBeginning: true });
-  await new Promise<void>((resolve) => {
-    void consumer.run({
-      eachBatch: async ({ batch }) => {
-        for (const m of batch.messages) got.push(m.headers?.['msgx-event-id']?.toString() ?? '');
-        if (Number(batch.lastOffset()) + 1 >= high) resolve();
-      },
-    });
-  });
-  await consumer.disconnect();
-  return got;
-}
+const eventIds = async (topic: string, readUncommitted: boolean): Promise<string[]> =>
+  (await readTopicToEnd(brokers, topic, { readUncommitted })).map((r) => r.headers['msgx-event-id'] ?? '');
 
 // The child: delivers its first batch, then sends the second inside its transaction and hangs
 // before the commit (the parent SIGKILLs it there). Should it deliver everything without ever

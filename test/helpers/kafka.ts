@@ -132,28 +132,55 @@ export async function committedEnds(kafka: InstanceType<typeof Kafka>, topic: st
   }
 }
 
+/** Each partition's high watermark and log start: the ends a read_uncommitted read goes to. */
+async function uncommittedEnds(kafka: InstanceType<typeof Kafka>, topic: string) {
+  const high = await highWatermarks(kafka, topic);
+  const admin = kafka.admin();
+  await admin.connect();
+  const starts = await admin.fetchTopicOffsets(topic).finally(() => admin.disconnect());
+  return starts.map((e) => ({ partition: e.partition, low: e.low, high: String(high.get(e.partition) ?? e.high) }));
+}
+
 /**
  * Reads EVERY record of `topic` up to each partition's end (its last stable offset, commits in flight at the call included), the ends taken
  * at the call: call it once the writers stopped (or once the outcome the test waits for is seen),
  * so that the read covers everything written. A partition is read until its end, not until some
  * total count arrived, so a duplicate or a late record on one partition is never cut off by many
  * on another; nothing beyond those ends is returned. Per partition in offset order, partitions
- * concatenated. Throws naming the partitions not read to their end when the time runs out.
+ * concatenated. Throws naming the partitions not read to their end when the time runs out. With
+ * `readUncommitted`, as a read_uncommitted consumer: to the high watermarks, the records of aborted
+ * and open transactions included.
  */
-export async function readTopicToEnd(brokers: string[], topic: string, options: { timeoutMs?: number } = {}): Promise<ReadRecord[]> {
+export async function readTopicToEnd(
+  brokers: string[],
+  topic: string,
+  options: { timeoutMs?: number; readUncommitted?: boolean } = {},
+): Promise<ReadRecord[]> {
   const kafka = new Kafka({ clientId: 'msgx-test-reader', brokers, logLevel: logLevel.NOTHING });
-  const ends = await committedEnds(kafka, topic);
+  const ends = options.readUncommitted ? await uncommittedEnds(kafka, topic) : await committedEnds(kafka, topic);
   const high = new Map(ends.map((e) => [e.partition, Number(e.high)]));
   // Partitions with something to read, and the last offset each must reach.
   const open = new Map(ends.filter((e) => Number(e.high) > Number(e.low)).map((e) => [e.partition, Number(e.high) - 1]));
   if (open.size === 0) return [];
-  const consumer = kafka.consumer({ groupId: `msgx-test-${randomBytes(6).toString('hex')}`, maxWaitTimeInMs: 200 });
+  const consumer = kafka.consumer({
+    groupId: `msgx-test-${randomBytes(6).toString('hex')}`,
+    maxWaitTimeInMs: 200,
+    readUncommitted: options.readUncommitted ?? false,
+  });
   const got: ReadRecord[] = [];
   await consumer.connect();
   try {
     await consumer.subscribe({ topic, fromBeginning: true });
     let done!: () => void;
     const finished = new Promise<void>((r) => (done = r));
+    // The end is judged on every fetched batch, also one kafkajs hands to no eachBatch (only
+    // transaction markers or aborted records: the tail of a partition a fenced producer wrote last).
+    // Its last offset also covers offsets that hold no record any more (a compacted topic).
+    consumer.on(consumer.events.END_BATCH_PROCESS, ({ payload }) => {
+      const last = open.get(payload.partition);
+      if (last !== undefined && Number(payload.lastOffset) >= last) open.delete(payload.partition);
+      if (open.size === 0) done();
+    });
     await consumer.run({
       eachBatchAutoResolve: true,
       eachBatch: async ({ batch }) => {
@@ -171,10 +198,6 @@ export async function readTopicToEnd(brokers: string[], topic: string, options: 
             headers,
           });
         }
-        // lastOffset() also covers offsets that hold no record any more (a compacted topic).
-        const last = open.get(batch.partition);
-        if (last !== undefined && Number(batch.lastOffset()) >= last) open.delete(batch.partition);
-        if (open.size === 0) done();
       },
     });
     const timeoutMs = options.timeoutMs ?? 30_000;

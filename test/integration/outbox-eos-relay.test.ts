@@ -1,4 +1,3 @@
-import kafkajs from 'kafkajs';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { loadConfig } from '../../lib/config/config.ts';
 import type { Db } from '../../lib/db/db.ts';
@@ -10,7 +9,7 @@ import { KafkaPublisher } from '../../lib/outbox/publishers/kafka.ts';
 import { pendingByTarget } from '../../lib/outbox/queries.ts';
 import { silentLog } from '../../lib/observability/logger.ts';
 import { FakeClock } from '../../lib/shared/clock.ts';
-import { committedEnds, createTopics, randomTopic } from '../helpers/kafka.ts';
+import { createTopics, randomTopic, readTopicToEnd } from '../helpers/kafka.ts';
 import { freshPg, serviceUrls, type TestPg } from '../helpers/services.ts';
 
 /**
@@ -24,38 +23,18 @@ const topic = randomTopic('msgx-eos-relay');
 const offsets = randomTopic('msgx-offsets');
 const target = `tx:${topic}`;
 let pg: TestPg;
-let kafka: InstanceType<typeof kafkajs.Kafka>;
 
 beforeAll(async () => {
   await createTopics(brokers, [{ topic }, { topic: offsets, configEntries: [{ name: 'cleanup.policy', value: 'compact' }] }]);
   pg = await freshPg();
-  kafka = new kafkajs.Kafka({ clientId: 'msgx-test-eos-relay', brokers, logLevel: kafkajs.logLevel.NOTHING });
 }, 60_000);
 afterAll(async () => {
   await pg?.drop();
 });
 
 /** Every record of the topic a read_committed consumer sees (aborted ones never), in offset order. */
-async function committed(of: string): Promise<{ id: string; value: string }[]> {
-  const [end] = await committedEnds(kafka, of);
-  const high = Number(end!.high);
-  if (high === 0) return [];
-  const consumer = kafka.consumer({ groupId: randomTopic('g'), readUncommitted: false, maxWaitTimeInMs: 200 });
-  const got: { id: string; value: string }[] = [];
-  await consumer.connect();
-  await consumer.subscribe({ topic: of, fromBeginning: true });
-  await new Promise<void>((resolve) => {
-    void consumer.run({
-      eachBatch: async ({ batch }) => {
-        for (const m of batch.messages) got.push({ id: m.headers?.['msgx-event-id']?.toString() ?? '', value: m.value?.toString() ?? '' });
-        // The high watermark counts the transaction markers, which the batch's last offset covers.
-        if (Number(batch.lastOffset()) + 1 >= high) resolve();
-      },
-    });
-  });
-  await consumer.disconnect();
-  return got;
-}
+const committed = async (of: string): Promise<{ id: string; value: string }[]> =>
+  (await readTopicToEnd(brokers, of)).map((r) => ({ id: r.headers['msgx-event-id'] ?? '', value: r.value ?? '' }));
 
 it('a dispatcher killed between its Kafka commit and the mirror: its replacement adopts the cursor, every event is seen once', async () => {
   const config = loadConfig({
