@@ -1,5 +1,4 @@
-import { randomUUID } from 'node:crypto';
-import { hostname } from 'node:os';
+import { PROCESS_DISPATCHER_ID } from './dispatcherId.ts';
 import { dispatchLogTargets } from './logDispatch.ts';
 import { noopMetrics } from './metrics.ts';
 import { round, sum, type DispatchReport } from './report.ts';
@@ -16,8 +15,6 @@ export type { DispatchContext, DispatchOptions, SentEvent } from './types.ts';
  * (lib/outbox/logDispatch.ts, with the ordering argument; docs/outbox.md "The dispatcher on the
  * log"); this file sums the targets' reports into the round's and logs it.
  */
-
-const PROCESS_DISPATCHER_ID = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
 
 /** One delivery round over every target with something to do. */
 export async function dispatchOnce(

@@ -1,3 +1,4 @@
+import { isDeadLocalDispatcher } from './dispatcherId.ts';
 import { relayBatch, type Finishing, type PageAhead } from './logBatch.ts';
 import { KEYS_SQL, retryHeads } from './logFailures.ts';
 import { DISCOVER_SQL, ENSURE_CURSOR_SQL, keyOf, LEASE_SQL, RELEASE_SQL, type TargetRow } from './logLease.ts';
@@ -70,8 +71,13 @@ async function deliverLogTarget(
   const leaseUntil = () => new Date(ctx.clock.now().getTime() + ctx.config.outbox.leaseMs);
 
   if (t.lease_owner && t.lease_owner !== me && t.lease_until && t.lease_until.getTime() > nowMs) {
-    report.skipped = 'leased';
-    return report;
+    // A lease of a process of this host that is gone is not waited out (a twin killed and started
+    // again delivered nothing for the lease's 30 s); one still taken by then is someone else's.
+    if (!isDeadLocalDispatcher(t.lease_owner) || (await ctx.db.query(RELEASE_SQL, [target, t.lease_owner])).rowCount !== 1) {
+      report.skipped = 'leased';
+      return report;
+    }
+    ctx.log.info({ message: 'outbox_lease_taken_over', target, from: t.lease_owner, reason: 'its process is gone' });
   }
   if (t.hold_until && t.hold_until.getTime() > nowMs) {
     report.skipped = 'backoff';

@@ -311,15 +311,7 @@ export async function checkFlightsOnKafka(world: JourneyWorld, model: FlightMode
 }
 
 /** checkFlightsOnKafka once the read API shows the modelled versions and the relay had time to deliver them. */
-export async function judgeFlightsOnKafka(
-  world: JourneyWorld,
-  model: FlightModel,
-  flids: string[],
-  o: { timeoutMs?: number } = {},
-): Promise<void> {
+export async function judgeFlightsOnKafka(world: JourneyWorld, model: FlightModel, flids: string[]): Promise<void> {
   await model.settled(world.twin.base, flids);
-  await eventually(() => checkFlightsOnKafka(world, model, flids), {
-    timeoutMs: o.timeoutMs ?? 30_000,
-    what: 'the topics to show the modelled flights',
-  });
+  await eventually(() => checkFlightsOnKafka(world, model, flids), { timeoutMs: 30_000, what: 'the topics to show the modelled flights' });
 }
