@@ -73,7 +73,9 @@ async function deliverLogTarget(
   if (t.lease_owner && t.lease_owner !== me && t.lease_until && t.lease_until.getTime() > nowMs) {
     // A lease of a process of this host that is gone is not waited out (a twin killed and started
     // again delivered nothing for the lease's 30 s); one still taken by then is someone else's.
-    if (!isDeadLocalDispatcher(t.lease_owner) || (await ctx.db.query(RELEASE_SQL, [target, t.lease_owner])).rowCount !== 1) {
+    // Only where host and pid name a process: Lambda sandboxes may share both.
+    const gone = ctx.config.runtime === 'twin' && isDeadLocalDispatcher(t.lease_owner);
+    if (!gone || (await ctx.db.query(RELEASE_SQL, [target, t.lease_owner])).rowCount !== 1) {
       report.skipped = 'leased';
       return report;
     }
