@@ -161,6 +161,38 @@ describe('topics', () => {
     expect(r.warnings[0]).toContain(`--add-config segment.ms=600000`);
   });
 
+  test('a schd and an offsets topic made elsewhere without compaction are each reported, and left as they are', async () => {
+    const { config, topicSchd, topicOffsets } = setup();
+    await createTopics(kafkaBrokers, [
+      { topic: topicSchd, configEntries: [{ name: 'cleanup.policy', value: 'delete' }] },
+      {
+        topic: topicOffsets,
+        configEntries: [
+          { name: 'cleanup.policy', value: 'delete' },
+          { name: 'segment.ms', value: '600000' },
+        ],
+      },
+    ]);
+    const r = await ensureTopics(config);
+    expect(r.existing).toEqual(expect.arrayContaining([topicSchd, topicOffsets]));
+    expect([...r.warnings].sort()).toEqual(
+      [`${topicSchd}: cleanup.policy is delete, expected compact`, `${topicOffsets}: cleanup.policy is delete, expected compact`].sort(),
+    );
+    const admin = new kafkajs.Kafka({ brokers: kafkaBrokers, logLevel: kafkajs.logLevel.NOTHING }).admin();
+    await admin.connect();
+    const cfg = await admin
+      .describeConfigs({
+        includeSynonyms: false,
+        resources: [topicSchd, topicOffsets].map((name) => ({
+          type: kafkajs.ConfigResourceTypes.TOPIC,
+          name,
+          configNames: ['cleanup.policy'],
+        })),
+      })
+      .finally(() => admin.disconnect());
+    expect(cfg.resources.map((c) => c.configEntries[0]!.configValue)).toEqual(['delete', 'delete']);
+  });
+
   test('without brokers it is a no-op (file sink)', async () => {
     const config = loadConfig({});
     expect(await ensureTopics(config)).toMatchObject({ fileSink: true, created: [] });
